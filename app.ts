@@ -1,0 +1,93 @@
+// Composition root: config → store → bus → jobs → the API and dashboard apps.
+import { Bus } from './bus'
+import { createApi } from './api'
+import { createDashboard } from './dashboard'
+import { ConfigError, USAGE, formatHostPort, loadConfig, type Config } from './lib/config'
+import type { Ctx } from './lib/context'
+import { openStore } from './store'
+
+export interface Server {
+  ctx: Ctx
+  apiUrl: string
+  dashboardUrl: string | null
+  stop(): Promise<void>
+}
+
+const reachable = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host)
+const urlOf = (host: string, port: number) => `http://${formatHostPort({ host: reachable(host), port })}`
+
+export async function startServer(config: Config): Promise<Server> {
+  const store = openStore(config.dataDir)
+  const ctx: Ctx = {
+    config,
+    store,
+    bus: undefined as unknown as Bus,
+    startedAt: Date.now(),
+    apiUrl: '',
+    apiBind: '',
+    dashboardBind: '',
+  }
+  ctx.bus = new Bus(store)
+
+  const stopJobs: (() => void | Promise<void>)[] = []
+
+  const api = createApi(ctx).listen({ hostname: config.bind.host, port: config.bind.port })
+  ctx.apiBind = formatHostPort({ host: config.bind.host, port: api.server!.port! })
+  ctx.apiUrl = urlOf(config.bind.host, api.server!.port!)
+
+  let dashboardUrl: string | null = null
+  let dashboard: ReturnType<typeof createDashboard> | null = null
+  if (config.dashboardBind) {
+    dashboard = createDashboard(ctx).listen({ hostname: config.dashboardBind.host, port: config.dashboardBind.port })
+    ctx.dashboardBind = formatHostPort({ host: config.dashboardBind.host, port: dashboard.server!.port! })
+    dashboardUrl = urlOf(config.dashboardBind.host, dashboard.server!.port!)
+  }
+
+  return {
+    ctx,
+    apiUrl: ctx.apiUrl,
+    dashboardUrl,
+    async stop() {
+      for (const stop of stopJobs) await stop()
+      await Promise.all([api.stop(), dashboard?.stop()])
+      store.close()
+    },
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(USAGE)
+    return
+  }
+  let config: Config
+  try {
+    config = loadConfig(argv)
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    console.error(`muster-server: ${err.message}`)
+    process.exit(2)
+  }
+  let server: Server
+  try {
+    server = await startServer(config)
+  } catch (err) {
+    console.error(`muster-server: cannot start: ${(err as Error).message}`)
+    process.exit(1)
+  }
+  console.log(
+    `Muster API on ${server.apiUrl}, dashboard on ${server.dashboardUrl ?? '(disabled)'}, data in ${config.dataDir}`,
+  )
+  let stopping = false
+  const shutdown = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    console.log(`${signal}: shutting down`)
+    await server.stop()
+    process.exit(0)
+  }
+  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+  process.on('SIGINT', () => void shutdown('SIGINT'))
+}
+
+if (import.meta.main) await main(process.argv.slice(2))

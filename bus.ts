@@ -1,0 +1,29 @@
+// The event bus: publishing stores the event, then hands it to every listener
+// (WebSocket subscribers, the webhook dispatcher). Listeners must not block.
+import type { Event, Store } from './store'
+
+export type Listener = (event: Event) => void
+
+export class Bus {
+  private listeners = new Set<Listener>()
+
+  constructor(private store: Store) {}
+
+  async publish(topic: string, data: unknown, source = ''): Promise<Event> {
+    const event = await this.store.events.append(topic, data, source)
+    for (const listener of this.listeners) {
+      try {
+        listener(event)
+      } catch (err) {
+        console.error('event listener failed:', err)
+      }
+    }
+    return event
+  }
+
+  /** Returns the function that removes the listener. */
+  listen(listener: Listener): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+}

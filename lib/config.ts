@@ -1,0 +1,107 @@
+// Server configuration: flags beat env, env beats defaults. A bad value is a
+// ConfigError with one clear line; app.ts prints it and exits 2.
+
+export interface Config {
+  bind: HostPort
+  dashboardBind: HostPort | null
+  dataDir: string
+  authToken: string | null
+  staleTimeoutMs: number
+  livenessIntervalMs: number
+  pruneIntervalMs: number
+  eventRetention: number
+  complianceIntervalMs: number
+}
+
+export interface HostPort { host: string; port: number }
+
+export class ConfigError extends Error {}
+
+const OPTIONS = {
+  bind: { flag: '--bind', env: 'SERVICE_BIND', def: 'localhost:9800' },
+  dashboardBind: { flag: '--dashboard-bind', env: 'SERVICE_DASHBOARD_BIND', def: 'localhost:9847' },
+  dataDir: { flag: '--data-dir', env: 'SERVICE_DATA_DIR', def: './muster-data' },
+  authToken: { flag: '--auth-token', env: 'SERVICE_AUTH_TOKEN', def: '' },
+  staleTimeout: { flag: '--stale-timeout', env: 'SERVICE_STALE_TIMEOUT', def: '5m' },
+  livenessInterval: { flag: '--liveness-interval', env: 'SERVICE_LIVENESS_INTERVAL', def: '60s' },
+  pruneInterval: { flag: '--prune-interval', env: 'SERVICE_PRUNE_INTERVAL', def: '60s' },
+  eventRetention: { flag: '--event-retention', env: 'SERVICE_EVENT_RETENTION', def: '1000' },
+  complianceInterval: { flag: '--compliance-interval', env: 'SERVICE_COMPLIANCE_INTERVAL', def: '5m' },
+} as const
+
+type Key = keyof typeof OPTIONS
+
+export const USAGE = `Usage: muster-server [options]
+${Object.values(OPTIONS).map((o) => `  ${(o.flag + ' VALUE').padEnd(28)} env ${o.env.padEnd(28)} default ${o.def || '(none)'}`).join('\n')}
+  --help`
+
+/** Parses a duration like 500ms, 2s, 5m, 1h into milliseconds. */
+export function parseDuration(text: string): number | null {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text.trim())
+  if (!m) return null
+  const ms = Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h']
+  return ms > 0 && Number.isFinite(ms) ? Math.round(ms) : null
+}
+
+export function parseHostPort(text: string): HostPort | null {
+  const m = /^(\[[^\]]+\]|[^:]*):(\d{1,5})$/.exec(text.trim())
+  if (!m) return null
+  const port = Number(m[2])
+  if (port > 65535) return null
+  return { host: m[1] === '' ? '0.0.0.0' : m[1].replace(/^\[|\]$/g, ''), port }
+}
+
+export function formatHostPort(hp: HostPort): string {
+  return `${hp.host.includes(':') ? `[${hp.host}]` : hp.host}:${hp.port}`
+}
+
+function readRaw(argv: string[], env: Record<string, string | undefined>): Record<Key, string> {
+  const byFlag = new Map(Object.entries(OPTIONS).map(([k, o]) => [o.flag as string, k as Key]))
+  const fromFlags: Partial<Record<Key, string>> = {}
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    const eq = arg.indexOf('=')
+    const name = eq > 0 ? arg.slice(0, eq) : arg
+    const key = byFlag.get(name)
+    if (!key) throw new ConfigError(`unknown option ${name}`)
+    let value: string | undefined
+    if (eq > 0) value = arg.slice(eq + 1)
+    else value = argv[++i]
+    if (value === undefined) throw new ConfigError(`option ${name} needs a value`)
+    fromFlags[key] = value
+  }
+  const out = {} as Record<Key, string>
+  for (const [k, o] of Object.entries(OPTIONS) as [Key, (typeof OPTIONS)[Key]][]) {
+    out[k] = fromFlags[k] ?? env[o.env] ?? o.def
+  }
+  return out
+}
+
+export function loadConfig(argv: string[], env: Record<string, string | undefined> = process.env): Config {
+  const raw = readRaw(argv, env)
+  const where = (k: Key) => `${OPTIONS[k].flag} / ${OPTIONS[k].env}`
+  const hostPort = (k: Key) => {
+    const hp = parseHostPort(raw[k])
+    if (!hp) throw new ConfigError(`invalid ${where(k)} "${raw[k]}": expected HOST:PORT`)
+    return hp
+  }
+  const duration = (k: Key) => {
+    const ms = parseDuration(raw[k])
+    if (ms === null) throw new ConfigError(`invalid ${where(k)} "${raw[k]}": expected a duration like 500ms, 2s, 5m, 1h`)
+    return ms
+  }
+  if (!/^\d+$/.test(raw.eventRetention) || Number(raw.eventRetention) < 1)
+    throw new ConfigError(`invalid ${where('eventRetention')} "${raw.eventRetention}": expected a positive integer`)
+  if (raw.dataDir.trim() === '') throw new ConfigError(`invalid ${where('dataDir')}: must not be empty`)
+  return {
+    bind: hostPort('bind'),
+    dashboardBind: raw.dashboardBind.trim() === '' ? null : hostPort('dashboardBind'),
+    dataDir: raw.dataDir,
+    authToken: raw.authToken === '' ? null : raw.authToken,
+    staleTimeoutMs: duration('staleTimeout'),
+    livenessIntervalMs: duration('livenessInterval'),
+    pruneIntervalMs: duration('pruneInterval'),
+    eventRetention: Number(raw.eventRetention),
+    complianceIntervalMs: duration('complianceInterval'),
+  }
+}

@@ -1,0 +1,16 @@
+// What the composition root hands to every route module and job.
+import type { Bus } from '../bus'
+import type { Config } from './config'
+import type { Store } from '../store'
+
+export interface Ctx {
+  config: Config
+  store: Store
+  bus: Bus
+  startedAt: number
+  /** Base URL of the API as bound (filled in once listening), e.g. http://127.0.0.1:9800 */
+  apiUrl: string
+  /** "host:port" as bound, or "" when the dashboard is disabled */
+  apiBind: string
+  dashboardBind: string
+}

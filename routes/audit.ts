@@ -1,0 +1,37 @@
+// /api/audit: read the append-only audit log.
+import { t } from 'elysia'
+import type { Ctx } from '../lib/context'
+import { intParam, routes, timeParam } from './http'
+
+export function auditRoutes(ctx: Ctx) {
+  return routes(ctx)
+    .get(
+      '/api/audit',
+      ({ query }) =>
+        ctx.store.audit.list({
+          actor: query.actor || undefined,
+          action: query.action || undefined,
+          from: timeParam(query.from, 'from'),
+          to: timeParam(query.to, 'to'),
+          limit: intParam(query.limit, 'limit', 50, 1),
+        }),
+      {
+        query: t.Object({
+          actor: t.Optional(t.String()),
+          action: t.Optional(t.String()),
+          from: t.Optional(t.String({ description: 'RFC 3339' })),
+          to: t.Optional(t.String({ description: 'RFC 3339' })),
+          limit: t.Optional(t.String({ description: 'default 50' })),
+        }),
+        detail: { summary: 'Audit entries, newest first', tags: ['audit'] },
+      },
+    )
+    .get(
+      '/api/audit/summary',
+      ({ query }) => ctx.store.audit.summary(timeParam(query.from, 'from'), timeParam(query.to, 'to')),
+      {
+        query: t.Object({ from: t.Optional(t.String()), to: t.Optional(t.String()) }),
+        detail: { summary: 'Counts by action and outcome', tags: ['audit'] },
+      },
+    )
+}

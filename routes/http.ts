@@ -1,0 +1,148 @@
+// HTTP plumbing shared by every route module: error bodies, the audit macro,
+// caller identity, bounded body reading and query-parameter parsing.
+import { Elysia } from 'elysia'
+import { AppError, invalid, type ErrorKind } from '../lib/errors'
+import type { Ctx } from '../lib/context'
+
+export const MAX_BODY = 10 * 1024 * 1024
+
+export const STATUS: Record<ErrorKind, number> = {
+  invalid: 400,
+  unauthorized: 401,
+  not_found: 404,
+  method: 405,
+  conflict: 409,
+  precondition: 412,
+  too_large: 413,
+}
+
+export function errorResponse(status: number, message: string, extra: Record<string, unknown> = {}): Response {
+  return Response.json({ error: message, code: status, ...extra }, { status })
+}
+
+// ---- caller identity ------------------------------------------------------
+
+export interface Caller {
+  /** Audit actor: the instance id, else "admin" (server token used), else "anonymous". */
+  actor: string
+  instanceId: string | null
+}
+
+const callers = new WeakMap<Request, Caller>()
+
+export async function callerOf(ctx: Ctx, request: Request): Promise<Caller> {
+  const known = callers.get(request)
+  if (known) return known
+  const token = request.headers.get('x-instance-token')
+  const instanceId = token ? await ctx.store.instances.idByTokenHash(hashToken(token)) : null
+  const caller = { actor: instanceId ?? (ctx.config.authToken ? 'admin' : 'anonymous'), instanceId }
+  callers.set(request, caller)
+  return caller
+}
+
+export function hashToken(token: string): string {
+  return new Bun.CryptoHasher('sha256').update(token).digest('hex')
+}
+
+// ---- audit ------------------------------------------------------------------
+
+const auditDetail = new WeakMap<Request, string>()
+
+/** Adds a detail line to this request's audit entry (e.g. "version 3"). */
+export function noteAudit(request: Request, detail: string): void {
+  auditDetail.set(request, detail)
+}
+
+/** The resource an entry names: the request path below /api/, decoded. */
+export function resourceOf(url: string): string {
+  const path = new URL(url).pathname.replace(/^\/api\//, '').replace(/^\//, '')
+  try {
+    return decodeURIComponent(path)
+  } catch {
+    return path
+  }
+}
+
+/**
+ * Route modules start from this plugin. It gives them the `audit: 'action.name'`
+ * route option: one hook writes the audit entry after the response, for
+ * success and error outcomes alike.
+ */
+export function routes(ctx: Ctx) {
+  return new Elysia().macro({
+    audit(action: string) {
+      return {
+        async afterResponse({ request, set }: { request: Request; set: { status?: number | string } }) {
+          const status = typeof set.status === 'number' ? set.status : 200
+          const caller = await callerOf(ctx, request)
+          const detail = auditDetail.get(request) ?? (status >= 400 ? `status ${status}` : '')
+          try {
+            await ctx.store.audit.append({
+              actor: caller.actor,
+              action,
+              resource: resourceOf(request.url),
+              detail,
+              outcome: status < 400 ? 'success' : 'error',
+            })
+          } catch (err) {
+            console.error('audit append failed:', err)
+          }
+        },
+      }
+    },
+  })
+}
+
+// ---- bodies -----------------------------------------------------------------
+
+/** Reads a raw body, refusing (413) as soon as it passes `limit` bytes; never buffers past it. */
+export async function readBody(request: Request, limit = MAX_BODY): Promise<Uint8Array> {
+  const declared = Number(request.headers.get('content-length') ?? NaN)
+  if (declared > limit) throw tooLarge(limit)
+  if (!request.body) return new Uint8Array(0)
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.byteLength
+    if (size > limit) throw tooLarge(limit)
+    chunks.push(chunk)
+  }
+  if (chunks.length === 1) return chunks[0]
+  const out = new Uint8Array(size)
+  let at = 0
+  for (const c of chunks) out.set(c, at), (at += c.byteLength)
+  return out
+}
+
+export const tooLarge = (limit = MAX_BODY) =>
+  new AppError('too_large', `request body exceeds the ${limit / 1024 / 1024} MB limit`)
+
+// ---- query parameters --------------------------------------------------------
+
+/** A non-negative (or >= min) integer parameter; absent gives the default, garbage gives 400. */
+export function intParam(value: string | undefined, name: string, def: number, min = 0): number {
+  if (value === undefined || value === '') return def
+  if (!/^\d+$/.test(value) || Number(value) < min) throw invalid(`invalid ${name}: expected an integer >= ${min}`)
+  return Number(value)
+}
+
+/** An RFC 3339 / ISO 8601 instant, normalised to the stored format; garbage gives 400. */
+export function timeParam(value: string | undefined, name: string): string | undefined {
+  if (value === undefined || value === '') return undefined
+  const ms = Date.parse(value)
+  if (Number.isNaN(ms)) throw invalid(`invalid ${name}: expected an RFC 3339 timestamp`)
+  return new Date(ms).toISOString()
+}
+
+/** The quoted ETag for a SHA-256 hash. */
+export const etag = (hash: string) => `"${hash}"`
+
+/** True when an If-None-Match header matches the current hash. */
+export function notModified(request: Request, hash: string): boolean {
+  const header = request.headers.get('if-none-match')
+  if (!header) return false
+  return header.split(',').some((t) => {
+    const tag = t.trim().replace(/^W\//, '')
+    return tag === '*' || tag === etag(hash)
+  })
+}

@@ -1,0 +1,108 @@
+// The embedded database: one SQLite file in the data dir, WAL journal, and
+// schema migrations keyed on PRAGMA user_version. Only store/ imports this.
+import { Database } from 'bun:sqlite'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+
+/** Each entry moves the schema from version i to i+1. Append only; never edit a shipped one. */
+export const MIGRATIONS: string[] = [
+  `
+  CREATE TABLE documents (
+    space TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, hash TEXT NOT NULL,
+    content_type TEXT NOT NULL, updated_at TEXT NOT NULL, value BLOB NOT NULL,
+    PRIMARY KEY (space, key)
+  ) WITHOUT ROWID;
+  CREATE TABLE document_history (
+    space TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, hash TEXT NOT NULL,
+    content_type TEXT NOT NULL, updated_at TEXT NOT NULL, value BLOB NOT NULL,
+    PRIMARY KEY (space, key, version)
+  );
+  CREATE TABLE audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp TEXT NOT NULL, actor TEXT NOT NULL,
+    action TEXT NOT NULL, resource TEXT NOT NULL, detail TEXT NOT NULL, outcome TEXT NOT NULL
+  );
+  CREATE INDEX audit_timestamp ON audit (timestamp);
+  CREATE INDEX audit_actor ON audit (actor, id);
+  CREATE INDEX audit_action ON audit (action, id);
+  CREATE TABLE events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, topic TEXT NOT NULL, data TEXT NOT NULL,
+    source TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL
+  );
+  CREATE INDEX events_created ON events (created_at);
+  CREATE TABLE webhooks (
+    id TEXT PRIMARY KEY, url TEXT NOT NULL, patterns TEXT NOT NULL, secret TEXT NOT NULL DEFAULT '',
+    active INTEGER NOT NULL DEFAULT 1, created_at TEXT NOT NULL, last_fired TEXT,
+    fail_count INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE TABLE instances (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, workspace TEXT NOT NULL DEFAULT '',
+    intent TEXT NOT NULL DEFAULT '', stack TEXT NOT NULL DEFAULT '',
+    capabilities TEXT NOT NULL DEFAULT '[]', status TEXT NOT NULL,
+    registered_at TEXT NOT NULL, last_seen TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE
+  );
+  CREATE TABLE rules (
+    project TEXT NOT NULL, rule_id TEXT NOT NULL, severity TEXT NOT NULL DEFAULT 'error',
+    match_type TEXT NOT NULL DEFAULT 'regex', pattern TEXT NOT NULL, message TEXT NOT NULL DEFAULT '',
+    applies_to TEXT NOT NULL DEFAULT '["*"]', stack TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL, status TEXT NOT NULL, proposed_by TEXT NOT NULL DEFAULT '',
+    context TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+    PRIMARY KEY (project, rule_id)
+  );
+  CREATE TABLE compliance_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, instance_id TEXT NOT NULL, project TEXT NOT NULL,
+    contract TEXT NOT NULL, pass INTEGER NOT NULL, violations TEXT NOT NULL, run_at TEXT NOT NULL
+  );
+  CREATE INDEX compliance_instance ON compliance_runs (instance_id, id);
+  CREATE TABLE templates (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, description TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL, data TEXT NOT NULL, tags TEXT NOT NULL DEFAULT '[]',
+    version INTEGER NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL
+  );
+  CREATE TABLE agent_metrics (
+    instance_id TEXT NOT NULL, metric_name TEXT NOT NULL, period TEXT NOT NULL,
+    metric_value INTEGER NOT NULL, PRIMARY KEY (instance_id, period, metric_name)
+  ) WITHOUT ROWID;
+  CREATE TABLE llm_usage (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, instance_id TEXT NOT NULL DEFAULT '',
+    project TEXT NOT NULL DEFAULT '', provider TEXT NOT NULL, model TEXT NOT NULL,
+    tokens_in INTEGER NOT NULL DEFAULT 0, tokens_out INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL NOT NULL DEFAULT 0, request_type TEXT NOT NULL DEFAULT 'completion',
+    session_tag TEXT NOT NULL DEFAULT '', created_at TEXT NOT NULL
+  );
+  CREATE INDEX llm_created ON llm_usage (created_at);
+  `,
+]
+
+export const SCHEMA_VERSION = MIGRATIONS.length
+
+export function openDatabase(dataDir: string, file = 'muster.db'): Database {
+  mkdirSync(dataDir, { recursive: true })
+  const db = new Database(join(dataDir, file), { create: true, strict: true })
+  configure(db)
+  migrate(db)
+  return db
+}
+
+export function configure(db: Database): void {
+  db.exec('PRAGMA journal_mode = WAL')
+  db.exec('PRAGMA synchronous = NORMAL')
+  db.exec('PRAGMA busy_timeout = 5000')
+  db.exec('PRAGMA foreign_keys = ON')
+}
+
+export function migrate(db: Database): void {
+  const current = (db.query('PRAGMA user_version').get() as { user_version: number }).user_version
+  if (current > SCHEMA_VERSION) {
+    throw new Error(`database schema version ${current} is newer than this build supports (${SCHEMA_VERSION})`)
+  }
+  for (let v = current; v < SCHEMA_VERSION; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v])
+      db.exec(`PRAGMA user_version = ${v + 1}`)
+    })()
+  }
+}
+
+export function now(): string {
+  return new Date().toISOString()
+}

@@ -1,0 +1,144 @@
+// Versioned documents: the engine behind both the state store and the spec
+// registry. A "space" separates them ('state', or 'spec:<project>'). Every write
+// appends to document_history; the documents row is the current version.
+import type { Database } from 'bun:sqlite'
+import { AppError, notFound } from '../lib/errors'
+import { now } from './db'
+
+export interface DocMeta {
+  key: string
+  version: number
+  hash: string
+  content_type: string
+  updated_at: string
+}
+export interface Doc extends DocMeta {
+  value: Uint8Array
+}
+export interface HistoryItem {
+  version: number
+  hash: string
+  updated_at: string
+}
+
+/** Compare-and-swap conditions; any that is set must hold or the write fails with 412. */
+export interface WriteCondition {
+  ifVersion?: number
+  ifMatch?: string[] // hashes, unquoted; '*' matches any existing version
+  createOnly?: boolean
+}
+
+export function sha256(value: Uint8Array): string {
+  return new Bun.CryptoHasher('sha256').update(value).digest('hex')
+}
+
+export class VersionedDocs {
+  private q
+
+  constructor(private db: Database) {
+    this.q = {
+      get: db.query<Doc, [string, string]>(
+        'SELECT key, version, hash, content_type, updated_at, value FROM documents WHERE space = ? AND key = ?',
+      ),
+      meta: db.query<DocMeta, [string, string]>(
+        'SELECT key, version, hash, content_type, updated_at FROM documents WHERE space = ? AND key = ?',
+      ),
+      list: db.query<Omit<DocMeta, 'hash'>, [string]>(
+        'SELECT key, version, content_type, updated_at FROM documents WHERE space = ? ORDER BY key',
+      ),
+      version: db.query<Doc, [string, string, number]>(
+        'SELECT key, version, hash, content_type, updated_at, value FROM document_history WHERE space = ? AND key = ? AND version = ?',
+      ),
+      history: db.query<HistoryItem, [string, string, number]>(
+        'SELECT version, hash, updated_at FROM document_history WHERE space = ? AND key = ? ORDER BY version DESC LIMIT ?',
+      ),
+      upsert: db.query(
+        `INSERT INTO documents (space, key, version, hash, content_type, updated_at, value) VALUES (?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (space, key) DO UPDATE SET version = excluded.version, hash = excluded.hash,
+           content_type = excluded.content_type, updated_at = excluded.updated_at, value = excluded.value`,
+      ),
+      append: db.query(
+        'INSERT INTO document_history (space, key, version, hash, content_type, updated_at, value) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+      maxVersion: db.query<{ v: number | null }, [string, string]>(
+        'SELECT MAX(version) AS v FROM document_history WHERE space = ? AND key = ?',
+      ),
+      delete: db.query('DELETE FROM documents WHERE space = ? AND key = ?'),
+      deleteHistory: db.query('DELETE FROM document_history WHERE space = ? AND key = ?'),
+      count: db.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM documents WHERE space = ?'),
+      countLike: db.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM documents WHERE space LIKE ?'),
+    }
+  }
+
+  get(space: string, key: string): Doc | null {
+    return this.q.get.get(space, key)
+  }
+  meta(space: string, key: string): DocMeta | null {
+    return this.q.meta.get(space, key)
+  }
+  list(space: string): Omit<DocMeta, 'hash'>[] {
+    return this.q.list.all(space)
+  }
+  count(space: string): number {
+    return this.q.count.get(space)!.n
+  }
+  getVersion(space: string, key: string, version: number): Doc | null {
+    return this.q.version.get(space, key, version)
+  }
+  /** null when the document does not exist. */
+  history(space: string, key: string, limit: number): HistoryItem[] | null {
+    if (!this.q.meta.get(space, key)) return null
+    return this.q.history.all(space, key, limit)
+  }
+
+  put(space: string, key: string, value: Uint8Array, contentType: string, cond: WriteCondition = {}): DocMeta {
+    return this.db.transaction(() => {
+      const current = this.q.meta.get(space, key)
+      checkCondition(current, cond)
+      return this.write(space, key, value, contentType, current)
+    })()
+  }
+
+  /** Stores version `version`'s value as a new, higher version. */
+  rollback(space: string, key: string, version: number, cond: WriteCondition = {}): DocMeta & { rolled_back: number } {
+    return this.db.transaction(() => {
+      const current = this.q.meta.get(space, key)
+      if (!current) throw notFound('key not found')
+      const old = this.q.version.get(space, key, version)
+      if (!old) throw notFound(`version ${version} not found`)
+      checkCondition(current, cond)
+      return { ...this.write(space, key, old.value, old.content_type, current), rolled_back: version }
+    })()
+  }
+
+  delete(space: string, key: string, cond: WriteCondition = {}): boolean {
+    return this.db.transaction(() => {
+      const current = this.q.meta.get(space, key)
+      if (!current) return false
+      checkCondition(current, cond)
+      this.q.delete.run(space, key)
+      this.q.deleteHistory.run(space, key)
+      return true
+    })()
+  }
+
+  private write(space: string, key: string, value: Uint8Array, contentType: string, current: DocMeta | null): DocMeta {
+    // History can outlive a row only if deleted mid-way; max() keeps versions strictly increasing.
+    const version = current ? current.version + 1 : (this.q.maxVersion.get(space, key)?.v ?? 0) + 1
+    const meta: DocMeta = { key, version, hash: sha256(value), content_type: contentType, updated_at: now() }
+    this.q.upsert.run(space, key, version, meta.hash, contentType, meta.updated_at, value)
+    this.q.append.run(space, key, version, meta.hash, contentType, meta.updated_at, value)
+    return meta
+  }
+}
+
+function checkCondition(current: DocMeta | null, cond: WriteCondition): void {
+  const fail = (why: string) => new AppError('precondition', why, { current_version: current?.version ?? 0 })
+  if (cond.createOnly && current) throw fail('precondition failed: the key already exists')
+  if (cond.ifVersion !== undefined && (current?.version ?? 0) !== cond.ifVersion)
+    throw fail(`precondition failed: expected version ${cond.ifVersion}`)
+  if (cond.ifMatch) {
+    const ok = current && cond.ifMatch.some((tag) => tag === '*' || tag === current.hash)
+    if (!ok) throw fail('precondition failed: If-Match does not match the current ETag')
+  }
+}
