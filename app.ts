@@ -26,12 +26,16 @@ export async function startServer(config: Config): Promise<Server> {
     apiUrl: '',
     apiBind: '',
     dashboardBind: '',
+    handle: async () => {
+      throw new Error('API not started')
+    },
   }
   ctx.bus = new Bus(store)
 
   const stopJobs: (() => void | Promise<void>)[] = []
 
   const api = createApi(ctx).listen({ hostname: config.bind.host, port: config.bind.port })
+  ctx.handle = (request) => api.handle(request)
   ctx.apiBind = formatHostPort({ host: config.bind.host, port: api.server!.port! })
   ctx.apiUrl = urlOf(config.bind.host, api.server!.port!)
 

@@ -13,4 +13,6 @@ export interface Ctx {
   /** "host:port" as bound, or "" when the dashboard is disabled */
   apiBind: string
   dashboardBind: string
+  /** Runs a request through the API in-process (auth and audit included), e.g. for MCP tools that reuse REST routes. */
+  handle(request: Request): Promise<Response>
 }

@@ -1,0 +1,15 @@
+// npm run bench [name…]: runs bench/<name>.ts for each name given, or every benchmark.
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+
+const all = readdirSync(import.meta.dir).filter((f) => f.endsWith('.ts') && !['run.ts', 'lib.ts'].includes(f)).map((f) => f.slice(0, -3)).sort()
+const chosen = process.argv.slice(2).length ? process.argv.slice(2) : all
+for (const name of chosen) {
+  if (!all.includes(name)) {
+    console.error(`unknown benchmark ${name}; have: ${all.join(', ')}`)
+    process.exit(2)
+  }
+  console.log(`\n=== bench/${name}.ts ===`)
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, `${name}.ts`)], { stdout: 'inherit', stderr: 'inherit' })
+  if ((await proc.exited) !== 0) process.exit(1)
+}

@@ -1,0 +1,107 @@
+// Test harness: starts the real server as a subprocess on free ports with a temp
+// data dir, and gives small fetch helpers. Every test file talks HTTP to it.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+
+const ROOT = join(import.meta.dir, '..')
+
+export interface TestServer {
+  api: string
+  dashboard: string
+  dataDir: string
+  proc: Subprocess
+  /** Output the server has printed so far (stdout and stderr). */
+  output(): string
+  /** SIGTERM and wait; keeps the data dir. */
+  stop(): Promise<void>
+  /** SIGKILL and wait; keeps the data dir. */
+  kill(): Promise<void>
+  /** Stops and removes the data dir. */
+  cleanup(): Promise<void>
+}
+
+export interface StartOptions {
+  args?: string[]
+  env?: Record<string, string>
+  dataDir?: string
+}
+
+export function tempDir(prefix = 'muster-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix))
+}
+
+/** Starts `bun app.ts` on 127.0.0.1 with port 0 for both ports, resolving once it listens. */
+export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
+  const dataDir = opts.dataDir ?? tempDir()
+  const proc = Bun.spawn(
+    [process.execPath, join(ROOT, 'app.ts'), '--bind', '127.0.0.1:0', '--dashboard-bind', '127.0.0.1:0', '--data-dir', dataDir, ...(opts.args ?? [])],
+    { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, ...opts.env } },
+  )
+  let out = ''
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) out += decoder.decode(chunk)
+  }
+  void pump(proc.stdout as ReadableStream<Uint8Array>)
+  void pump(proc.stderr as ReadableStream<Uint8Array>)
+  const deadline = Date.now() + 15_000
+  let m: RegExpExecArray | null = null
+  while (!(m = /Muster API on (\S+), dashboard on (\S+),/.exec(out))) {
+    if (proc.exitCode !== null || Date.now() > deadline) throw new Error(`server did not start:\n${out}`)
+    await Bun.sleep(20)
+  }
+  const [api, dashboard] = [m[1], m[2]]
+  const wait = async (signal: NodeJS.Signals) => {
+    if (proc.exitCode === null && !proc.killed) proc.kill(signal)
+    await proc.exited
+  }
+  return {
+    api,
+    dashboard,
+    dataDir,
+    proc,
+    output: () => out,
+    stop: () => wait('SIGTERM'),
+    kill: () => wait('SIGKILL'),
+    async cleanup() {
+      await wait('SIGTERM')
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** fetch + parsed JSON body (or text when not JSON). */
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any; headers: Headers; text: string }> {
+  const init: RequestInit = { method, headers: { ...headers } }
+  if (body !== undefined) {
+    init.body = typeof body === 'string' || body instanceof Uint8Array ? (body as BodyInit) : JSON.stringify(body)
+    if (!(init.headers as Record<string, string>)['content-type'] && typeof body !== 'string' && !(body instanceof Uint8Array))
+      (init.headers as Record<string, string>)['content-type'] = 'application/json'
+  }
+  const res = await fetch(base + path, init)
+  const text = await res.text()
+  let parsed: any = text
+  try {
+    parsed = text === '' ? null : JSON.parse(text)
+  } catch {}
+  return { status: res.status, body: parsed, headers: res.headers, text }
+}
+
+/** Polls until fn returns a truthy value or the timeout passes. */
+export async function eventually<T>(fn: () => Promise<T> | T, timeoutMs = 5000, stepMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const v = await fn()
+    if (v) return v
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+    await Bun.sleep(stepMs)
+  }
+}

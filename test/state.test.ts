@@ -1,0 +1,177 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { call, startServer, type TestServer } from './helpers'
+
+let s: TestServer
+beforeAll(async () => (s = await startServer()))
+afterAll(() => s.cleanup())
+
+const put = (key: string, body: string | Uint8Array, headers: Record<string, string> = {}) =>
+  call(s.api, 'PUT', `/api/state/${key}`, body, headers)
+
+describe('state', () => {
+  test('list is [] when empty', async () => {
+    const r = await call(s.api, 'GET', '/api/state')
+    expect(r.status).toBe(200)
+    expect(r.body).toEqual([])
+  })
+
+  test('put, versions, hash, raw get with headers', async () => {
+    const a = await put('proj/cfg', '{"a":1}')
+    expect(a.status).toBe(200)
+    expect(a.body).toMatchObject({ key: 'proj/cfg', version: 1, content_type: 'application/json' })
+    const hash = new Bun.CryptoHasher('sha256').update('{"a":1}').digest('hex')
+    expect(a.body.hash).toBe(hash)
+    expect(new Date(a.body.updated_at).toISOString()).toBe(a.body.updated_at)
+    const b = await put('proj/cfg', '{"a":2}')
+    expect(b.body.version).toBe(2)
+    const g = await fetch(`${s.api}/api/state/proj/cfg`)
+    expect(g.status).toBe(200)
+    expect(await g.text()).toBe('{"a":2}')
+    expect(g.headers.get('content-type')).toBe('application/json')
+    expect(g.headers.get('x-service-version')).toBe('2')
+    expect(g.headers.get('etag')).toBe(`"${b.body.hash}"`)
+    const list = await call(s.api, 'GET', '/api/state')
+    expect(list.body).toEqual([{ key: 'proj/cfg', version: 2, content_type: 'application/json', updated_at: b.body.updated_at }])
+  })
+
+  test('ETag and If-None-Match give 304 with an empty body', async () => {
+    const w = await put('etag/k', 'hello', { 'content-type': 'text/plain' })
+    const r = await fetch(`${s.api}/api/state/etag/k`, { headers: { 'if-none-match': `"${w.body.hash}"` } })
+    expect(r.status).toBe(304)
+    expect(await r.text()).toBe('')
+    const other = await fetch(`${s.api}/api/state/etag/k`, { headers: { 'if-none-match': '"nope"' } })
+    expect(other.status).toBe(200)
+    expect(other.headers.get('content-type')).toBe('text/plain')
+  })
+
+  test('binary values round-trip byte for byte', async () => {
+    const bytes = new Uint8Array(4096).map((_, i) => (i * 37) % 256)
+    const w = await put('bin/blob', bytes, { 'content-type': 'application/octet-stream' })
+    expect(w.status).toBe(200)
+    const r = await fetch(`${s.api}/api/state/bin/blob`)
+    expect(new Uint8Array(await r.arrayBuffer())).toEqual(bytes)
+    expect(r.headers.get('content-type')).toBe('application/octet-stream')
+  })
+
+  test('history with limit, version=N, diff', async () => {
+    await put('h/doc', JSON.stringify({ name: 'a', tags: ['x'] }))
+    await put('h/doc', JSON.stringify({ name: 'b', tags: ['x'] }))
+    await put('h/doc', JSON.stringify({ name: 'b', tags: ['x', 'y'], n: 1 }))
+    const h = await call(s.api, 'GET', '/api/state/h/doc?history=1')
+    expect(h.body.key).toBe('h/doc')
+    expect(h.body.versions.map((v: any) => v.version)).toEqual([3, 2, 1])
+    expect(Object.keys(h.body.versions[0]).sort()).toEqual(['hash', 'updated_at', 'version'])
+    const lim = await call(s.api, 'GET', '/api/state/h/doc?history=1&limit=2')
+    expect(lim.body.versions.map((v: any) => v.version)).toEqual([3, 2])
+    const v1 = await fetch(`${s.api}/api/state/h/doc?version=1`)
+    expect(await v1.json()).toEqual({ name: 'a', tags: ['x'] })
+    expect(v1.headers.get('x-service-version')).toBe('1')
+    expect(v1.headers.get('content-type')).toBe('application/json')
+    const d = await call(s.api, 'GET', '/api/state/h/doc?diff=1,2')
+    expect(d.body).toEqual({ key: 'h/doc', v1: 1, v2: 2, diffs: [{ operation: 'replace', path: '/name', old_value: 'a', new_value: 'b' }] })
+    const d2 = await call(s.api, 'GET', '/api/state/h/doc?diff=2,3')
+    expect(d2.body.diffs).toContainEqual({ operation: 'add', path: '/tags/1', old_value: null, new_value: 'y' })
+    expect(d2.body.diffs).toContainEqual({ operation: 'add', path: '/n', old_value: null, new_value: 1 })
+    // precedence: history beats diff beats version
+    const both = await call(s.api, 'GET', '/api/state/h/doc?history=1&diff=1,2&version=1')
+    expect(both.body.versions).toBeDefined()
+    const dv = await call(s.api, 'GET', '/api/state/h/doc?diff=1,2&version=1')
+    expect(dv.body.diffs).toBeDefined()
+  })
+
+  test('read errors: missing key, missing version, bad params, non-JSON diff', async () => {
+    expect((await call(s.api, 'GET', '/api/state/nope')).status).toBe(404)
+    expect((await call(s.api, 'GET', '/api/state/nope?history=1')).status).toBe(404)
+    await put('e/k', '{"a":1}')
+    const missing = await call(s.api, 'GET', '/api/state/e/k?version=9')
+    expect(missing.status).toBe(404)
+    expect(missing.body).toEqual({ error: 'version 9 not found', code: 404 })
+    expect((await call(s.api, 'GET', '/api/state/e/k?version=x')).status).toBe(400)
+    expect((await call(s.api, 'GET', '/api/state/e/k?diff=1')).status).toBe(400)
+    expect((await call(s.api, 'GET', '/api/state/e/k?diff=1,5')).status).toBe(404)
+    await put('e/txt', 'plain', { 'content-type': 'text/plain' })
+    await put('e/txt', 'plainer', { 'content-type': 'text/plain' })
+    const nd = await call(s.api, 'GET', '/api/state/e/txt?diff=1,2')
+    expect(nd.status).toBe(400)
+    expect(nd.body.code).toBe(400)
+  })
+
+  test('rollback stores the old value as a new version', async () => {
+    await put('r/k', '{"v":1}')
+    await put('r/k', '{"v":2}')
+    const r = await call(s.api, 'POST', '/api/state/r/k?rollback=1')
+    expect(r.status).toBe(200)
+    expect(r.body).toMatchObject({ key: 'r/k', version: 3, rolled_back: 1 })
+    expect(Object.keys(r.body).sort()).toEqual(['hash', 'key', 'rolled_back', 'updated_at', 'version'])
+    expect(await (await fetch(`${s.api}/api/state/r/k`)).text()).toBe('{"v":1}')
+    expect((await call(s.api, 'POST', '/api/state/r/k')).status).toBe(400)
+    expect((await call(s.api, 'POST', '/api/state/r/k?rollback=abc')).status).toBe(400)
+    expect((await call(s.api, 'POST', '/api/state/r/k?rollback=99')).status).toBe(404)
+    expect((await call(s.api, 'POST', '/api/state/r/none?rollback=1')).status).toBe(404)
+    const after = await call(s.api, 'GET', '/api/state/r/k?history=1')
+    expect(after.body.versions.length).toBe(3)
+  })
+
+  test('empty body is 400 and changes nothing', async () => {
+    await put('empty/k', '{"keep":true}')
+    const r = await put('empty/k', '')
+    expect(r.status).toBe(400)
+    expect(r.body).toEqual({ error: 'request body is empty', code: 400 })
+    const g = await fetch(`${s.api}/api/state/empty/k`)
+    expect(g.headers.get('x-service-version')).toBe('1')
+  })
+
+  test('over 10 MB is 413, by Content-Length and when streamed', async () => {
+    const big = new Uint8Array(10 * 1024 * 1024 + 1)
+    const r = await put('big/k', big)
+    expect(r.status).toBe(413)
+    expect(r.body.code).toBe(413)
+    const stream = new ReadableStream({
+      start(c) {
+        for (let i = 0; i < 11; i++) c.enqueue(new Uint8Array(1024 * 1024))
+        c.close()
+      },
+    })
+    const st = await fetch(`${s.api}/api/state/big/k`, { method: 'PUT', body: stream })
+    expect(st.status).toBe(413)
+    expect((await call(s.api, 'GET', '/api/state/big/k')).status).toBe(404)
+    const exact = await put('big/ok', new Uint8Array(10 * 1024 * 1024).fill(65), { 'content-type': 'text/plain' })
+    expect(exact.status).toBe(200)
+  })
+
+  test('delete removes the entry and its history; re-create starts at 1', async () => {
+    await put('d/k', '1')
+    await put('d/k', '2')
+    const d = await call(s.api, 'DELETE', '/api/state/d/k')
+    expect(d.body).toEqual({ deleted: 'd/k' })
+    expect((await call(s.api, 'DELETE', '/api/state/d/k')).status).toBe(404)
+    expect((await call(s.api, 'GET', '/api/state/d/k?version=1')).status).toBe(404)
+    expect((await put('d/k', '3')).body.version).toBe(1)
+  })
+
+  test('compare-and-swap: If-Match, if_version, If-None-Match: *', async () => {
+    const w1 = await put('cas/k', '"one"')
+    const ok = await put('cas/k', '"two"', { 'if-match': `"${w1.body.hash}"` })
+    expect(ok.body.version).toBe(2)
+    const stale = await put('cas/k', '"three"', { 'if-match': `"${w1.body.hash}"` })
+    expect(stale.status).toBe(412)
+    expect(stale.body).toMatchObject({ code: 412, current_version: 2 })
+    expect((await put('cas/k?if_version=1', '"x"')).status).toBe(412)
+    expect((await put('cas/k?if_version=2', '"x"')).body.version).toBe(3)
+    const created = await put('cas/new', '1', { 'if-none-match': '*' })
+    expect(created.body.version).toBe(1)
+    const again = await put('cas/new', '2', { 'if-none-match': '*' })
+    expect(again.status).toBe(412)
+    expect(again.body.current_version).toBe(1)
+    expect((await call(s.api, 'DELETE', '/api/state/cas/new?if_version=7')).status).toBe(412)
+    expect((await call(s.api, 'GET', '/api/state/cas/new')).status).toBe(200)
+    expect((await call(s.api, 'DELETE', '/api/state/cas/new?if_version=1')).status).toBe(200)
+  })
+
+  test('keys with slashes and encoded characters', async () => {
+    const w = await put('team/app/feature%20flags', '{"on":true}')
+    expect(w.body.key).toBe('team/app/feature flags')
+    const r = await call(s.api, 'GET', '/api/state/team/app/feature%20flags')
+    expect(r.body).toEqual({ on: true })
+  })
+})
