@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { call, startServer, type TestServer } from './helpers'
+
+let s: TestServer
+beforeAll(async () => (s = await startServer()))
+afterAll(() => s.cleanup())
+
+describe('errors', () => {
+  test('health answers status and a duration string', async () => {
+    const r = await call(s.api, 'GET', '/health')
+    expect(r.status).toBe(200)
+    expect(r.body.status).toBe('ok')
+    expect(r.body.uptime).toMatch(/^(\d+h)?(\d+m)?[\d.]+m?s$/)
+  })
+
+  test('unknown route is 404 {error, code}', async () => {
+    const r = await call(s.api, 'GET', '/api/nothing/here')
+    expect(r.status).toBe(404)
+    expect(r.body).toEqual({ error: 'not found', code: 404 })
+    expect(r.headers.get('content-type')).toContain('application/json')
+  })
+
+  test('wrong method is 405 with Allow', async () => {
+    const r = await call(s.api, 'PATCH', '/api/state/x')
+    expect(r.status).toBe(405)
+    expect(r.body).toEqual({ error: 'method PATCH not allowed', code: 405 })
+    expect(r.headers.get('allow')).toContain('PUT')
+    expect((await call(s.api, 'DELETE', '/api/audit/summary')).status).toBe(405)
+  })
+
+  test('dashboard answers health, proxies the API and 404s as JSON', async () => {
+    expect((await call(s.dashboard, 'GET', '/health')).body.status).toBe('ok')
+    await call(s.api, 'PUT', '/api/state/via', '{"v":1}')
+    const r = await fetch(`${s.dashboard}/api/state/via`)
+    expect(r.status).toBe(200)
+    expect(r.headers.get('etag')).toBeTruthy()
+    expect(await r.json()).toEqual({ v: 1 })
+    const w = await call(s.dashboard, 'PUT', '/api/state/via', '{"v":2}')
+    expect(w.body.version).toBe(2)
+    const missing = await call(s.dashboard, 'GET', '/nope')
+    expect(missing.status).toBe(404)
+    expect(missing.body).toEqual({ error: 'not found', code: 404 })
+    expect((await fetch(`${s.dashboard}/`)).status).toBe(200)
+  })
+
+  test('openapi.json describes the routes', async () => {
+    const r = await call(s.api, 'GET', '/openapi.json')
+    expect(r.status).toBe(200)
+    expect(r.body.openapi).toMatch(/^3\./)
+    for (const path of ['/health', '/api/state', '/api/specs/{project}/{name}', '/api/audit', '/api/audit/summary'])
+      expect(Object.keys(r.body.paths)).toContain(path)
+  })
+
+  test('no stack traces in error bodies', async () => {
+    const r = await call(s.api, 'GET', '/api/state/x?version=abc')
+    expect(r.status).toBe(400)
+    expect(r.text).not.toContain('at ')
+  })
+})
+
+describe('configuration', () => {
+  const run = async (args: string[], env: Record<string, string> = {}) => {
+    const p = Bun.spawn([process.execPath, 'app.ts', ...args], {
+      cwd: `${import.meta.dir}/..`,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: { ...process.env, ...env },
+    })
+    const code = await p.exited
+    return { code, err: await new Response(p.stderr).text() }
+  }
+
+  test('bad values exit 2 with one clear line', async () => {
+    for (const [args, env, needle] of [
+      [['--stale-timeout', 'soon'], {}, '--stale-timeout'],
+      [['--bind', 'nope'], {}, '--bind'],
+      [['--event-retention', '-5'], {}, '--event-retention'],
+      [[], { SERVICE_PRUNE_INTERVAL: '10 parsecs' }, 'SERVICE_PRUNE_INTERVAL'],
+      [['--frobnicate', '1'], {}, 'unknown option --frobnicate'],
+      [['--data-dir'], {}, 'needs a value'],
+    ] as [string[], Record<string, string>, string][]) {
+      const r = await run(args, env)
+      expect(r.code).toBe(2)
+      expect(r.err.trim().split('\n').length).toBe(1)
+      expect(r.err).toContain(needle)
+    }
+  })
+
+  test('flags beat env', async () => {
+    const { loadConfig } = await import('../lib/config')
+    const c = loadConfig(['--stale-timeout', '2s'], { SERVICE_STALE_TIMEOUT: '9m', SERVICE_LIVENESS_INTERVAL: '500ms' })
+    expect(c.staleTimeoutMs).toBe(2000)
+    expect(c.livenessIntervalMs).toBe(500)
+    expect(c.bind).toEqual({ host: 'localhost', port: 9800 })
+    expect(c.dashboardBind).toEqual({ host: 'localhost', port: 9847 })
+    expect(loadConfig(['--dashboard-bind', ''], {}).dashboardBind).toBeNull()
+    expect(c.eventRetention).toBe(1000)
+    expect(c.complianceIntervalMs).toBe(300_000)
+  })
+})
