@@ -21,6 +21,14 @@ export class Bus {
     return event
   }
 
+  /**
+   * Publishes a change event without holding up the caller's response: the event
+   * joins the next group commit instead of costing the write a second one.
+   */
+  notify(topic: string, data: unknown, source: string): void {
+    this.publish(topic, data, source).catch((err) => console.error(`publishing ${topic} failed:`, err))
+  }
+
   /** Returns the function that removes the listener. */
   listen(listener: Listener): () => void {
     this.listeners.add(listener)

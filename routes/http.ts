@@ -63,6 +63,21 @@ export function resourceOf(url: string): string {
   }
 }
 
+async function writeAudit(ctx: Ctx, request: Request, action: string, status: number): Promise<void> {
+  try {
+    const caller = await callerOf(ctx, request)
+    await ctx.store.audit.append({
+      actor: caller.actor,
+      action,
+      resource: resourceOf(request.url),
+      detail: auditDetail.get(request) ?? (status >= 400 ? `status ${status}` : ''),
+      outcome: status < 400 ? 'success' : 'error',
+    })
+  } catch (err) {
+    console.error('audit append failed:', err)
+  }
+}
+
 /**
  * Route modules start from this plugin. It gives them the `audit: 'action.name'`
  * route option: one hook writes the audit entry after the response, for
@@ -72,21 +87,10 @@ export function routes(ctx: Ctx) {
   return new Elysia().macro({
     audit(action: string) {
       return {
-        async afterResponse({ request, set }: { request: Request; set: { status?: number | string } }) {
+        // Not async: Elysia would wait on the returned promise; the entry is written in the background.
+        afterResponse({ request, set }: { request: Request; set: { status?: number | string } }) {
           const status = typeof set.status === 'number' ? set.status : 200
-          const caller = await callerOf(ctx, request)
-          const detail = auditDetail.get(request) ?? (status >= 400 ? `status ${status}` : '')
-          try {
-            await ctx.store.audit.append({
-              actor: caller.actor,
-              action,
-              resource: resourceOf(request.url),
-              detail,
-              outcome: status < 400 ? 'success' : 'error',
-            })
-          } catch (err) {
-            console.error('audit append failed:', err)
-          }
+          void writeAudit(ctx, request, action, status)
         },
       }
     },
@@ -100,6 +104,8 @@ export async function readBody(request: Request, limit = MAX_BODY): Promise<Uint
   const declared = Number(request.headers.get('content-length') ?? NaN)
   if (declared > limit) throw tooLarge(limit)
   if (!request.body) return new Uint8Array(0)
+  // A declared length within the limit cannot grow past it (Bun enforces it), so read it whole.
+  if (declared >= 0) return new Uint8Array(await request.arrayBuffer())
   const chunks: Uint8Array[] = []
   let size = 0
   for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {

@@ -51,7 +51,7 @@ export function specsRoutes(ctx: Ctx) {
         const { bytes } = await readJsonBody(request)
         const meta = await ctx.store.specs.put(project, name, bytes, cond)
         noteAudit(request, `version ${meta.version}`)
-        await ctx.bus.publish('spec.changed', { project, name, version: meta.version, operation: 'put' }, 'specs')
+        ctx.bus.notify('spec.changed', { project, name, version: meta.version, operation: 'put' }, 'specs')
         return meta
       },
       {
@@ -68,7 +68,7 @@ export function specsRoutes(ctx: Ctx) {
         const { project, name } = names(params)
         if (!(await ctx.store.specs.delete(project, name, writeCondition(request, query, false))))
           throw notFound('spec not found')
-        await ctx.bus.publish('spec.changed', { project, name, version: 0, operation: 'delete' }, 'specs')
+        ctx.bus.notify('spec.changed', { project, name, version: 0, operation: 'delete' }, 'specs')
         return { deleted: `${project}/${name}` }
       },
       { params: SpecParams, query: CasQuery, audit: 'spec.delete', detail: { summary: 'Delete a spec', tags: ['specs'] } },

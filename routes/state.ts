@@ -25,7 +25,7 @@ function parseJson(bytes: Uint8Array, version: number): unknown {
 
 export function stateRoutes(ctx: Ctx) {
   const changed = (key: string, version: number, hash: string, operation: string) =>
-    ctx.bus.publish('state.changed', { key, version, hash, operation }, 'state')
+    ctx.bus.notify('state.changed', { key, version, hash, operation }, 'state')
 
   return routes(ctx)
     .get('/api/state', () => ctx.store.state.list(), {
@@ -83,7 +83,7 @@ export function stateRoutes(ctx: Ctx) {
         const contentType = request.headers.get('content-type')?.trim() || 'application/json'
         const meta = await ctx.store.state.put(key, value, contentType, cond)
         noteAudit(request, `version ${meta.version}`)
-        await changed(key, meta.version, meta.hash, 'put')
+        changed(key, meta.version, meta.hash, 'put')
         return meta
       },
       {
@@ -102,7 +102,7 @@ export function stateRoutes(ctx: Ctx) {
           throw invalid('rollback must be a version number >= 1')
         const result = await ctx.store.state.rollback(key, Number(query.rollback), writeCondition(request, query, false))
         noteAudit(request, `rolled back to ${result.rolled_back} as version ${result.version}`)
-        await changed(key, result.version, result.hash, 'rollback')
+        changed(key, result.version, result.hash, 'rollback')
         return {
           key: result.key,
           version: result.version,
@@ -122,7 +122,7 @@ export function stateRoutes(ctx: Ctx) {
       async ({ params, query, request }) => {
         const key = keyParam(params['*'])
         if (!(await ctx.store.state.delete(key, writeCondition(request, query, false)))) throw notFound('key not found')
-        await changed(key, 0, '', 'delete')
+        changed(key, 0, '', 'delete')
         return { deleted: key }
       },
       {

@@ -1,6 +1,6 @@
 // Audit log: append-only record of every mutating API call.
 import type { Database } from 'bun:sqlite'
-import { now } from './db'
+import { groupCommit, now } from './db'
 
 export interface AuditEntry {
   id: number
@@ -49,7 +49,7 @@ export function auditStore(db: Database): AuditStore {
   )
   return {
     async append(e) {
-      insert.run(now(), e.actor, e.action, e.resource, e.detail, e.outcome)
+      await groupCommit(db).write(() => insert.run(now(), e.actor, e.action, e.resource, e.detail, e.outcome))
     },
     async list(f) {
       const { sql, args } = window(f.from, f.to)

@@ -1,6 +1,6 @@
 // Event history: every published event, ids strictly increasing.
 import type { Database } from 'bun:sqlite'
-import { now } from './db'
+import { groupCommit, now } from './db'
 
 export interface Event {
   id: number
@@ -23,7 +23,7 @@ export function eventsStore(db: Database): EventsStore {
   return {
     async append(topic, data, source) {
       const created_at = now()
-      const { id } = insert.get(topic, JSON.stringify(data ?? null), source, created_at)!
+      const { id } = await groupCommit(db).write(() => insert.get(topic, JSON.stringify(data ?? null), source, created_at)!)
       return { id, topic, data: data ?? null, source, created_at }
     },
     lastId: async () => last.get()?.id ?? 0,

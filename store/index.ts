@@ -3,7 +3,7 @@
 // Routes must reach sub-stores through the Store object on every call (never keep
 // a sub-store in a variable): restore swaps the database and rebuilds them in place.
 import type { Database } from 'bun:sqlite'
-import { openDatabase } from './db'
+import { groupCommit, openDatabase } from './db'
 import { auditStore, type AuditStore } from './audit'
 import { eventsStore, type EventsStore } from './events'
 import { instancesStore, type InstancesStore } from './instances'
@@ -34,6 +34,9 @@ export function openStore(dataDir: string): Store {
   const db = openDatabase(dataDir)
   return {
     ...build(db),
-    close: () => db.close(),
+    close: () => {
+      groupCommit(db).commitNow()
+      db.close()
+    },
   }
 }

@@ -37,7 +37,7 @@ export function specsStore(db: Database): SpecsStore {
     getVersion: async (project, name, version) => docs.getVersion(space(project), name, version),
     history: async (project, name, limit) => docs.history(space(project), name, limit),
     put: async (project, name, data, cond) =>
-      toSpec(project, docs.put(space(project), name, data, 'application/json', cond)),
+      toSpec(project, await docs.put(space(project), name, data, 'application/json', cond)),
     delete: async (project, name, cond) => docs.delete(space(project), name, cond),
   }
 }

@@ -3,7 +3,7 @@
 // appends to document_history; the documents row is the current version.
 import type { Database } from 'bun:sqlite'
 import { AppError, notFound } from '../lib/errors'
-import { now } from './db'
+import { groupCommit, now } from './db'
 
 export interface DocMeta {
   key: string
@@ -32,8 +32,47 @@ export function sha256(value: Uint8Array): string {
   return new Bun.CryptoHasher('sha256').update(value).digest('hex')
 }
 
+/**
+ * Current documents kept in memory, least recently used dropped first, so hot
+ * reads skip SQLite. This process is the database's only writer, and every write
+ * goes through VersionedDocs, which updates the cache after the commit.
+ */
+class DocCache {
+  private map = new Map<string, Doc | null>()
+  private bytes = 0
+  constructor(private maxBytes: number) {}
+  get(id: string): Doc | null | undefined {
+    const doc = this.map.get(id)
+    if (doc === undefined) return undefined
+    this.map.delete(id)
+    this.map.set(id, doc) // most recently used last
+    return doc
+  }
+  set(id: string, doc: Doc | null): void {
+    this.drop(id)
+    const size = (doc?.value.byteLength ?? 0) + 200
+    if (size > this.maxBytes / 16) return
+    this.map.set(id, doc)
+    this.bytes += size
+    for (const [oldest, d] of this.map) {
+      if (this.bytes <= this.maxBytes) break
+      this.map.delete(oldest)
+      this.bytes -= (d?.value.byteLength ?? 0) + 200
+    }
+  }
+  drop(id: string): void {
+    const old = this.map.get(id)
+    if (old === undefined) return
+    this.map.delete(id)
+    this.bytes -= (old?.value.byteLength ?? 0) + 200
+  }
+}
+
+const cacheId = (space: string, key: string) => `${space}\u0000${key}`
+
 export class VersionedDocs {
   private q
+  private cache = new DocCache(64 * 1024 * 1024)
 
   constructor(private db: Database) {
     this.q = {
@@ -66,15 +105,18 @@ export class VersionedDocs {
       delete: db.query('DELETE FROM documents WHERE space = ? AND key = ?'),
       deleteHistory: db.query('DELETE FROM document_history WHERE space = ? AND key = ?'),
       count: db.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM documents WHERE space = ?'),
-      countLike: db.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM documents WHERE space LIKE ?'),
     }
   }
 
   get(space: string, key: string): Doc | null {
-    return this.q.get.get(space, key)
+    const id = cacheId(space, key)
+    let doc = this.cache.get(id)
+    if (doc === undefined) this.cache.set(id, (doc = this.q.get.get(space, key)))
+    return doc
   }
   meta(space: string, key: string): DocMeta | null {
-    return this.q.meta.get(space, key)
+    const doc = this.get(space, key)
+    return doc && { key: doc.key, version: doc.version, hash: doc.hash, content_type: doc.content_type, updated_at: doc.updated_at }
   }
   list(space: string): Omit<DocMeta, 'hash'>[] {
     return this.q.list.all(space)
@@ -91,35 +133,46 @@ export class VersionedDocs {
     return this.q.history.all(space, key, limit)
   }
 
-  put(space: string, key: string, value: Uint8Array, contentType: string, cond: WriteCondition = {}): DocMeta {
-    return this.db.transaction(() => {
+  put(space: string, key: string, value: Uint8Array, contentType: string, cond: WriteCondition = {}): Promise<DocMeta> {
+    return this.committed(space, key, () => {
       const current = this.q.meta.get(space, key)
       checkCondition(current, cond)
       return this.write(space, key, value, contentType, current)
-    })()
+    })
+  }
+
+  /** Runs a write in the group commit; the cached copy is dropped whatever the outcome, so the next read sees the write. */
+  private committed<T>(space: string, key: string, fn: () => T): Promise<T> {
+    return groupCommit(this.db).write(() => {
+      try {
+        return fn()
+      } finally {
+        this.cache.drop(cacheId(space, key))
+      }
+    })
   }
 
   /** Stores version `version`'s value as a new, higher version. */
-  rollback(space: string, key: string, version: number, cond: WriteCondition = {}): DocMeta & { rolled_back: number } {
-    return this.db.transaction(() => {
+  rollback(space: string, key: string, version: number, cond: WriteCondition = {}): Promise<DocMeta & { rolled_back: number }> {
+    return this.committed(space, key, () => {
       const current = this.q.meta.get(space, key)
       if (!current) throw notFound('key not found')
       const old = this.q.version.get(space, key, version)
       if (!old) throw notFound(`version ${version} not found`)
       checkCondition(current, cond)
       return { ...this.write(space, key, old.value, old.content_type, current), rolled_back: version }
-    })()
+    })
   }
 
-  delete(space: string, key: string, cond: WriteCondition = {}): boolean {
-    return this.db.transaction(() => {
+  delete(space: string, key: string, cond: WriteCondition = {}): Promise<boolean> {
+    return this.committed(space, key, () => {
       const current = this.q.meta.get(space, key)
       if (!current) return false
       checkCondition(current, cond)
       this.q.delete.run(space, key)
       this.q.deleteHistory.run(space, key)
       return true
-    })()
+    })
   }
 
   private write(space: string, key: string, value: Uint8Array, contentType: string, current: DocMeta | null): DocMeta {

@@ -16,7 +16,7 @@ describe('auth', () => {
   })
 
   test('missing, wrong and malformed tokens give the exact 401 body', async () => {
-    for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: TOKEN }, { authorization: 'Basic abc' }]) {
+    for (const headers of <Record<string, string>[]>[{}, { authorization: 'Bearer wrong' }, { authorization: TOKEN }, { authorization: 'Basic abc' }]) {
       const r = await call(s.api, 'GET', '/api/state', undefined, headers)
       expect(r.status).toBe(401)
       expect(r.text).toBe(JSON.stringify(DENIED))

@@ -1,0 +1,105 @@
+// Shared benchmark plumbing: start the real server or a bare Bun.serve baseline
+// as subprocesses, and drive load with wrk (Debian package) from a third process.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+const ROOT = join(import.meta.dir, '..')
+
+export interface Proc {
+  url: string
+  stop(): Promise<void>
+}
+
+async function waitFor(proc: ReturnType<typeof Bun.spawn>, re: RegExp): Promise<RegExpExecArray> {
+  let out = ''
+  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
+  const decoder = new TextDecoder()
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`process exited before it was ready:\n${out}`)
+    out += decoder.decode(value)
+    const m = re.exec(out)
+    if (m) {
+      void (async () => {
+        while (!(await reader.read()).done);
+      })()
+      return m
+    }
+  }
+}
+
+export async function startMuster(args: string[] = []): Promise<Proc> {
+  const dir = mkdtempSync(join(tmpdir(), 'muster-bench-'))
+  const proc = Bun.spawn(
+    [process.execPath, join(ROOT, 'app.ts'), '--bind', '127.0.0.1:0', '--dashboard-bind', '', '--data-dir', dir, ...args],
+    { stdout: 'pipe', stderr: 'inherit' },
+  )
+  const m = await waitFor(proc, /Muster API on (\S+),/)
+  return {
+    url: m[1],
+    async stop() {
+      proc.kill('SIGTERM')
+      await proc.exited
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** A bare Bun.serve hello-world: the ceiling every figure is compared with. */
+export async function startBaseline(): Promise<Proc> {
+  const script = join(mkdtempSync(join(tmpdir(), 'muster-base-')), 'baseline.ts')
+  writeFileSync(
+    script,
+    `const s = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('hello world') }); console.log('baseline on http://127.0.0.1:' + s.port + ',')`,
+  )
+  const proc = Bun.spawn([process.execPath, script], { stdout: 'pipe', stderr: 'inherit' })
+  const m = await waitFor(proc, /baseline on (\S+),/)
+  return {
+    url: m[1],
+    async stop() {
+      proc.kill('SIGTERM')
+      await proc.exited
+    },
+  }
+}
+
+export interface LoadResult {
+  rps: number
+  p50ms: number
+  p99ms: number
+  errors: number
+}
+
+const toMs = (v: string, unit: string) => Number(v) * ({ us: 0.001, ms: 1, s: 1000, m: 60000 } as Record<string, number>)[unit]
+
+/** Runs wrk with a Lua script; returns requests/s and latency percentiles. */
+export async function wrk(url: string, lua: string, opts: { seconds?: number; connections?: number } = {}): Promise<LoadResult> {
+  const script = join(mkdtempSync(join(tmpdir(), 'muster-wrk-')), 'load.lua')
+  writeFileSync(script, lua)
+  const p = Bun.spawn(
+    ['wrk', '-t2', `-c${opts.connections ?? 32}`, `-d${opts.seconds ?? 5}s`, '--latency', '-s', script, url],
+    { stdout: 'pipe', stderr: 'pipe' },
+  )
+  const out = await new Response(p.stdout).text()
+  if ((await p.exited) !== 0) throw new Error(`wrk failed: ${await new Response(p.stderr).text()}`)
+  const pct = (label: string) => {
+    const m = new RegExp(`^\\s*${label}%\\s+([\\d.]+)(us|ms|s|m)`, 'm').exec(out)
+    return m ? toMs(m[1], m[2]) : NaN
+  }
+  const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out)
+  const sockErr = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out)
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? NaN),
+    p50ms: pct('50'),
+    p99ms: pct('99'),
+    errors: Number(non2xx?.[1] ?? 0) + (sockErr ? sockErr.slice(1).reduce((a, b) => a + Number(b), 0) : 0),
+  }
+}
+
+export function hasWrk(): boolean {
+  return Bun.which('wrk') !== null
+}
+
+export const fmt = (r: LoadResult) =>
+  `${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50ms.toFixed(2)} ms   p99 ${r.p99ms.toFixed(2)} ms   errors ${r.errors}`
