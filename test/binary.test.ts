@@ -1,0 +1,38 @@
+import { afterAll, describe, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { call, tempDir } from './helpers'
+
+const out = tempDir('muster-bin-')
+afterAll(() => rmSync(out, { recursive: true, force: true }))
+
+describe('compiled binary', () => {
+  test('bun build --compile gives a muster-server that runs without Bun on PATH', async () => {
+    const build = Bun.spawn(
+      [process.execPath, 'build', '--compile', 'app.ts', '--outfile', join(out, 'muster-server')],
+      { cwd: join(import.meta.dir, '..'), stdout: 'pipe', stderr: 'pipe' },
+    )
+    expect(await build.exited).toBe(0)
+    const proc = Bun.spawn(
+      [join(out, 'muster-server'), '--bind', '127.0.0.1:0', '--dashboard-bind', '127.0.0.1:0', '--data-dir', join(out, 'data')],
+      { cwd: out, env: { PATH: '/usr/bin:/bin', HOME: out }, stdout: 'pipe', stderr: 'pipe' },
+    )
+    try {
+      const reader = proc.stdout.getReader()
+      let text = ''
+      let m: RegExpExecArray | null = null
+      while (!(m = /Muster API on (\S+), dashboard on (\S+),/.exec(text))) {
+        const { value, done } = await reader.read()
+        if (done) throw new Error(`binary exited: ${text}${await new Response(proc.stderr).text()}`)
+        text += new TextDecoder().decode(value)
+      }
+      expect((await call(m[1], 'GET', '/health')).body.status).toBe('ok')
+      expect((await call(m[1], 'PUT', '/api/state/bin', '{"ok":true}')).body.version).toBe(1)
+      expect((await call(m[2], 'GET', '/api/state/bin')).body).toEqual({ ok: true })
+      expect((await fetch(m[2] + '/')).status).toBe(200)
+    } finally {
+      proc.kill('SIGTERM')
+      expect(await proc.exited).toBe(0)
+    }
+  }, 60_000)
+})
