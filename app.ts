@@ -5,6 +5,7 @@ import { createDashboard } from './dashboard'
 import { ConfigError, USAGE, formatHostPort, loadConfig, type Config } from './lib/config'
 import type { Ctx } from './lib/context'
 import { openStore } from './store'
+import { settleBackground } from './lib/background'
 
 export interface Server {
   ctx: Ctx
@@ -54,6 +55,7 @@ export async function startServer(config: Config): Promise<Server> {
     async stop() {
       for (const stop of stopJobs) await stop()
       await Promise.all([api.stop(), dashboard?.stop()])
+      await settleBackground()
       store.close()
     },
   }

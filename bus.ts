@@ -1,6 +1,7 @@
 // The event bus: publishing stores the event, then hands it to every listener
 // (WebSocket subscribers, the webhook dispatcher). Listeners must not block.
 import type { Event, Store } from './store'
+import { track } from './lib/background'
 
 export type Listener = (event: Event) => void
 
@@ -26,7 +27,7 @@ export class Bus {
    * joins the next group commit instead of costing the write a second one.
    */
   notify(topic: string, data: unknown, source: string): void {
-    this.publish(topic, data, source).catch((err) => console.error(`publishing ${topic} failed:`, err))
+    track(this.publish(topic, data, source).catch((err) => console.error(`publishing ${topic} failed:`, err)))
   }
 
   /** Returns the function that removes the listener. */

@@ -3,6 +3,7 @@
 import { Elysia } from 'elysia'
 import { AppError, invalid, type ErrorKind } from '../lib/errors'
 import type { Ctx } from '../lib/context'
+import { track } from '../lib/background'
 
 export const MAX_BODY = 10 * 1024 * 1024
 
@@ -90,7 +91,7 @@ export function routes(ctx: Ctx) {
         // Not async: Elysia would wait on the returned promise; the entry is written in the background.
         afterResponse({ request, set }: { request: Request; set: { status?: number | string } }) {
           const status = typeof set.status === 'number' ? set.status : 200
-          void writeAudit(ctx, request, action, status)
+          track(writeAudit(ctx, request, action, status))
         },
       }
     },

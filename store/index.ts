@@ -20,6 +20,13 @@ export interface Store {
   close(): void
 }
 
+/** WAL checkpoints every second on a worker thread (store/checkpointer.ts); autocheckpoint stays as the fallback. */
+function startCheckpointer(file: string): Worker {
+  const worker = new Worker(new URL('./checkpointer.ts', import.meta.url).href)
+  worker.postMessage({ file, intervalMs: 1000 })
+  return worker
+}
+
 function build(db: Database) {
   return {
     state: stateStore(db),
@@ -32,9 +39,11 @@ function build(db: Database) {
 
 export function openStore(dataDir: string): Store {
   const db = openDatabase(dataDir)
+  const checkpointer = startCheckpointer(db.filename)
   return {
     ...build(db),
     close: () => {
+      checkpointer.terminate()
       groupCommit(db).commitNow()
       db.close()
     },

@@ -9,7 +9,7 @@ afterAll(() => rmSync(out, { recursive: true, force: true }))
 describe('compiled binary', () => {
   test('bun build --compile gives a muster-server that runs without Bun on PATH', async () => {
     const build = Bun.spawn(
-      [process.execPath, 'build', '--compile', 'app.ts', '--outfile', join(out, 'muster-server')],
+      [process.execPath, 'build', '--compile', 'app.ts', 'store/checkpointer.ts', '--outfile', join(out, 'muster-server')],
       { cwd: join(import.meta.dir, '..'), stdout: 'pipe', stderr: 'pipe' },
     )
     expect(await build.exited).toBe(0)
