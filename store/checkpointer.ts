@@ -1,8 +1,8 @@
 // Runs SQLite WAL checkpoints on a worker thread with its own connection, so the
 // request thread never stalls copying the WAL back into the database file.
-declare const self: Worker
+const scope = globalThis as unknown as Worker
 
-self.onmessage = (e: MessageEvent<{ file: string; intervalMs: number }>) => {
+scope.onmessage = (e: MessageEvent<{ file: string; intervalMs: number }>) => {
   const { Database } = require('bun:sqlite') as typeof import('bun:sqlite')
   const db = new Database(e.data.file)
   db.exec('PRAGMA busy_timeout = 5000')
