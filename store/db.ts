@@ -111,8 +111,8 @@ export function now(): string {
 }
 
 /**
- * Group commit: writes made within about a millisecond share one transaction. Each write runs as a savepoint, so one failing write
- * rolls back alone; its promise resolves only after the COMMIT, so nothing is
+ * Group commit: writes made within about a millisecond share one transaction.
+ * Each write runs as a savepoint, so one failing write rolls back alone; its promise resolves only after the COMMIT, so nothing is
  * acknowledged before it is durable. One COMMIT per batch instead of per write
  * is what makes concurrent writes cheap.
  */
