@@ -48,7 +48,8 @@ export async function startMuster(args: string[] = []): Promise<Proc> {
 
 /** A bare Bun.serve hello-world: the ceiling every figure is compared with. */
 export async function startBaseline(): Promise<Proc> {
-  const script = join(mkdtempSync(join(tmpdir(), 'muster-base-')), 'baseline.ts')
+  const dir = mkdtempSync(join(tmpdir(), 'muster-base-'))
+  const script = join(dir, 'baseline.ts')
   writeFileSync(
     script,
     `const s = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('hello world') }); console.log('baseline on http://127.0.0.1:' + s.port + ',')`,
@@ -60,6 +61,7 @@ export async function startBaseline(): Promise<Proc> {
     async stop() {
       proc.kill('SIGTERM')
       await proc.exited
+      rmSync(dir, { recursive: true, force: true })
     },
   }
 }
@@ -75,13 +77,15 @@ const toMs = (v: string, unit: string) => Number(v) * ({ us: 0.001, ms: 1, s: 10
 
 /** Runs wrk with a Lua script; returns requests/s and latency percentiles. */
 export async function wrk(url: string, lua: string, opts: { seconds?: number; connections?: number } = {}): Promise<LoadResult> {
-  const script = join(mkdtempSync(join(tmpdir(), 'muster-wrk-')), 'load.lua')
+  const dir = mkdtempSync(join(tmpdir(), 'muster-wrk-'))
+  const script = join(dir, 'load.lua')
   writeFileSync(script, lua)
   const p = Bun.spawn(
     ['wrk', '-t2', `-c${opts.connections ?? 32}`, `-d${opts.seconds ?? 5}s`, '--latency', '-s', script, url],
     { stdout: 'pipe', stderr: 'pipe' },
   )
   const out = await new Response(p.stdout).text()
+  rmSync(dir, { recursive: true, force: true })
   if ((await p.exited) !== 0) throw new Error(`wrk failed: ${await new Response(p.stderr).text()}`)
   const pct = (label: string) => {
     const m = new RegExp(`^\\s*${label}%\\s+([\\d.]+)(us|ms|s|m)`, 'm').exec(out)
