@@ -46,74 +46,99 @@ function serveAsset(path: string): Response {
   return new Response(file, { headers: { ...UI_HEADERS, 'content-type': file.type } })
 }
 
-/** Frames from the browser that arrive before the upstream socket is open wait here (bounded). */
-const MAX_PENDING = 64
-/** Close code when the API refuses or drops the stream (the browser then falls back to polling). */
+/** Close code when the API drops the stream (the browser reconnects with after_id). */
 const UPSTREAM_GONE = 1011
+/** How long the API gets to accept the stream before the browser's upgrade is refused with 502. */
+const CONNECT_TIMEOUT_MS = 5000
 
 type Frame = string | ArrayBuffer
-
-interface Tunnel {
-  upstream: WebSocket
-  pending: Frame[]
-}
 
 // Bun's client WebSocket takes request headers; the DOM typings in scope do not know that.
 const UpstreamSocket = WebSocket as unknown as new (url: string, options: { headers: Record<string, string> }) => WebSocket
 
+/** One browser socket's connection to the API; frames from the API wait in `early` until the browser side is open. */
+interface Tunnel {
+  upstream: WebSocket
+  early: Frame[]
+  deliver: ((frame: Frame) => void) | null
+  closed: ((code: number, reason: string) => void) | null
+}
+
+/** Opens the API's stream; resolves once it is open (null when the API refuses, fails or is too slow). */
+function openUpstream(url: string, headers: Record<string, string>): Promise<Tunnel | null> {
+  return new Promise((resolve) => {
+    const upstream = new UpstreamSocket(url, { headers })
+    upstream.binaryType = 'arraybuffer'
+    const timer = setTimeout(() => upstream.close(), CONNECT_TIMEOUT_MS)
+    upstream.onclose = () => {
+      clearTimeout(timer)
+      resolve(null)
+    }
+    upstream.onopen = () => {
+      clearTimeout(timer)
+      const tunnel: Tunnel = { upstream, early: [], deliver: null, closed: null }
+      upstream.onmessage = (e) => (tunnel.deliver ? tunnel.deliver(e.data) : tunnel.early.push(e.data))
+      upstream.onclose = (e) => tunnel.closed?.(e.code, e.reason)
+      resolve(tunnel)
+    }
+  })
+}
+
 /**
- * /api/events/subscribe: the browser's WebSocket is accepted here only when the
- * API would accept it (same token check, ?token= included), then every frame is
- * relayed both ways. Query string and Authorization are passed through unchanged,
- * so pattern and after_id reach the API as sent.
+ * /api/events/subscribe: the browser's WebSocket is accepted only once the API
+ * has accepted the same stream (same token check first, ?token= included), so no
+ * event published after the browser sees "open" can be missed; then frames are
+ * relayed both ways. Query string and Authorization go to the API unchanged, so
+ * pattern and after_id arrive as sent.
  */
 function eventsTunnel(ctx: Ctx) {
-  const tunnels = new Map<string, Tunnel>()
+  // Keyed by the upgrade request: the hook that connects and the socket's open handler see the same Request.
+  const connecting = new WeakMap<Request, Promise<Tunnel | null>>()
+  const live = new Map<string, Tunnel>()
   return new Elysia().ws('/api/events/subscribe', {
-    beforeHandle({ request }) {
-      if (!authorized(ctx, request, new URL(request.url))) return errorResponse(401, 'invalid or missing bearer token')
-    },
-    open(ws) {
-      const request = ws.data.request
+    async beforeHandle({ request }) {
       const url = new URL(request.url)
-      const headers: Record<string, string> = {}
-      const auth = request.headers.get('authorization')
-      if (auth) headers.authorization = auth
-      const upstream = new UpstreamSocket(ctx.apiUrl.replace(/^http/, 'ws') + url.pathname + url.search, { headers })
-      upstream.binaryType = 'arraybuffer'
-      const tunnel: Tunnel = { upstream, pending: [] }
-      tunnels.set(ws.id, tunnel)
-      let opened = false
-      upstream.onopen = () => {
-        opened = true
-        for (const frame of tunnel.pending) upstream.send(frame)
-        tunnel.pending = []
+      if (!authorized(ctx, request, url)) return errorResponse(401, 'invalid or missing bearer token')
+      let pending = connecting.get(request)
+      if (!pending) {
+        const auth = request.headers.get('authorization')
+        pending = openUpstream(ctx.apiUrl.replace(/^http/, 'ws') + url.pathname + url.search, auth ? { authorization: auth } : {})
+        connecting.set(request, pending)
       }
-      upstream.onmessage = (e) => ws.raw.send(e.data as string | ArrayBuffer)
-      upstream.onclose = (e) => {
-        tunnels.delete(ws.id)
-        if (ws.raw.readyState !== 1) return
-        // 1005/1006 are reserved (never sent on the wire); report them as an upstream failure.
-        const code = opened && e.code >= 1000 && e.code < 5000 && e.code !== 1005 && e.code !== 1006 ? e.code : UPSTREAM_GONE
-        ws.close(code, opened ? e.reason : 'event stream unavailable from the API')
+      const tunnel = await pending
+      if (!tunnel) return errorResponse(502, 'the API did not accept the event stream')
+      // Should the browser never complete the upgrade, do not keep the API's socket open.
+      setTimeout(() => tunnel.deliver ?? tunnel.upstream.close(), CONNECT_TIMEOUT_MS)
+    },
+    async open(ws) {
+      const tunnel = await connecting.get(ws.data.request)
+      if (!tunnel || tunnel.upstream.readyState !== WebSocket.OPEN) return ws.close(UPSTREAM_GONE, 'event stream closed by the API')
+      live.set(ws.id, tunnel)
+      tunnel.deliver = (frame) => ws.raw.send(frame)
+      for (const frame of tunnel.early.splice(0)) ws.raw.send(frame)
+      tunnel.closed = (code, reason) => {
+        live.delete(ws.id)
+        // 1005/1006 are reserved (never sent on the wire); report them as the API dropping the stream.
+        const known = code >= 1000 && code < 5000 && code !== 1005 && code !== 1006
+        if (ws.raw.readyState === 1) ws.close(known ? code : UPSTREAM_GONE, known ? reason : 'event stream closed by the API')
       }
     },
     message(ws, message) {
-      const tunnel = tunnels.get(ws.id)
-      if (!tunnel) return
       // Elysia hands over parsed JSON for JSON text; relay it as text again.
       const frame: Frame =
         typeof message === 'string' ? message
         : message instanceof ArrayBuffer ? message
         : message instanceof Uint8Array ? (message.slice().buffer as ArrayBuffer)
         : JSON.stringify(message)
-      if (tunnel.upstream.readyState === WebSocket.OPEN) tunnel.upstream.send(frame)
-      else if (tunnel.pending.length < MAX_PENDING) tunnel.pending.push(frame)
+      live.get(ws.id)?.upstream.send(frame)
     },
     close(ws) {
-      const tunnel = tunnels.get(ws.id)
-      tunnels.delete(ws.id)
-      tunnel?.upstream.close()
+      const tunnel = live.get(ws.id)
+      live.delete(ws.id)
+      if (tunnel) {
+        tunnel.closed = null
+        tunnel.upstream.close()
+      }
     },
   })
 }

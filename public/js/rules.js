@@ -185,7 +185,7 @@ function ruleRow(r) {
     cell('', { class: 'nowrap' },
       local
         ? [h('button', { class: 'btn small', type: 'button', onclick: () => editRule(r), text: 'Edit' }), ' ', deleteButton(r)]
-        : h('span', { class: 'sub', title: 'Learned and external rules change through proposals and import', text: r.source })))
+        : h('span', { class: 'sub', title: 'Learned rules come from proposals, external ones from import', text: 'read-only' })))
 }
 
 function deleteButton(r) {

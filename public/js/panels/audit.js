@@ -1,7 +1,7 @@
 // Recent audit entries (GET /api/audit, newest first); failed calls are tinted.
 
 import { api } from '../api.js'
-import { cell, every, failure, fill, h, stateBox, timeAgo } from '../ui.js'
+import { cell, every, failure, fill, h, loading, stateBox, timeAgo } from '../ui.js'
 
 function row(e) {
   const failed = e.outcome !== 'success'
@@ -38,6 +38,7 @@ export function auditPanel() {
   }
   errorsOnly.addEventListener('change', render)
 
+  loading(body)
   const poll = every(5000, async () => {
     try {
       entries = await api('/api/audit?limit=50')

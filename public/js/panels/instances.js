@@ -2,7 +2,7 @@
 // Stale ones sort first and are tinted so they stand out.
 
 import { api } from '../api.js'
-import { cell, every, failure, fill, h, stateBox, timeAgo } from '../ui.js'
+import { cell, every, failure, fill, h, loading, stateBox, timeAgo } from '../ui.js'
 
 const bySeverity = (a, b) =>
   (a.status === 'stale' ? 0 : 1) - (b.status === 'stale' ? 0 : 1) || String(b.last_seen).localeCompare(String(a.last_seen))
@@ -28,6 +28,7 @@ export function instancesPanel() {
   const section = document.getElementById('instances')
   const body = section.querySelector('.body')
   const meta = section.querySelector('.meta')
+  loading(body)
   const poll = every(5000, async () => {
     let list
     try {

@@ -3,7 +3,7 @@
 
 import { api } from '../api.js'
 import { PALETTE, stackedBars } from '../chart.js'
-import { cell, every, failure, fill, h, int, stateBox, usd } from '../ui.js'
+import { cell, every, failure, fill, h, int, loading, stateBox, usd } from '../ui.js'
 
 const RANGES = { '24h': { ms: 24 * 3600e3, step: 'hour' }, '7d': { ms: 7 * 86400e3, step: 'day' }, '30d': { ms: 30 * 86400e3, step: 'day' } }
 const RECORDS = 1000
@@ -137,6 +137,7 @@ export function llmPanel() {
     if (body.clientWidth !== width) (width = body.clientWidth), render()
   }).observe(body)
 
+  loading(body)
   const poll = every(15000, load)
   return poll
 }

@@ -12,15 +12,20 @@ const CARDS = [
   ['Dashboard', (m) => m.dashboard_bind || '—', true],
 ]
 
+const cards = (m) =>
+  CARDS.map(([label, value, small]) => {
+    const text = m ? value(m) ?? '—' : '…'
+    return h('div', { class: 'metric' },
+      h('div', { class: 'label', text: label }),
+      h('div', { class: small ? 'value small' : 'value', title: String(text), text }))
+  })
+
 export function metricsPanel() {
   const el = document.getElementById('metrics')
+  fill(el, cards(null))
   const poll = every(5000, async () => {
     try {
-      const m = await api('/api/metrics')
-      fill(el, CARDS.map(([label, value, small]) =>
-        h('div', { class: 'metric' },
-          h('div', { class: 'label', text: label }),
-          h('div', { class: small ? 'value small' : 'value', title: String(value(m) ?? ''), text: value(m) ?? '—' }))))
+      fill(el, cards(await api('/api/metrics')))
     } catch (err) {
       const box = h('div', { class: 'metric note' })
       fill(el, box)
