@@ -60,28 +60,8 @@ const UpstreamSocket = WebSocket as unknown as new (url: string, options: { head
 interface Tunnel {
   upstream: WebSocket
   early: Frame[]
-  deliver: ((frame: Frame) => void) | null
-  closed: ((code: number, reason: string) => void) | null
-}
-
-/** Opens the API's stream; resolves once it is open (null when the API refuses, fails or is too slow). */
-function openUpstream(url: string, headers: Record<string, string>): Promise<Tunnel | null> {
-  return new Promise((resolve) => {
-    const upstream = new UpstreamSocket(url, { headers })
-    upstream.binaryType = 'arraybuffer'
-    const timer = setTimeout(() => upstream.close(), CONNECT_TIMEOUT_MS)
-    upstream.onclose = () => {
-      clearTimeout(timer)
-      resolve(null)
-    }
-    upstream.onopen = () => {
-      clearTimeout(timer)
-      const tunnel: Tunnel = { upstream, early: [], deliver: null, closed: null }
-      upstream.onmessage = (e) => (tunnel.deliver ? tunnel.deliver(e.data) : tunnel.early.push(e.data))
-      upstream.onclose = (e) => tunnel.closed?.(e.code, e.reason)
-      resolve(tunnel)
-    }
-  })
+  /** The browser's side, once its upgrade completed. */
+  client: { send(frame: Frame): void; close(code: number, reason: string): void } | null
 }
 
 /**
@@ -89,13 +69,41 @@ function openUpstream(url: string, headers: Record<string, string>): Promise<Tun
  * has accepted the same stream (same token check first, ?token= included), so no
  * event published after the browser sees "open" can be missed; then frames are
  * relayed both ways. Query string and Authorization go to the API unchanged, so
- * pattern and after_id arrive as sent.
+ * pattern and after_id arrive as sent. `closeAll` ends every stream at shutdown,
+ * which would otherwise wait for the browsers to hang up.
  */
 function eventsTunnel(ctx: Ctx) {
+  const tunnels = new Set<Tunnel>()
   // Keyed by the upgrade request: the hook that connects and the socket's open handler see the same Request.
   const connecting = new WeakMap<Request, Promise<Tunnel | null>>()
-  const live = new Map<string, Tunnel>()
-  return new Elysia().ws('/api/events/subscribe', {
+  const byClient = new Map<string, Tunnel>()
+
+  /** Opens the API's stream; resolves once it is open (null when the API refuses, fails or is too slow). */
+  const openUpstream = (url: string, headers: Record<string, string>) =>
+    new Promise<Tunnel | null>((resolve) => {
+      const upstream = new UpstreamSocket(url, { headers })
+      upstream.binaryType = 'arraybuffer'
+      const timer = setTimeout(() => upstream.close(), CONNECT_TIMEOUT_MS)
+      upstream.onclose = () => {
+        clearTimeout(timer)
+        resolve(null)
+      }
+      upstream.onopen = () => {
+        clearTimeout(timer)
+        const tunnel: Tunnel = { upstream, early: [], client: null }
+        tunnels.add(tunnel)
+        upstream.onmessage = (e) => (tunnel.client ? tunnel.client.send(e.data) : tunnel.early.push(e.data))
+        upstream.onclose = (e) => {
+          tunnels.delete(tunnel)
+          // 1005/1006 are reserved (never sent on the wire); report them as the API dropping the stream.
+          const known = e.code >= 1000 && e.code < 5000 && e.code !== 1005 && e.code !== 1006
+          tunnel.client?.close(known ? e.code : UPSTREAM_GONE, known ? e.reason : 'event stream closed by the API')
+        }
+        resolve(tunnel)
+      }
+    })
+
+  const plugin = new Elysia().ws('/api/events/subscribe', {
     async beforeHandle({ request }) {
       const url = new URL(request.url)
       if (!authorized(ctx, request, url)) return errorResponse(401, 'invalid or missing bearer token')
@@ -108,20 +116,20 @@ function eventsTunnel(ctx: Ctx) {
       const tunnel = await pending
       if (!tunnel) return errorResponse(502, 'the API did not accept the event stream')
       // Should the browser never complete the upgrade, do not keep the API's socket open.
-      setTimeout(() => tunnel.deliver ?? tunnel.upstream.close(), CONNECT_TIMEOUT_MS)
+      setTimeout(() => tunnel.client ?? tunnel.upstream.close(), CONNECT_TIMEOUT_MS)
     },
     async open(ws) {
       const tunnel = await connecting.get(ws.data.request)
       if (!tunnel || tunnel.upstream.readyState !== WebSocket.OPEN) return ws.close(UPSTREAM_GONE, 'event stream closed by the API')
-      live.set(ws.id, tunnel)
-      tunnel.deliver = (frame) => ws.raw.send(frame)
-      for (const frame of tunnel.early.splice(0)) ws.raw.send(frame)
-      tunnel.closed = (code, reason) => {
-        live.delete(ws.id)
-        // 1005/1006 are reserved (never sent on the wire); report them as the API dropping the stream.
-        const known = code >= 1000 && code < 5000 && code !== 1005 && code !== 1006
-        if (ws.raw.readyState === 1) ws.close(known ? code : UPSTREAM_GONE, known ? reason : 'event stream closed by the API')
+      byClient.set(ws.id, tunnel)
+      tunnel.client = {
+        send: (frame) => ws.raw.send(frame),
+        close: (code, reason) => {
+          byClient.delete(ws.id)
+          if (ws.raw.readyState === 1) ws.close(code, reason)
+        },
       }
+      for (const frame of tunnel.early.splice(0)) ws.raw.send(frame)
     },
     message(ws, message) {
       // Elysia hands over parsed JSON for JSON text; relay it as text again.
@@ -130,23 +138,39 @@ function eventsTunnel(ctx: Ctx) {
         : message instanceof ArrayBuffer ? message
         : message instanceof Uint8Array ? (message.slice().buffer as ArrayBuffer)
         : JSON.stringify(message)
-      live.get(ws.id)?.upstream.send(frame)
+      byClient.get(ws.id)?.upstream.send(frame)
     },
     close(ws) {
-      const tunnel = live.get(ws.id)
-      live.delete(ws.id)
+      const tunnel = byClient.get(ws.id)
+      byClient.delete(ws.id)
       if (tunnel) {
-        tunnel.closed = null
+        tunnel.client = null
         tunnel.upstream.close()
       }
     },
   })
+
+  const closeAll = () => {
+    for (const tunnel of tunnels) {
+      tunnel.client?.close(1001, 'server shutting down')
+      tunnel.client = null
+      tunnel.upstream.close(1001, 'server shutting down')
+    }
+    tunnels.clear()
+  }
+  return { plugin, closeAll }
 }
 
-export function createDashboard(ctx: Ctx) {
+/**
+ * The dashboard app. `onShutdown` receives what must run before the server
+ * stops: ending the open event streams, or stopping would wait on them forever.
+ */
+export function createDashboard(ctx: Ctx, onShutdown: (stop: () => void) => void = () => {}) {
+  const events = eventsTunnel(ctx)
+  onShutdown(events.closeAll)
   const app = new Elysia({ serve: { maxRequestBodySize: 11 * 1024 * 1024 } })
     .use(healthRoutes(ctx.startedAt))
-    .use(eventsTunnel(ctx))
+    .use(events.plugin)
     .all('/api/*', ({ request }) => forward(ctx, request), { parse: 'none' })
   for (const [path, file] of Object.entries(assets)) app.get(path, () => serveAsset(file))
   return app.onError(({ code, set }) => {

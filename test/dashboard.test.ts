@@ -202,6 +202,22 @@ describe('events WebSocket on the dashboard port', () => {
     expect(replayed.map((e) => e.topic)).toEqual(['relay.two'])
     again.close()
   })
+
+  test.skipIf(!has.eventsSocket)('SIGTERM ends open event streams (1001) and the server exits promptly', async () => {
+    const other = await startServer()
+    try {
+      const ws = new WebSocket(`${wsBase(other.dashboard)}/api/events/subscribe`)
+      await new Promise((resolve, reject) => ((ws.onopen = resolve), (ws.onerror = reject)))
+      const closed = new Promise<number>((resolve) => (ws.onclose = (e) => resolve(e.code)))
+      const started = Date.now()
+      await other.stop()
+      expect(Date.now() - started).toBeLessThan(3000)
+      expect(other.proc.exitCode).toBe(0)
+      expect(await closed).toBe(1001)
+    } finally {
+      await other.cleanup()
+    }
+  })
 })
 
 describe('web UI in Chromium', () => {

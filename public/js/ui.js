@@ -53,9 +53,22 @@ export function ago(iso) {
   return `${Math.round(hours / 24)} d ago`
 }
 
-/** A <time> showing "3 min ago" with the exact instant on hover. */
+/** A <time> showing "3 min ago" with the exact instant on hover; kept current by the ticker below. */
 export function timeAgo(iso) {
-  return h('time', { datetime: iso, title: fullTime(iso), text: ago(iso) })
+  return h('time', { datetime: iso, title: fullTime(iso), 'data-ago': true, text: ago(iso) })
+}
+
+// Relative times age in place, so panels only redraw when their data changes.
+setInterval(() => {
+  for (const t of document.querySelectorAll('time[data-ago]')) t.textContent = ago(t.dateTime)
+}, 10_000)
+
+/** Returns true when `data` differs from what was drawn last with this memo (and remembers it). */
+export function changed(memo, data) {
+  const text = JSON.stringify(data)
+  if (memo.last === text) return false
+  memo.last = text
+  return true
 }
 
 export function fullTime(iso) {

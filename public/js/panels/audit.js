@@ -1,7 +1,7 @@
 // Recent audit entries (GET /api/audit, newest first); failed calls are tinted.
 
 import { api } from '../api.js'
-import { cell, every, failure, fill, h, loading, stateBox, timeAgo } from '../ui.js'
+import { cell, changed, every, failure, fill, h, loading, stateBox, timeAgo } from '../ui.js'
 
 function row(e) {
   const failed = e.outcome !== 'success'
@@ -39,15 +39,17 @@ export function auditPanel() {
   errorsOnly.addEventListener('change', render)
 
   loading(body)
+  const drawn = {}
   const poll = every(5000, async () => {
     try {
       entries = await api('/api/audit?limit=50')
     } catch (err) {
       entries = null
+      drawn.last = null
       meta.textContent = ''
       return failure(body, err, 'GET /api/audit', () => poll.now())
     }
-    render()
+    if (changed(drawn, entries)) render()
   })
   return poll
 }

@@ -2,7 +2,7 @@
 // Stale ones sort first and are tinted so they stand out.
 
 import { api } from '../api.js'
-import { cell, every, failure, fill, h, loading, stateBox, timeAgo } from '../ui.js'
+import { cell, changed, every, failure, fill, h, loading, stateBox, timeAgo } from '../ui.js'
 
 const bySeverity = (a, b) =>
   (a.status === 'stale' ? 0 : 1) - (b.status === 'stale' ? 0 : 1) || String(b.last_seen).localeCompare(String(a.last_seen))
@@ -28,15 +28,18 @@ export function instancesPanel() {
   const section = document.getElementById('instances')
   const body = section.querySelector('.body')
   const meta = section.querySelector('.meta')
+  const drawn = {}
   loading(body)
   const poll = every(5000, async () => {
     let list
     try {
       list = await api('/api/instances')
     } catch (err) {
+      drawn.last = null
       meta.textContent = ''
       return failure(body, err, 'GET /api/instances', () => poll.now())
     }
+    if (!changed(drawn, list)) return
     const stale = list.filter((i) => i.status === 'stale').length
     fill(meta, `${list.length - stale} active`, stale ? [' · ', h('b', { class: 'badge warn', text: `${stale} stale` })] : null)
     if (list.length === 0)

@@ -3,9 +3,11 @@
 // lives in the URL (#key=...) so a reload or a shared link keeps it.
 
 import { api, keyPath } from '../api.js'
-import { bytes, download, every, failure, fill, fullTime, h, loading, pretty, stateBox, timeAgo } from '../ui.js'
+import { bytes, changed, download, every, failure, fill, fullTime, h, loading, pretty, stateBox, timeAgo } from '../ui.js'
 
 const SHOW_LIMIT = 256 * 1024
+/** Keys drawn at most; the filter narrows the rest. */
+const LIST_LIMIT = 500
 const TEXTUAL = /^(text\/|application\/(json|[\w.+-]*\+json|xml|[\w.+-]*\+xml|javascript|x-yaml|yaml|toml|x-www-form-urlencoded))/i
 
 const selectedFromHash = () => new URLSearchParams(location.hash.slice(1)).get('key')
@@ -29,12 +31,13 @@ export function statePanel() {
     if (keys.length === 0)
       return stateBox(listEl, 'empty', 'No state keys yet', ['Agents write values with ', h('code', { text: 'PUT /api/state/{key}' }), '.'])
     if (shown.length === 0) return stateBox(listEl, 'empty', 'No key matches the filter')
-    fill(listEl, shown.map((k) =>
+    fill(listEl, shown.slice(0, LIST_LIMIT).map((k) =>
       h('li', {},
         h('button', { type: 'button', 'aria-current': String(k.key === selected), title: k.key, onclick: () => select(k.key) },
           h('span', { class: 'key', text: k.key }),
           h('span', { class: 'ver', text: `v${k.version}` }),
-          h('span', { class: 'when' }, k.content_type, ' · ', timeAgo(k.updated_at))))))
+          h('span', { class: 'when' }, k.content_type, ' · ', timeAgo(k.updated_at))))),
+      shown.length > LIST_LIMIT ? h('li', { class: 'note more', text: `Showing ${LIST_LIMIT} of ${shown.length} keys; type in the filter to narrow.` }) : null)
   }
 
   const renderViewer = () => {
@@ -66,19 +69,23 @@ export function statePanel() {
   })
   filterEl.addEventListener('input', renderList)
 
+  const drawn = {}
   loading(listEl)
   const poll = every(5000, async () => {
+    let next
     try {
-      keys = await api('/api/state')
+      next = await api('/api/state')
     } catch (err) {
       keys = null
+      drawn.last = null
       shownVersion = null
       meta.textContent = ''
       failure(listEl, err, 'GET /api/state', () => poll.now())
       fill(viewerEl)
       return
     }
-    keys.sort((a, b) => a.key.localeCompare(b.key))
+    if (!changed(drawn, next)) return
+    keys = next.sort((a, b) => a.key.localeCompare(b.key))
     meta.textContent = `${keys.length} ${keys.length === 1 ? 'key' : 'keys'}`
     if (!selected && keys.length) selected = keys[0].key
     renderList()
