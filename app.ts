@@ -43,7 +43,7 @@ export async function startServer(config: Config): Promise<Server> {
   let dashboardUrl: string | null = null
   let dashboard: ReturnType<typeof createDashboard> | null = null
   if (config.dashboardBind) {
-    dashboard = createDashboard(ctx).listen({ hostname: config.dashboardBind.host, port: config.dashboardBind.port })
+    dashboard = createDashboard(ctx, (stop) => stopJobs.push(stop)).listen({ hostname: config.dashboardBind.host, port: config.dashboardBind.port })
     ctx.dashboardBind = formatHostPort({ host: config.dashboardBind.host, port: dashboard.server!.port! })
     dashboardUrl = urlOf(config.dashboardBind.host, dashboard.server!.port!)
   }

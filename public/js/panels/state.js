@@ -1,0 +1,234 @@
+// State: the key list (GET /api/state) and a viewer for one key — its value at
+// any version, its history, and a diff between two versions. The selected key
+// lives in the URL (#key=...) so a reload or a shared link keeps it.
+
+import { api, keyPath } from '../api.js'
+import { bytes, changed, download, every, failure, fill, fullTime, h, loading, pretty, stateBox, timeAgo } from '../ui.js'
+
+const SHOW_LIMIT = 256 * 1024
+/** Keys drawn at most; the filter narrows the rest. */
+const LIST_LIMIT = 500
+const TEXTUAL = /^(text\/|application\/(json|[\w.+-]*\+json|xml|[\w.+-]*\+xml|javascript|x-yaml|yaml|toml|x-www-form-urlencoded))/i
+
+const selectedFromHash = () => new URLSearchParams(location.hash.slice(1)).get('key')
+
+export function statePanel() {
+  const section = document.getElementById('state')
+  const meta = section.querySelector('.meta')
+  const listEl = document.getElementById('key-list')
+  const filterEl = document.getElementById('key-filter')
+  const viewerEl = document.getElementById('viewer')
+
+  let keys = null
+  let selected = selectedFromHash()
+  let shownVersion = null // version of the selected key the viewer was built for
+  const viewer = keyViewer(viewerEl)
+
+  const renderList = () => {
+    if (!keys) return
+    const q = filterEl.value.trim().toLowerCase()
+    const shown = q ? keys.filter((k) => k.key.toLowerCase().includes(q)) : keys
+    if (keys.length === 0)
+      return stateBox(listEl, 'empty', 'No state keys yet', ['Agents write values with ', h('code', { text: 'PUT /api/state/{key}' }), '.'])
+    if (shown.length === 0) return stateBox(listEl, 'empty', 'No key matches the filter')
+    fill(listEl, shown.slice(0, LIST_LIMIT).map((k) =>
+      h('li', {},
+        h('button', { type: 'button', 'aria-current': String(k.key === selected), title: k.key, onclick: () => select(k.key) },
+          h('span', { class: 'key', text: k.key }),
+          h('span', { class: 'ver', text: `v${k.version}` }),
+          h('span', { class: 'when' }, k.content_type, ' · ', timeAgo(k.updated_at))))),
+      shown.length > LIST_LIMIT ? h('li', { class: 'note more', text: `Showing ${LIST_LIMIT} of ${shown.length} keys; type in the filter to narrow.` }) : null)
+  }
+
+  const renderViewer = () => {
+    if (!keys) return
+    if (!selected) {
+      shownVersion = null
+      return stateBox(viewerEl, 'empty', keys.length ? 'Select a key' : 'Nothing to show yet', keys.length ? 'Its value, history and diffs appear here.' : null)
+    }
+    const entry = keys.find((k) => k.key === selected)
+    if (!entry) {
+      shownVersion = null
+      return stateBox(viewerEl, 'empty', 'Key not found', [h('code', { text: selected }), ' does not exist (any more).'])
+    }
+    if (entry.version === shownVersion) return
+    shownVersion = entry.version
+    viewer.show(entry)
+  }
+
+  const select = (key) => {
+    selected = key
+    history.replaceState(null, '', `#key=${encodeURIComponent(key)}`)
+    shownVersion = null
+    renderList()
+    renderViewer()
+  }
+  window.addEventListener('hashchange', () => {
+    const key = selectedFromHash()
+    if (key && key !== selected) select(key)
+  })
+  filterEl.addEventListener('input', renderList)
+
+  const drawn = {}
+  loading(listEl)
+  const poll = every(5000, async () => {
+    let next
+    try {
+      next = await api('/api/state')
+    } catch (err) {
+      keys = null
+      drawn.last = null
+      shownVersion = null
+      meta.textContent = ''
+      failure(listEl, err, 'GET /api/state', () => poll.now())
+      fill(viewerEl)
+      return
+    }
+    if (!changed(drawn, next)) return
+    keys = next.sort((a, b) => a.key.localeCompare(b.key))
+    meta.textContent = `${keys.length} ${keys.length === 1 ? 'key' : 'keys'}`
+    if (!selected && keys.length) selected = keys[0].key
+    renderList()
+    renderViewer()
+  })
+  return poll
+}
+
+/** The right-hand viewer: value / history / diff tabs for one key. */
+function keyViewer(el) {
+  let entry = null
+  let tab = 'value'
+  let versions = null
+  let viewVersion = null // null = latest
+  let diffPair = null
+  const content = h('div')
+  const tabs = {}
+
+  const header = () => [
+    h('h3', { text: entry.key }),
+    h('div', { class: 'facts' },
+      h('span', {}, 'version ', h('b', { text: String(entry.version) })),
+      h('span', {}, 'type ', h('b', { text: entry.content_type })),
+      h('span', { title: fullTime(entry.updated_at) }, 'updated ', timeAgo(entry.updated_at))),
+    h('div', { class: 'tabs', role: 'tablist' },
+      ['value', 'history', 'diff'].map((name) =>
+        (tabs[name] = h('button', { type: 'button', role: 'tab', 'aria-selected': String(tab === name), onclick: () => open(name), text: name[0].toUpperCase() + name.slice(1) })))),
+    content,
+  ]
+
+  const open = (name) => {
+    tab = name
+    for (const [n, b] of Object.entries(tabs)) b.setAttribute('aria-selected', String(n === name))
+    ;({ value: showValue, history: showHistory, diff: showDiff })[name]()
+  }
+
+  async function loadVersions() {
+    if (versions) return versions
+    const res = await api(`/api/state/${keyPath(entry.key)}?history=1&limit=200`)
+    versions = res.versions
+    return versions
+  }
+
+  async function showValue() {
+    loading(content)
+    const forKey = entry.key
+    try {
+      const q = viewVersion ? `?version=${viewVersion}` : ''
+      const res = await api(`/api/state/${keyPath(entry.key)}${q}`, { raw: true })
+      const type = res.headers.get('content-type') || ''
+      const version = res.headers.get('x-service-version')
+      const blob = await res.blob()
+      if (forKey !== entry?.key || tab !== 'value') return
+      const name = entry.key.split('/').pop() || 'value'
+      const info = h('div', { class: 'facts' },
+        h('span', {}, viewVersion ? `showing version ${version} (older)` : `showing the latest version (${version})`),
+        h('span', { text: bytes(blob.size) }),
+        viewVersion ? h('button', { class: 'btn link', type: 'button', onclick: () => ((viewVersion = null), showValue()), text: 'back to latest' }) : null,
+        h('button', { class: 'btn link', type: 'button', onclick: () => download(blob, name), text: 'download' }))
+      if (!TEXTUAL.test(type)) {
+        return fill(content, info, stateBox(h('div'), 'empty', 'Binary value', `${type || 'unknown type'}, ${bytes(blob.size)}: use download to save it.`))
+      }
+      const text = await blob.slice(0, SHOW_LIMIT).text()
+      fill(content, info,
+        h('pre', { class: 'value', text: blob.size > SHOW_LIMIT ? text : pretty(text) }),
+        blob.size > SHOW_LIMIT ? h('div', { class: 'note', text: `Showing the first ${bytes(SHOW_LIMIT)}; download for the full value.` }) : null)
+    } catch (err) {
+      failure(content, err, 'GET /api/state/{key}', showValue)
+    }
+  }
+
+  async function showHistory() {
+    loading(content)
+    try {
+      const list = await loadVersions()
+      if (tab !== 'history') return
+      fill(content, h('ul', { class: 'history-list' }, list.map((v, i) => {
+        const older = list[i + 1]
+        return h('li', {},
+          h('span', { class: 'v', text: `v${v.version}` }),
+          h('span', { class: 'hash mono', title: v.hash, text: v.hash.slice(0, 12) }),
+          timeAgo(v.updated_at),
+          h('span', { class: 'actions' },
+            h('button', { class: 'btn small', type: 'button', onclick: () => ((viewVersion = i === 0 ? null : v.version), open('value')), text: 'View' }),
+            older ? h('button', { class: 'btn small', type: 'button', onclick: () => ((diffPair = [older.version, v.version]), open('diff')), text: `Diff v${older.version} → v${v.version}` }) : null))
+      })), list.length >= 200 ? h('div', { class: 'note', text: 'Showing the latest 200 versions.' }) : null)
+    } catch (err) {
+      failure(content, err, 'GET /api/state/{key}?history=1', showHistory)
+    }
+  }
+
+  async function showDiff() {
+    loading(content)
+    let list
+    try {
+      list = await loadVersions()
+    } catch (err) {
+      return failure(content, err, 'GET /api/state/{key}?history=1', showDiff)
+    }
+    if (tab !== 'diff') return
+    if (list.length < 2) return stateBox(content, 'empty', 'Only one version', 'A diff needs at least two versions of this key.')
+    diffPair ??= [list[1].version, list[0].version]
+    const pick = (value) => h('select', {}, list.map((v) => h('option', { value: v.version, selected: v.version === value, text: `v${v.version}` })))
+    const from = pick(diffPair[0])
+    const to = pick(diffPair[1])
+    const result = h('div')
+    const compare = async () => {
+      diffPair = [Number(from.value), Number(to.value)]
+      loading(result, 'Comparing…')
+      try {
+        const d = await api(`/api/state/${keyPath(entry.key)}?diff=${diffPair[0]},${diffPair[1]}`)
+        if (d.diffs.length === 0) return stateBox(result, 'empty', `v${d.v1} and v${d.v2} are identical`)
+        fill(result, h('div', { class: 'scroll' }, h('table', { class: 'data cards' },
+          h('thead', {}, h('tr', {}, ['Change', 'Path', `Old (v${d.v1})`, `New (v${d.v2})`].map((t) => h('th', { text: t })))),
+          h('tbody', {}, d.diffs.map((x) => h('tr', {},
+            h('td', { dataset: { label: 'Change' } }, h('span', { class: `op ${x.operation}`, text: x.operation })),
+            h('td', { class: 'mono wrap-any', dataset: { label: 'Path' }, text: x.path || '/' }),
+            h('td', { class: 'mono wrap-any old', dataset: { label: 'Old' }, text: x.operation === 'add' ? '—' : JSON.stringify(x.old_value) }),
+            h('td', { class: 'mono wrap-any new', dataset: { label: 'New' }, text: x.operation === 'remove' ? '—' : JSON.stringify(x.new_value) })))))))
+      } catch (err) {
+        if (err.status === 400) return stateBox(result, 'error', 'Cannot diff these versions', err.message)
+        failure(result, err, 'GET /api/state/{key}?diff=v1,v2', compare)
+      }
+    }
+    fill(content,
+      h('div', { class: 'diff-controls' }, 'Compare ', from, ' with ', to,
+        h('button', { class: 'btn small primary', type: 'button', onclick: compare, text: 'Compare' })),
+      result)
+    compare()
+  }
+
+  return {
+    show(next) {
+      const sameKey = entry?.key === next.key
+      entry = next
+      versions = null
+      if (!sameKey) {
+        tab = 'value'
+        viewVersion = null
+        diffPair = null
+      }
+      fill(el, header())
+      open(tab)
+    },
+  }
+}
