@@ -53,9 +53,12 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     await Bun.sleep(20)
   }
   const [api, dashboard] = [m[1], m[2]]
+  // A server that does not exit within 5 s of SIGTERM is a bug, but must not outlive the test run.
   const wait = async (signal: NodeJS.Signals) => {
     if (proc.exitCode === null && !proc.killed) proc.kill(signal)
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 5000)
     await proc.exited
+    clearTimeout(timer)
   }
   return {
     api,
