@@ -4,6 +4,8 @@ import { createApi } from './api'
 import { createDashboard } from './dashboard'
 import { ConfigError, USAGE, formatHostPort, loadConfig, type Config } from './lib/config'
 import type { Ctx } from './lib/context'
+import { AgentMetrics, METRICS_FLUSH_MS } from './lib/metrics'
+import { every } from './jobs/timer'
 import { openStore } from './store'
 
 export interface Server {
@@ -22,6 +24,7 @@ export async function startServer(config: Config): Promise<Server> {
     config,
     store,
     bus: undefined as unknown as Bus,
+    metrics: new AgentMetrics((rows) => store.metrics.add(rows)),
     startedAt: Date.now(),
     apiUrl: '',
     apiBind: '',
@@ -33,6 +36,7 @@ export async function startServer(config: Config): Promise<Server> {
   ctx.bus = new Bus(store)
 
   const stopJobs: (() => void | Promise<void>)[] = []
+  stopJobs.push(every('metrics-flush', METRICS_FLUSH_MS, () => ctx.metrics.flush()))
 
   const api = createApi(ctx).listen({ hostname: config.bind.host, port: config.bind.port })
   ctx.handle = (request) => api.handle(request)
@@ -54,6 +58,7 @@ export async function startServer(config: Config): Promise<Server> {
     async stop() {
       for (const stop of stopJobs) await stop()
       await Promise.all([api.stop(), dashboard?.stop()])
+      await ctx.metrics.flush().catch((err) => console.error('metrics flush failed:', err))
       store.close()
     },
   }
