@@ -5,11 +5,14 @@ import { openapi } from '@elysiajs/openapi'
 import { timingSafeEqual } from 'node:crypto'
 import { AppError } from './lib/errors'
 import type { Ctx } from './lib/context'
-import { MAX_BODY, STATUS, errorResponse, hashToken } from './routes/http'
+import { MAX_ANY_BODY, STATUS, bodyLimit, boundedRequest, countForCaller, errorResponse, hashToken, tooLarge } from './routes/http'
 import { healthRoutes } from './routes/health'
 import { stateRoutes } from './routes/state'
 import { specsRoutes } from './routes/specs'
 import { auditRoutes } from './routes/audit'
+import { metricsRoutes } from './routes/metrics'
+import { llmRoutes } from './routes/llm'
+import { backupRoutes } from './routes/backup'
 
 /** Bearer check in constant time; GET /health is open. WebSocket upgrades may pass ?token= (browsers cannot set headers). */
 export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
@@ -35,7 +38,8 @@ function validationMessage(error: any): string {
 }
 
 export function createApi(ctx: Ctx) {
-  const app = new Elysia({ serve: { maxRequestBodySize: MAX_BODY + 1024 * 1024 } })
+  // The server-level cap admits the largest route limit; each request is held to its own route's limit below.
+  const app = new Elysia({ serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 } })
   // Routes as regexes, to tell 405 (path exists, other method) from 404.
   let table: { method: string; re: RegExp }[] | null = null
   const allowedMethods = (path: string) => {
@@ -47,20 +51,28 @@ export function createApi(ctx: Ctx) {
   }
 
   return app
-    .onRequest(({ request }) => {
-      const url = new URL(request.url)
-      if (!authorized(ctx, request, url)) return errorResponse(401, 'invalid or missing bearer token')
-      if (Number(request.headers.get('content-length') ?? 0) > MAX_BODY)
-        return errorResponse(413, `request body exceeds the ${MAX_BODY / 1024 / 1024} MB limit`)
+    .onRequest(async (c) => {
+      const url = new URL(c.request.url)
+      if (!authorized(ctx, c.request, url)) return errorResponse(401, 'invalid or missing bearer token')
+      const limit = bodyLimit(url.pathname)
+      const declared = c.request.headers.get('content-length')
+      if (Number(declared ?? 0) > limit) return errorResponse(413, tooLarge(limit).message)
+      // A body without Content-Length is cut off with 413 as soon as it passes the limit, whoever reads it.
+      if (declared === null && c.request.body) c.request = boundedRequest(c.request, limit)
+      // Agent metrics: every call an instance makes (its token identifies it), /mcp apart.
+      if (url.pathname === '/mcp') await countForCaller(ctx, c.request, 'mcp_calls')
+      else if (url.pathname.startsWith('/api/')) await countForCaller(ctx, c.request, 'rest_calls')
     })
     .onError(({ code, error, set, request }) => {
       let status = 500
       let message = 'internal server error'
       let extra: Record<string, unknown> = {}
-      if (error instanceof AppError) {
-        status = STATUS[error.kind]
-        message = error.message
-        extra = error.extra
+      // A body stream cut off for size surfaces from the JSON parser wrapped in a parse error.
+      const appError: AppError | null = error instanceof AppError ? error : (error as any)?.cause instanceof AppError ? (error as any).cause : null
+      if (appError) {
+        status = STATUS[appError.kind as keyof typeof STATUS]
+        message = appError.message
+        extra = appError.extra
       } else if (code === 'NOT_FOUND') {
         const allowed = allowedMethods(new URL(request.url).pathname).filter((m) => m !== request.method)
         if (allowed.length) {
@@ -100,4 +112,7 @@ export function createApi(ctx: Ctx) {
     .use(stateRoutes(ctx))
     .use(specsRoutes(ctx))
     .use(auditRoutes(ctx))
+    .use(metricsRoutes(ctx))
+    .use(llmRoutes(ctx))
+    .use(backupRoutes(ctx))
 }

@@ -4,6 +4,8 @@ import { createApi } from './api'
 import { createDashboard } from './dashboard'
 import { ConfigError, USAGE, formatHostPort, loadConfig, type Config } from './lib/config'
 import type { Ctx } from './lib/context'
+import { AgentMetrics, METRICS_FLUSH_MS } from './lib/metrics'
+import { every } from './jobs/timer'
 import { openStore } from './store'
 import { settleBackground } from './lib/background'
 
@@ -23,6 +25,7 @@ export async function startServer(config: Config): Promise<Server> {
     config,
     store,
     bus: undefined as unknown as Bus,
+    metrics: new AgentMetrics((rows) => store.metrics.add(rows)),
     startedAt: Date.now(),
     apiUrl: '',
     apiBind: '',
@@ -34,6 +37,7 @@ export async function startServer(config: Config): Promise<Server> {
   ctx.bus = new Bus(store)
 
   const stopJobs: (() => void | Promise<void>)[] = []
+  stopJobs.push(every('metrics-flush', METRICS_FLUSH_MS, () => ctx.metrics.flush()))
 
   const api = createApi(ctx).listen({ hostname: config.bind.host, port: config.bind.port })
   ctx.handle = (request) => api.handle(request)
@@ -56,6 +60,7 @@ export async function startServer(config: Config): Promise<Server> {
       for (const stop of stopJobs) await stop()
       await Promise.all([api.stop(), dashboard?.stop()])
       await settleBackground()
+      await ctx.metrics.flush().catch((err) => console.error('metrics flush failed:', err))
       store.close()
     },
   }

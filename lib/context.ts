@@ -2,11 +2,14 @@
 import type { Bus } from '../bus'
 import type { Config } from './config'
 import type { Store } from '../store'
+import type { AgentMetrics } from './metrics'
 
 export interface Ctx {
   config: Config
   store: Store
   bus: Bus
+  /** Agent metric counters: `ctx.metrics.count(instanceId, 'violations', n)`; batched in memory, flushed every few seconds. */
+  metrics: AgentMetrics
   startedAt: number
   /** Base URL of the API as bound (filled in once listening), e.g. http://127.0.0.1:9800 */
   apiUrl: string

@@ -4,8 +4,34 @@ import { Elysia } from 'elysia'
 import { AppError, invalid, type ErrorKind } from '../lib/errors'
 import type { Ctx } from '../lib/context'
 import { track } from '../lib/background'
+import type { MetricName } from '../lib/metrics'
 
 export const MAX_BODY = 10 * 1024 * 1024
+
+/** Routes that take larger raw bodies than MAX_BODY (they stream them to disk, never into memory). */
+const LARGE_BODY_ROUTES: Record<string, number> = { '/api/restore': 1024 * 1024 * 1024 }
+
+/** The body limit of a request path. */
+export const bodyLimit = (path: string): number => LARGE_BODY_ROUTES[path] ?? MAX_BODY
+
+/** The largest body any route accepts: the server-level cap. */
+export const MAX_ANY_BODY = Math.max(MAX_BODY, ...Object.values(LARGE_BODY_ROUTES))
+
+/** The same request whose body stream fails with 413 once it passes `limit` bytes (for bodies without Content-Length). */
+export function boundedRequest(request: Request, limit: number): Request {
+  if (!request.body) return request
+  let size = 0
+  const body = request.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, out) {
+        size += chunk.byteLength
+        if (size > limit) out.error(tooLarge(limit))
+        else out.enqueue(chunk)
+      },
+    }),
+  )
+  return new Request(request, { body, duplex: 'half' } as RequestInit)
+}
 
 export const STATUS: Record<ErrorKind, number> = {
   invalid: 400,
@@ -39,6 +65,13 @@ export async function callerOf(ctx: Ctx, request: Request): Promise<Caller> {
   const caller = { actor: instanceId ?? (ctx.config.authToken ? 'admin' : 'anonymous'), instanceId }
   callers.set(request, caller)
   return caller
+}
+
+/** Counts `n` of an agent metric for the calling instance; a no-op for callers without a valid instance token. */
+export async function countForCaller(ctx: Ctx, request: Request, name: MetricName, n = 1): Promise<void> {
+  if (!request.headers.has('x-instance-token')) return
+  const { instanceId } = await callerOf(ctx, request)
+  if (instanceId) ctx.metrics.count(instanceId, name, n)
 }
 
 export function hashToken(token: string): string {
@@ -122,7 +155,9 @@ export async function readBody(request: Request, limit = MAX_BODY): Promise<Uint
 }
 
 export const tooLarge = (limit = MAX_BODY) =>
-  new AppError('too_large', `request body exceeds the ${limit / 1024 / 1024} MB limit`)
+  new AppError('too_large', `request body exceeds the ${limitText(limit)} limit`)
+
+const limitText = (bytes: number) => (bytes >= 1024 ** 3 ? `${bytes / 1024 ** 3} GB` : `${bytes / 1024 ** 2} MB`)
 
 // ---- query parameters --------------------------------------------------------
 

@@ -3,7 +3,7 @@ import { t } from 'elysia'
 import { invalid, notFound } from '../lib/errors'
 import { jsonDiff } from '../lib/jsondiff'
 import type { Ctx } from '../lib/context'
-import { intParam, noteAudit, readBody, routes } from './http'
+import { countForCaller, intParam, noteAudit, readBody, routes } from './http'
 import { keyParam, rawResponse, writeCondition } from './documents'
 
 const Meta = t.Object({ key: t.String(), version: t.Integer(), hash: t.String(), content_type: t.String(), updated_at: t.String() })
@@ -102,6 +102,7 @@ export function stateRoutes(ctx: Ctx) {
           throw invalid('rollback must be a version number >= 1')
         const result = await ctx.store.state.rollback(key, Number(query.rollback), writeCondition(request, query, false))
         noteAudit(request, `rolled back to ${result.rolled_back} as version ${result.version}`)
+        await countForCaller(ctx, request, 'rollbacks')
         changed(key, result.version, result.hash, 'rollback')
         return {
           key: result.key,

@@ -3,13 +3,19 @@
 // Routes must reach sub-stores through the Store object on every call (never keep
 // a sub-store in a variable): restore swaps the database and rebuilds them in place.
 import type { Database } from 'bun:sqlite'
-import { groupCommit, openDatabase } from './db'
+import { join } from 'node:path'
+import { SCHEMA_VERSION, groupCommit, openDatabase } from './db'
 import { auditStore, type AuditStore } from './audit'
+import { checkBackup, removeStaleTemps, snapshot, swapIn, SwapFailed, tempPath } from './backup'
 import { eventsStore, type EventsStore } from './events'
 import { instancesStore, type InstancesStore } from './instances'
+import { llmStore, type LlmStore } from './llm'
+import { metricsStore, type MetricsStore } from './metrics'
 import { specsStore, type SpecsStore } from './specs'
 export type { Event } from './events'
 import { stateStore, type StateStore } from './state'
+
+const DB_FILE = 'muster.db'
 
 export interface Store {
   state: StateStore
@@ -17,6 +23,19 @@ export interface Store {
   audit: AuditStore
   events: EventsStore
   instances: InstancesStore
+  metrics: MetricsStore
+  llm: LlmStore
+  readonly schemaVersion: number
+  /** A fresh temp path in the data dir, e.g. to receive an upload for replaceWith. */
+  tempFile(kind: 'backup' | 'restore'): string
+  /** Writes a consistent snapshot of the whole database to a new temp file and returns its path; the caller removes it. */
+  snapshot(): Promise<string>
+  /**
+   * Checks that `file` is a sound backup of this schema (else throws invalid and
+   * changes nothing), then makes it the live database: the sub-stores of this
+   * object are rebuilt in place over it. `file` is moved, not copied.
+   */
+  replaceWith(file: string): Promise<void>
   close(): void
 }
 
@@ -34,18 +53,56 @@ function build(db: Database) {
     audit: auditStore(db),
     events: eventsStore(db),
     instances: instancesStore(db),
+    metrics: metricsStore(db),
+    llm: llmStore(db),
   }
 }
 
 export function openStore(dataDir: string): Store {
-  const db = openDatabase(dataDir)
-  const checkpointer = startCheckpointer(db.filename)
-  return {
+  let db = openDatabase(dataDir, DB_FILE)
+  const dbPath = join(dataDir, DB_FILE)
+  removeStaleTemps(dataDir)
+  let checkpointer = startCheckpointer(dbPath)
+  // Snapshots and restores take turns: a snapshot's reader must never straddle a swap.
+  let turn: Promise<unknown> = Promise.resolve()
+  const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = turn.then(fn, fn)
+    turn = run.catch(() => {})
+    return run
+  }
+  const store: Store = {
     ...build(db),
+    schemaVersion: SCHEMA_VERSION,
+    tempFile: (kind) => tempPath(dataDir, kind),
+    snapshot: () =>
+      exclusive(async () => {
+        const target = tempPath(dataDir, 'backup')
+        await snapshot(dbPath, target)
+        return target
+      }),
+    replaceWith: (file) =>
+      exclusive(async () => {
+        await checkBackup(file)
+        // The swap needs the only connection: commit the open batch and stop the checkpointer first.
+        groupCommit(db).commitNow()
+        checkpointer.terminate()
+        try {
+          db = swapIn(db, dbPath, file)
+        } catch (err) {
+          if (!(err instanceof SwapFailed)) throw err
+          db = err.db
+          Object.assign(store, build(db))
+          throw err.reason
+        } finally {
+          checkpointer = startCheckpointer(dbPath)
+        }
+        Object.assign(store, build(db))
+      }),
     close: () => {
       checkpointer.terminate()
       groupCommit(db).commitNow()
       db.close()
     },
   }
+  return store
 }

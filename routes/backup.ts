@@ -1,0 +1,112 @@
+// GET /api/backup and POST /api/restore: the whole database as one SQLite file.
+import { t } from 'elysia'
+import { open, unlink } from 'node:fs/promises'
+import { invalid } from '../lib/errors'
+import type { Ctx } from '../lib/context'
+import { removeTemp } from '../store/backup'
+import { bodyLimit, noteAudit, routes, tooLarge } from './http'
+
+const CHUNK = 1024 * 1024
+
+/** Streams the request body into `file`, refusing (413) once it passes `limit`; returns the size. */
+async function receiveToFile(request: Request, file: string, limit: number): Promise<number> {
+  if (Number(request.headers.get('content-length') ?? 0) > limit) throw tooLarge(limit)
+  const sink = Bun.file(file).writer({ highWaterMark: CHUNK })
+  let size = 0
+  try {
+    if (request.body)
+      for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+        size += chunk.byteLength
+        if (size > limit) throw tooLarge(limit)
+        sink.write(chunk)
+        await sink.flush()
+      }
+  } finally {
+    await sink.end()
+  }
+  return size
+}
+
+/** A file as a response body that is unlinked once opened, so nothing is left behind even if the client goes away. */
+async function streamAndRemove(file: string): Promise<{ body: ReadableStream<Uint8Array>; size: number }> {
+  const handle = await open(file, 'r')
+  await unlink(file)
+  const { size } = await handle.stat()
+  let closed = false
+  const close = () => {
+    if (!closed) (closed = true), void handle.close()
+  }
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const buffer = new Uint8Array(CHUNK)
+        const { bytesRead } = await handle.read(buffer, 0, CHUNK, null)
+        if (bytesRead === 0) close(), controller.close()
+        else controller.enqueue(buffer.subarray(0, bytesRead))
+      } catch (err) {
+        close()
+        controller.error(err)
+      }
+    },
+    cancel: close,
+  })
+  return { body, size }
+}
+
+export function backupRoutes(ctx: Ctx) {
+  return routes(ctx)
+    .get(
+      '/api/backup',
+      async ({ request }) => {
+        await ctx.metrics.flush()
+        const { body, size } = await streamAndRemove(await ctx.store.snapshot())
+        noteAudit(request, `${size} bytes`)
+        const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, 'Z')
+        return new Response(body, {
+          headers: {
+            'content-type': 'application/vnd.sqlite3',
+            // Bun sends a stream chunked; the size header lets clients show progress.
+            'x-service-backup-size': String(size),
+            'content-disposition': `attachment; filename="muster-backup-${stamp}.db"`,
+            'x-service-schema-version': String(ctx.store.schemaVersion),
+          },
+        })
+      },
+      {
+        audit: 'backup.create',
+        detail: {
+          summary: 'Download a consistent snapshot of the whole database (SQLite file)',
+          description: 'Taken with VACUUM INTO while the server keeps serving and writing; includes history and secrets.',
+          tags: ['backup'],
+        },
+      },
+    )
+    .post(
+      '/api/restore',
+      async ({ request }) => {
+        const file = ctx.store.tempFile('restore')
+        try {
+          const bytes = await receiveToFile(request, file, bodyLimit('/api/restore'))
+          if (bytes === 0) throw invalid('request body is empty: send a file made by GET /api/backup')
+          // Counts made so far belong to the database being replaced.
+          await ctx.metrics.flush()
+          await ctx.store.replaceWith(file)
+          noteAudit(request, `${bytes} bytes`)
+          return { restored: true as const, bytes, schema_version: ctx.store.schemaVersion }
+        } finally {
+          removeTemp(file)
+        }
+      },
+      {
+        parse: 'none',
+        response: t.Object({ restored: t.Literal(true), bytes: t.Integer(), schema_version: t.Integer() }),
+        audit: 'backup.restore',
+        detail: {
+          summary: 'Replace the whole database with a backup file (raw body, at most 1 GB)',
+          description:
+            'The file is checked first (SQLite integrity, schema version, tables); a bad file is 400 and nothing changes. The previous database is kept as muster.db.pre-restore.',
+          tags: ['backup'],
+        },
+      },
+    )
+}

@@ -1,0 +1,103 @@
+// /api/llm: LLM usage records reported by agents, listings and summaries.
+import { t } from 'elysia'
+import { invalid } from '../lib/errors'
+import type { Ctx } from '../lib/context'
+import { GROUP_BY, type GroupBy, type LlmFilter } from '../store/llm'
+import { callerOf, intParam, noteAudit, routes, timeParam } from './http'
+
+const UsageBody = t.Object({
+  provider: t.String({ description: 'required, e.g. anthropic' }),
+  model: t.String({ description: 'required' }),
+  instance_id: t.Optional(t.String({ description: "default: the caller's instance (X-Instance-Token), else empty" })),
+  project: t.Optional(t.String()),
+  tokens_in: t.Optional(t.Integer({ minimum: 0 })),
+  tokens_out: t.Optional(t.Integer({ minimum: 0 })),
+  cost_usd: t.Optional(t.Number({ minimum: 0 })),
+  request_type: t.Optional(t.Union([t.Literal('completion'), t.Literal('embedding')])),
+  session_tag: t.Optional(t.String()),
+})
+
+const Totals = t.Object({
+  total_tokens_in: t.Integer(),
+  total_tokens_out: t.Integer(),
+  total_cost_usd: t.Number(),
+  request_count: t.Integer(),
+})
+
+const Window = {
+  from: t.Optional(t.String({ description: 'RFC 3339, inclusive' })),
+  to: t.Optional(t.String({ description: 'RFC 3339, inclusive' })),
+}
+
+/** The spec applies one filter only: instance, else project, else session_tag. */
+function pickFilter(q: { instance?: string; project?: string; session_tag?: string }): LlmFilter {
+  if (q.instance) return { column: 'instance_id', value: q.instance }
+  if (q.project) return { column: 'project', value: q.project }
+  if (q.session_tag) return { column: 'session_tag', value: q.session_tag }
+  return null
+}
+
+export function llmRoutes(ctx: Ctx) {
+  return routes(ctx)
+    .post(
+      '/api/llm/usage',
+      async ({ body, request }) => {
+        for (const field of ['provider', 'model'] as const) if (!body[field].trim()) throw invalid(`${field} is required`)
+        const instance_id = body.instance_id ?? (await callerOf(ctx, request)).instanceId ?? ''
+        const id = await ctx.store.llm.record({ ...body, instance_id })
+        noteAudit(request, `${body.provider}/${body.model}: ${body.tokens_in ?? 0} in, ${body.tokens_out ?? 0} out, $${body.cost_usd ?? 0}`)
+        return { id, recorded: true as const }
+      },
+      {
+        body: UsageBody,
+        response: t.Object({ id: t.Integer(), recorded: t.Literal(true) }),
+        audit: 'llm.usage',
+        detail: { summary: 'Record one LLM call', tags: ['llm'] },
+      },
+    )
+    .get(
+      '/api/llm/usage',
+      ({ query }) =>
+        ctx.store.llm.list(pickFilter(query), timeParam(query.from, 'from'), timeParam(query.to, 'to'), intParam(query.limit, 'limit', 50, 1)),
+      {
+        query: t.Object({
+          instance: t.Optional(t.String()),
+          project: t.Optional(t.String()),
+          session_tag: t.Optional(t.String()),
+          ...Window,
+          limit: t.Optional(t.String({ description: 'default 50' })),
+        }),
+        detail: {
+          summary: 'Usage records, newest first',
+          description: 'Only one of instance, project, session_tag applies, in that priority; from/to apply on top.',
+          tags: ['llm'],
+        },
+      },
+    )
+    .get(
+      '/api/llm/usage/summary',
+      async ({ query }) => {
+        const groupBy = (query.group_by || 'project') as GroupBy
+        if (!Object.hasOwn(GROUP_BY, groupBy))
+          throw invalid(`invalid group_by: expected one of ${Object.keys(GROUP_BY).join(', ')}`)
+        const from = timeParam(query.from, 'from') ?? null
+        const to = timeParam(query.to, 'to') ?? null
+        const { groups, total } = await ctx.store.llm.summary(groupBy, from ?? undefined, to ?? undefined)
+        return { group_by: groupBy, from, to, groups, total }
+      },
+      {
+        query: t.Object({
+          group_by: t.Optional(t.String({ description: 'instance, project (default), model or session_tag' })),
+          ...Window,
+        }),
+        response: t.Object({
+          group_by: t.String(),
+          from: t.Union([t.String(), t.Null()]),
+          to: t.Union([t.String(), t.Null()]),
+          groups: t.Record(t.String(), Totals),
+          total: Totals,
+        }),
+        detail: { summary: 'Usage totals per group and overall', tags: ['llm'] },
+      },
+    )
+}
