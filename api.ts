@@ -10,6 +10,8 @@ import { healthRoutes } from './routes/health'
 import { stateRoutes } from './routes/state'
 import { specsRoutes } from './routes/specs'
 import { auditRoutes } from './routes/audit'
+import { contractsRoutes } from './routes/contracts'
+import { complianceRoutes } from './routes/compliance'
 
 /** Bearer check in constant time; GET /health is open. WebSocket upgrades may pass ?token= (browsers cannot set headers). */
 export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
@@ -100,4 +102,6 @@ export function createApi(ctx: Ctx) {
     .use(stateRoutes(ctx))
     .use(specsRoutes(ctx))
     .use(auditRoutes(ctx))
+    .use(contractsRoutes(ctx))
+    .use(complianceRoutes(ctx))
 }

@@ -5,6 +5,7 @@ import { createDashboard } from './dashboard'
 import { ConfigError, USAGE, formatHostPort, loadConfig, type Config } from './lib/config'
 import type { Ctx } from './lib/context'
 import { openStore } from './store'
+import { startComplianceJob } from './jobs/compliance'
 
 export interface Server {
   ctx: Ctx
@@ -46,6 +47,8 @@ export async function startServer(config: Config): Promise<Server> {
     ctx.dashboardBind = formatHostPort({ host: config.dashboardBind.host, port: dashboard.server!.port! })
     dashboardUrl = urlOf(config.dashboardBind.host, dashboard.server!.port!)
   }
+
+  stopJobs.push(startComplianceJob(ctx))
 
   return {
     ctx,

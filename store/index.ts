@@ -5,6 +5,7 @@
 import type { Database } from 'bun:sqlite'
 import { openDatabase } from './db'
 import { auditStore, type AuditStore } from './audit'
+import { complianceStore, type ComplianceStore } from './compliance'
 import { eventsStore, type EventsStore } from './events'
 import { instancesStore, type InstancesStore } from './instances'
 import { specsStore, type SpecsStore } from './specs'
@@ -17,6 +18,7 @@ export interface Store {
   audit: AuditStore
   events: EventsStore
   instances: InstancesStore
+  compliance: ComplianceStore
   close(): void
 }
 
@@ -27,6 +29,7 @@ function build(db: Database) {
     audit: auditStore(db),
     events: eventsStore(db),
     instances: instancesStore(db),
+    compliance: complianceStore(db),
   }
 }
 
