@@ -31,6 +31,7 @@ const ReadQuery = t.Object({
   diff: t.Optional(t.String({ description: 'v1,v2: JSON diff between two versions' })),
 })
 const tags = ['contracts']
+const MAX_TIMEOUT_MS = 60_000
 
 export function contractsRoutes(ctx: Ctx) {
   const names = (params: { project: string; name: string }) => ({
@@ -170,15 +171,20 @@ export function contractsRoutes(ctx: Ctx) {
       '/api/contracts/:project/:name/validate',
       async ({ params, body }) => {
         const { project, name } = names(params)
+        // t.Unknown() lets a missing key through; JSON has no undefined, so absent it is
+        if (body.payload === undefined) throw invalid('payload is required')
+        const direction = DIRECTIONS.find((d) => d === body.direction)
+        if (!direction) throw invalid(`invalid direction: expected ${DIRECTIONS.join(', ')}`)
         const contract = await compiled(project, name)
-        const violations = contract.validate(endpointOf(contract, body.endpoint), body.direction, body.payload)
+        const violations = contract.validate(endpointOf(contract, body.endpoint), direction, body.payload)
         return { valid: violations.length === 0, violations }
       },
       {
         params: Params,
         body: t.Object({
           endpoint: t.String({ description: '"METHOD /path" as in the contract' }),
-          direction: t.UnionEnum(DIRECTIONS),
+          // checked in the handler, for a clearer message than TypeBox's union error
+          direction: t.String({ enum: [...DIRECTIONS], description: DIRECTIONS.join(' | ') }),
           payload: t.Unknown({ description: 'the JSON to check (query: an object of parameters)' }),
         }),
         detail: { summary: 'Validate a payload against an endpoint schema', tags },
@@ -188,6 +194,9 @@ export function contractsRoutes(ctx: Ctx) {
       '/api/contracts/:project/:name/test',
       async ({ params, body }) => {
         const { project, name } = names(params)
+        const timeout = body.timeout_ms ?? DEFAULT_TIMEOUT_MS
+        if (!Number.isInteger(timeout) || timeout < 1 || timeout > MAX_TIMEOUT_MS)
+          throw invalid(`invalid timeout_ms: expected an integer from 1 to ${MAX_TIMEOUT_MS}`)
         const contract = await compiled(project, name)
         const endpoint = endpointOf(contract, body.endpoint)
         let baseUrl = contract.contract.baseUrl
@@ -197,7 +206,7 @@ export function contractsRoutes(ctx: Ctx) {
         }
         if (!baseUrl) throw invalid('base_url is required: the contract has none')
         const { request, requestViolations } = requestFromTestData(contract, endpoint, body.test_data)
-        const result = await callEndpoint(contract, endpoint, baseUrl, request, body.timeout_ms ?? DEFAULT_TIMEOUT_MS)
+        const result = await callEndpoint(contract, endpoint, baseUrl, request, timeout)
         return { ...result, request_violations: requestViolations }
       },
       {
@@ -206,7 +215,7 @@ export function contractsRoutes(ctx: Ctx) {
           endpoint: t.String({ description: '"METHOD /path" as in the contract' }),
           base_url: t.Optional(t.String({ description: "overrides the contract's base_url" })),
           test_data: t.Optional(t.Unknown({ description: 'JSON body for POST/PUT/PATCH, query parameters otherwise; fills {path} placeholders' })),
-          timeout_ms: t.Optional(t.Integer({ minimum: 1, maximum: 60_000, description: `default ${DEFAULT_TIMEOUT_MS}` })),
+          timeout_ms: t.Optional(t.Number({ description: `1 to ${MAX_TIMEOUT_MS}, default ${DEFAULT_TIMEOUT_MS}` })),
         }),
         detail: { summary: 'Call the live endpoint and check its status and response', tags },
       },
