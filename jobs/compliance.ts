@@ -13,16 +13,16 @@ import { every } from './timer'
 const CALL_CONCURRENCY = 4
 
 /** Violations of the live endpoints of a contract with a base_url ([] without one). */
-async function liveViolations(compiled: CompiledContract): Promise<ComplianceViolation[]> {
+async function liveViolations(compiled: CompiledContract, cancel?: AbortSignal): Promise<ComplianceViolation[]> {
   const baseUrl = compiled.contract.baseUrl
   if (!baseUrl) return []
   const plan = compliancePlan(compiled)
   const found: ComplianceViolation[][] = new Array(plan.length)
   let next = 0
   const worker = async () => {
-    for (let i = next++; i < plan.length; i = next++) {
+    for (let i = next++; i < plan.length && !cancel?.aborted; i = next++) {
       const { endpoint, query } = plan[i]
-      const result = await callEndpoint(compiled, endpoint, baseUrl, { params: {}, query })
+      const result = await callEndpoint(compiled, endpoint, baseUrl, { params: {}, query }, undefined, cancel)
       found[i] = result.violations.map((v) => ({ endpoint: endpoint.key, ...v }))
     }
   }
@@ -31,25 +31,27 @@ async function liveViolations(compiled: CompiledContract): Promise<ComplianceVio
 }
 
 /** Each contract of a project with what is wrong with it: schema problems, else live violations. */
-async function checkProject(ctx: Ctx, project: string): Promise<{ name: string; violations: ComplianceViolation[] }[]> {
+async function checkProject(ctx: Ctx, project: string, cancel?: AbortSignal): Promise<{ name: string; violations: ComplianceViolation[] }[]> {
   const out: { name: string; violations: ComplianceViolation[] }[] = []
   for (const { name } of await ctx.store.specs.list(project)) {
     const doc = await ctx.store.specs.get(project, name)
     if (!doc || !isContractDoc(decodeJson(doc.value))) continue
     const { compiled, problems } = compiledFromDoc(project, name, doc)
-    out.push({ name, violations: compiled ? await liveViolations(compiled) : problems })
+    out.push({ name, violations: compiled ? await liveViolations(compiled, cancel) : problems })
   }
   return out
 }
 
-export async function runCompliance(ctx: Ctx): Promise<ComplianceRun[]> {
+/** Checks and records every (active instance, contract) pair; `cancel` (shutdown) stops it without recording half-checked runs. */
+export async function runCompliance(ctx: Ctx, cancel?: AbortSignal): Promise<ComplianceRun[]> {
   // A project's contracts are checked once per run, however many instances work on it.
   const checked = new Map<string, Promise<{ name: string; violations: ComplianceViolation[] }[]>>()
   const runs: ComplianceRun[] = []
   for (const instance of await ctx.store.compliance.activeInstances()) {
     for (const project of workspaceProjects(instance.workspace)) {
-      if (!checked.has(project)) checked.set(project, checkProject(ctx, project))
+      if (!checked.has(project)) checked.set(project, checkProject(ctx, project, cancel))
       for (const { name, violations } of await checked.get(project)!) {
+        if (cancel?.aborted) return runs
         const run = await ctx.store.compliance.record({ instance_id: instance.id, project, contract: name, violations })
         if (!run.pass) {
           const data = { run_id: run.id, instance_id: run.instance_id, project, contract: name, violations }
@@ -62,6 +64,14 @@ export async function runCompliance(ctx: Ctx): Promise<ComplianceRun[]> {
   return runs
 }
 
-export function startComplianceJob(ctx: Ctx): () => void {
-  return every('compliance', ctx.config.complianceIntervalMs, () => runCompliance(ctx))
+/** Starts the schedule; the returned stop cancels a run in progress (its live calls too) and waits for it. */
+export function startComplianceJob(ctx: Ctx): () => Promise<void> {
+  const shutdown = new AbortController()
+  let current: Promise<unknown> = Promise.resolve()
+  const stop = every('compliance', ctx.config.complianceIntervalMs, () => (current = runCompliance(ctx, shutdown.signal)))
+  return async () => {
+    stop()
+    shutdown.abort()
+    await current.catch(() => {})
+  }
 }

@@ -72,7 +72,8 @@ export function requestFromTestData(
 
 function transportError(err: unknown, timeoutMs: number): string {
   const e = err as { name?: string; code?: string; message?: string }
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return `timed out after ${timeoutMs} ms`
+  if (e?.name === 'TimeoutError') return `timed out after ${timeoutMs} ms`
+  if (e?.name === 'AbortError') return 'cancelled'
   if (e?.code === 'ECONNREFUSED' || e?.code === 'ConnectionRefused') return 'connection refused'
   if (e?.code === 'ENOTFOUND') return 'host not found'
   return e?.message || String(err)
@@ -103,6 +104,8 @@ export async function callEndpoint(
   baseUrl: string,
   request: LiveRequest,
   timeoutMs = DEFAULT_TIMEOUT_MS,
+  /** Aborts the call early (server shutdown). */
+  cancel?: AbortSignal,
 ): Promise<LiveResult> {
   const url = endpointUrl(baseUrl, endpoint.path, request.params, request.query)
   const started = performance.now()
@@ -115,7 +118,8 @@ export async function callEndpoint(
     ...(error ? { error } : {}),
     violations,
   })
-  const signal = AbortSignal.timeout(timeoutMs)
+  const timeout = AbortSignal.timeout(timeoutMs)
+  const signal = cancel ? AbortSignal.any([timeout, cancel]) : timeout
   const hasBody = request.body !== undefined && BODY_METHODS.has(endpoint.method)
   let res: Response
   let text: string | null
@@ -128,7 +132,7 @@ export async function callEndpoint(
     })
     text = endpoint.method === 'HEAD' ? '' : await readLimited(res, MAX_RESPONSE)
   } catch (err) {
-    const error = transportError(err, timeoutMs)
+    const error = transportError(timeout.aborted ? timeout.reason : err, timeoutMs)
     return result(null, [{ field: '', message: `request failed: ${error}` }], error)
   }
   if (!statusAccepted(endpoint, res.status))
