@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
-import { call, startServer, type TestServer } from './helpers'
+import { call, eventually, startServer, type TestServer } from './helpers'
 import { apiContract, startFixture, user, type Fixture } from './contract-fixture'
 
 let s: TestServer
@@ -150,8 +150,11 @@ describe('writing and reading contracts', () => {
   })
 
   test('audit: contract.put and contract.delete with outcomes; spec.changed events', async () => {
-    const audit = await call(s.api, 'GET', '/api/audit?limit=500')
-    const entries = audit.body.filter((e: any) => e.action.startsWith('contract.'))
+    // entries are written just after each response: wait for the last of them
+    const entries = await eventually(async () => {
+      const all = (await call(s.api, 'GET', '/api/audit?limit=500')).body.filter((e: any) => e.action.startsWith('contract.'))
+      return all.filter((e: any) => e.action === 'contract.delete').length >= 3 ? all : null
+    })
     expect(entries).toContainEqual(expect.objectContaining({ action: 'contract.put', resource: 'contracts/shop/api', outcome: 'success', detail: 'version 1' }))
     expect(entries).toContainEqual(expect.objectContaining({ action: 'contract.put', resource: 'contracts/bad/c', outcome: 'error', detail: 'status 400' }))
     expect(entries).toContainEqual(expect.objectContaining({ action: 'contract.delete', resource: 'contracts/del/c', outcome: 'success' }))
