@@ -168,45 +168,81 @@ function newAjv(coerce: boolean) {
   return ajv
 }
 
-/** Compiles every schema of a parsed contract; problems point into the contract document. */
+/** Meta-schema problems of one schema ([] when it is a valid 2020-12 schema); `at` points at it in the contract. */
+function metaProblems(schema: Schema, at: string): Violation[] {
+  let valid: boolean
+  try {
+    valid = metaChecker.validateSchema(schema) as boolean
+  } catch (err) {
+    // a $schema the validator has no meta-schema for
+    const named = typeof schema === 'object' && typeof schema.$schema === 'string'
+    return [
+      named
+        ? { field: `${at}/$schema`, message: `$schema "${schema.$schema}" is not supported: contracts use JSON Schema draft 2020-12` }
+        : { field: at, message: `schema is invalid: ${(err as Error).message}` },
+    ]
+  }
+  if (valid) return []
+  const seen = new Set<string>()
+  const out: Violation[] = []
+  for (const e of metaChecker.errors ?? []) {
+    if (seen.has(e.instancePath)) continue // the first error per place is the telling one (anyOf repeats it)
+    seen.add(e.instancePath)
+    out.push({ field: at + e.instancePath, message: `schema is invalid: ${e.message}` })
+  }
+  return out
+}
+
+/**
+ * Compiles every schema of a parsed contract; problems point into the contract document.
+ * Sections with an `$id` are registered first, so any section may `$ref` another by its
+ * `$id` (query sections among themselves: they compile with type coercion); the same
+ * `$id` may repeat only with the same schema.
+ */
 function compile(contract: Contract): { validators: Map<string, ValidateFunction>; problems: Violation[] } {
   const validators = new Map<string, ValidateFunction>()
   const problems: Violation[] = []
-  let plain: Ajv2020 | null = null
-  let coercing: Ajv2020 | null = null
+  const ajvs = { plain: null as Ajv2020 | null, coercing: null as Ajv2020 | null }
+  const ajvFor = (direction: Direction) =>
+    direction === 'query' ? (ajvs.coercing ??= newAjv(true)) : (ajvs.plain ??= newAjv(false))
+  const sections: { key: string; at: string; schema: Schema; ajv: Ajv2020; id?: string }[] = []
   for (const endpoint of contract.endpoints.values()) {
     for (const direction of DIRECTIONS) {
       const schema = endpoint.schemas[direction]
       if (schema === undefined) continue
       const at = `${pointer('endpoints', endpoint.key)}/${direction}`
-      let valid: boolean
-      try {
-        valid = metaChecker.validateSchema(schema) as boolean
-      } catch (err) {
-        // a $schema the validator has no meta-schema for
-        const named = typeof schema === 'object' && typeof schema.$schema === 'string'
-        problems.push(
-          named
-            ? { field: `${at}/$schema`, message: `$schema "${schema.$schema}" is not supported: contracts use JSON Schema draft 2020-12` }
-            : { field: at, message: `schema is invalid: ${(err as Error).message}` },
-        )
+      const found = metaProblems(schema, at)
+      if (found.length) {
+        problems.push(...found)
         continue
       }
-      if (!valid) {
-        const seen = new Set<string>()
-        for (const e of metaChecker.errors ?? []) {
-          if (seen.has(e.instancePath)) continue // the first error per place is the telling one (anyOf repeats it)
-          seen.add(e.instancePath)
-          problems.push({ field: at + e.instancePath, message: `schema is invalid: ${e.message}` })
-        }
-        continue
-      }
+      const id = typeof schema === 'object' && typeof schema.$id === 'string' ? schema.$id : undefined
+      sections.push({ key: `${endpoint.key} ${direction}`, at, schema, ajv: ajvFor(direction), id })
+    }
+  }
+  const registered = new Map<string, string>() // `$id` → the schema's JSON, per instance kind
+  for (const section of sections) {
+    if (!section.id) continue
+    const tag = `${section.ajv === ajvs.plain ? 'p' : 'q'} ${section.id}`
+    const json = JSON.stringify(section.schema)
+    const earlier = registered.get(tag)
+    if (earlier === undefined) {
       try {
-        const ajv = direction === 'query' ? (coercing ??= newAjv(true)) : (plain ??= newAjv(false))
-        validators.set(`${endpoint.key} ${direction}`, ajv.compile(schema))
+        section.ajv.addSchema(section.schema as object)
+        registered.set(tag, json)
       } catch (err) {
-        problems.push({ field: at, message: `schema does not compile: ${(err as Error).message}` })
+        problems.push({ field: section.at, message: `schema does not compile: ${(err as Error).message}` })
       }
+    } else if (earlier !== json) {
+      problems.push({ field: `${section.at}/$id`, message: `$id "${section.id}" is already used by a different schema in this contract` })
+    }
+  }
+  for (const section of sections) {
+    try {
+      const validate = section.id ? section.ajv.getSchema(section.id) : section.ajv.compile(section.schema)
+      if (validate) validators.set(section.key, validate)
+    } catch (err) {
+      problems.push({ field: section.at, message: `schema does not compile: ${(err as Error).message}` })
     }
   }
   return { validators, problems }

@@ -137,6 +137,23 @@ describe('parsing a contract', () => {
     }
   })
 
+  test('sections share schemas by $id: refs in any order, repeats only when identical', () => {
+    const userDef = { $id: 'https://example.com/user', type: 'object', required: ['name'] }
+    const c = compiled({
+      kind: 'contract',
+      version: 1,
+      endpoints: {
+        'GET /users': { response: { type: 'array', items: { $ref: 'https://example.com/user' } } }, // defined further down
+        'POST /users': { request: userDef, response: userDef },
+      },
+    })
+    expect(c.validate(c.endpoint('GET /users')!, 'response', [{}])).toEqual([{ field: '/0/name', message: 'is required' }])
+    expect(c.validate(c.endpoint('POST /users')!, 'response', {})).toEqual([{ field: '/name', message: 'is required' }])
+    expect(
+      problemsOf({ kind: 'contract', version: 1, endpoints: { 'POST /a': { request: userDef, response: { ...userDef, required: [] } } } }),
+    ).toEqual([{ field: '/endpoints/POST ~1a/response/$id', message: '$id "https://example.com/user" is already used by a different schema in this contract' }])
+  })
+
   test('schemas with the same $id in two contracts do not collide', () => {
     const withId = { kind: 'contract', version: 1, endpoints: { 'GET /x': { response: { $id: 'https://example.com/user', type: 'string' } } } }
     expect(problemsOf(withId)).toEqual([])
