@@ -13,6 +13,8 @@ import { auditRoutes } from './routes/audit'
 import { metricsRoutes } from './routes/metrics'
 import { llmRoutes } from './routes/llm'
 import { backupRoutes } from './routes/backup'
+import { contractsRoutes } from './routes/contracts'
+import { complianceRoutes } from './routes/compliance'
 
 /** Bearer check in constant time; GET /health is open. WebSocket upgrades may pass ?token= (browsers cannot set headers). */
 export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
@@ -115,4 +117,6 @@ export function createApi(ctx: Ctx) {
     .use(metricsRoutes(ctx))
     .use(llmRoutes(ctx))
     .use(backupRoutes(ctx))
+    .use(contractsRoutes(ctx))
+    .use(complianceRoutes(ctx))
 }

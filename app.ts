@@ -8,6 +8,7 @@ import { AgentMetrics, METRICS_FLUSH_MS } from './lib/metrics'
 import { every } from './jobs/timer'
 import { openStore } from './store'
 import { settleBackground } from './lib/background'
+import { startComplianceJob } from './jobs/compliance'
 
 export interface Server {
   ctx: Ctx
@@ -51,6 +52,8 @@ export async function startServer(config: Config): Promise<Server> {
     ctx.dashboardBind = formatHostPort({ host: config.dashboardBind.host, port: dashboard.server!.port! })
     dashboardUrl = urlOf(config.dashboardBind.host, dashboard.server!.port!)
   }
+
+  stopJobs.push(startComplianceJob(ctx))
 
   return {
     ctx,

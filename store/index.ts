@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { SCHEMA_VERSION, groupCommit, openDatabase } from './db'
 import { auditStore, type AuditStore } from './audit'
 import { checkBackup, removeStaleTemps, snapshot, swapIn, SwapFailed, tempPath } from './backup'
+import { complianceStore, type ComplianceStore } from './compliance'
 import { eventsStore, type EventsStore } from './events'
 import { instancesStore, type InstancesStore } from './instances'
 import { llmStore, type LlmStore } from './llm'
@@ -36,6 +37,7 @@ export interface Store {
    * object are rebuilt in place over it. `file` is moved, not copied.
    */
   replaceWith(file: string): Promise<void>
+  compliance: ComplianceStore
   close(): void
 }
 
@@ -55,6 +57,7 @@ function build(db: Database) {
     instances: instancesStore(db),
     metrics: metricsStore(db),
     llm: llmStore(db),
+    compliance: complianceStore(db),
   }
 }
 

@@ -1,0 +1,35 @@
+// /api/compliance: run the contract checks now, and read past runs.
+import { t } from 'elysia'
+import type { Ctx } from '../lib/context'
+import { runCompliance } from '../jobs/compliance'
+import { intParam, noteAudit, routes } from './http'
+
+const tags = ['compliance']
+
+export function complianceRoutes(ctx: Ctx) {
+  return routes(ctx)
+    .get(
+      '/api/compliance/history',
+      ({ query }) =>
+        ctx.store.compliance.history({
+          instance_id: query.instance_id || undefined,
+          limit: intParam(query.limit, 'limit', 50, 1),
+        }),
+      {
+        query: t.Object({
+          instance_id: t.Optional(t.String({ description: 'default: all instances' })),
+          limit: t.Optional(t.String({ description: 'default 50' })),
+        }),
+        detail: { summary: 'Compliance runs, newest first', tags },
+      },
+    )
+    .post(
+      '/api/compliance/run',
+      async ({ request }) => {
+        const runs = await runCompliance(ctx)
+        noteAudit(request, `${runs.length} runs, ${runs.filter((r) => !r.pass).length} failing`)
+        return { checked: true, runs, count: runs.length }
+      },
+      { audit: 'compliance.run', detail: { summary: 'Check every active instance against its project contracts now', tags } },
+    )
+}

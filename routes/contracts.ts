@@ -1,0 +1,223 @@
+// /api/contracts: API contracts (JSON Schema per endpoint) stored as specs, so
+// they share the specs' versions, ETags and history; plus payload validation
+// and a live test of an endpoint.
+import { t } from 'elysia'
+import { conflict, invalid, notFound } from '../lib/errors'
+import { jsonDiff } from '../lib/jsondiff'
+import {
+  DIRECTIONS,
+  checkBaseUrl,
+  compileContract,
+  compiledFromDoc,
+  contractCache,
+  decodeJson,
+  describeProblems,
+  isContractDoc,
+  type CompiledContract,
+} from '../lib/contract'
+import { DEFAULT_TIMEOUT_MS, callEndpoint, requestFromTestData } from '../lib/contract-test'
+import type { Ctx } from '../lib/context'
+import type { Doc } from '../store/versioned'
+import { intParam, noteAudit, routes } from './http'
+import { keyParam, rawResponse, writeCondition } from './documents'
+import { readJsonBody } from './specs'
+
+const Params = t.Object({ project: t.String(), name: t.String() })
+const CasQuery = t.Object({ if_version: t.Optional(t.String({ description: 'compare-and-swap on the current version' })) })
+const ReadQuery = t.Object({
+  history: t.Optional(t.String({ description: '1 for the version list' })),
+  limit: t.Optional(t.String({ description: 'history length, default 50' })),
+  version: t.Optional(t.String({ description: 'read this version' })),
+  diff: t.Optional(t.String({ description: 'v1,v2: JSON diff between two versions' })),
+})
+const tags = ['contracts']
+const MAX_TIMEOUT_MS = 60_000
+
+export function contractsRoutes(ctx: Ctx) {
+  const names = (params: { project: string; name: string }) => ({
+    project: keyParam(params.project, 'project'),
+    name: keyParam(params.name, 'name'),
+  })
+
+  /** The stored document; 404 when missing or when that spec is not a contract. */
+  const stored = async (project: string, name: string): Promise<Doc> => {
+    const doc = await ctx.store.specs.get(project, name)
+    if (!doc || !isContractDoc(decodeJson(doc.value))) throw notFound('contract not found')
+    return doc
+  }
+
+  /** The compiled contract; one stored (through /api/specs) with problems is 400 naming them. */
+  const compiled = async (project: string, name: string): Promise<CompiledContract> => {
+    const { compiled, problems } = compiledFromDoc(project, name, await stored(project, name))
+    if (!compiled) throw invalid(`stored contract ${project}/${name}: ${describeProblems(problems)}`, { violations: problems })
+    return compiled
+  }
+
+  const endpointOf = (contract: CompiledContract, key: string) => {
+    const endpoint = contract.endpoint(key)
+    if (!endpoint) {
+      const known = [...contract.contract.endpoints.keys()].map((k) => `"${k}"`).join(', ') || 'none'
+      throw invalid(`endpoint "${key}" is not in the contract (it has: ${known})`)
+    }
+    return endpoint
+  }
+
+  /** Version N of the contract (any version, even one written before it was a contract). */
+  const versionOf = async (project: string, name: string, version: number): Promise<Doc> => {
+    const doc = await ctx.store.specs.getVersion(project, name, version)
+    if (!doc) throw notFound(`version ${version} not found`)
+    return doc
+  }
+
+  const changed = (project: string, name: string, version: number, operation: string) =>
+    ctx.bus.publish('spec.changed', { project, name, version, operation }, 'specs')
+
+  return routes(ctx)
+    .get(
+      '/api/contracts/:project',
+      async ({ params }) => {
+        const project = keyParam(params.project, 'project')
+        const contracts = []
+        for (const { name } of await ctx.store.specs.list(project)) {
+          const doc = await ctx.store.specs.get(project, name)
+          const data = doc && decodeJson(doc.value)
+          if (!doc || !isContractDoc(data)) continue
+          const { version: contractVersion, base_url, endpoints } = data as Record<string, any>
+          contracts.push({
+            name,
+            version: doc.version,
+            updated_at: doc.updated_at,
+            contract_version: contractVersion ?? null,
+            base_url: base_url ?? null,
+            endpoints: typeof endpoints === 'object' && endpoints !== null ? Object.keys(endpoints) : [],
+            valid: compiledFromDoc(project, name, doc).compiled !== null,
+          })
+        }
+        return { project, contracts }
+      },
+      {
+        params: t.Object({ project: t.String() }),
+        detail: { summary: "List a project's contracts (no documents)", tags },
+      },
+    )
+    .get(
+      '/api/contracts/:project/:name',
+      async ({ params, query, request }) => {
+        const { project, name } = names(params)
+        const doc = await stored(project, name)
+        if (query.history !== undefined && query.history !== '' && query.history !== '0') {
+          const versions = await ctx.store.specs.history(project, name, intParam(query.limit, 'limit', 50, 1))
+          return { project, name, versions: versions ?? [] }
+        }
+        if (query.diff !== undefined) {
+          const m = /^(\d+),(\d+)$/.exec(query.diff)
+          if (!m) throw invalid('invalid diff: expected diff=v1,v2')
+          const [v1, v2] = [Number(m[1]), Number(m[2])]
+          const [a, b] = [await versionOf(project, name, v1), await versionOf(project, name, v2)]
+          return { project, name, v1, v2, diffs: jsonDiff(decodeJson(a.value), decodeJson(b.value)) }
+        }
+        if (query.version !== undefined)
+          return rawResponse(request, await versionOf(project, name, intParam(query.version, 'version', 0, 1)), false)
+        return rawResponse(request, doc)
+      },
+      {
+        params: Params,
+        query: ReadQuery,
+        detail: {
+          summary: 'Read a contract (raw JSON with ETag), its history, a version, or a diff',
+          description: 'Precedence when combined: history, then diff, then version.',
+          tags,
+        },
+      },
+    )
+    .put(
+      '/api/contracts/:project/:name',
+      async ({ params, query, request }) => {
+        const { project, name } = names(params)
+        const cond = writeCondition(request, query, true)
+        const { bytes, json } = await readJsonBody(request)
+        const contract = compileContract(json)
+        const current = await ctx.store.specs.get(project, name)
+        if (current && !isContractDoc(decodeJson(current.value)))
+          throw conflict(`spec ${project}/${name} exists and is not a contract; delete it first or choose another name`)
+        const meta = await ctx.store.specs.put(project, name, bytes, cond)
+        contractCache.set(project, name, meta.hash, { compiled: contract, problems: [] })
+        noteAudit(request, `version ${meta.version}`)
+        await changed(project, name, meta.version, 'put')
+        return meta
+      },
+      {
+        parse: 'none',
+        params: Params,
+        query: CasQuery,
+        audit: 'contract.put',
+        detail: { summary: 'Write a contract (checked and compiled first; raw JSON body)', tags },
+      },
+    )
+    .delete(
+      '/api/contracts/:project/:name',
+      async ({ params, query, request }) => {
+        const { project, name } = names(params)
+        await stored(project, name)
+        if (!(await ctx.store.specs.delete(project, name, writeCondition(request, query, false))))
+          throw notFound('contract not found')
+        contractCache.forget(project, name)
+        await changed(project, name, 0, 'delete')
+        return { deleted: `${project}/${name}` }
+      },
+      { params: Params, query: CasQuery, audit: 'contract.delete', detail: { summary: 'Delete a contract and its history', tags } },
+    )
+    .post(
+      '/api/contracts/:project/:name/validate',
+      async ({ params, body }) => {
+        const { project, name } = names(params)
+        // t.Unknown() lets a missing key through; JSON has no undefined, so absent it is
+        if (body.payload === undefined) throw invalid('payload is required')
+        const direction = DIRECTIONS.find((d) => d === body.direction)
+        if (!direction) throw invalid(`invalid direction: expected ${DIRECTIONS.join(', ')}`)
+        const contract = await compiled(project, name)
+        const violations = contract.validate(endpointOf(contract, body.endpoint), direction, body.payload)
+        return { valid: violations.length === 0, violations }
+      },
+      {
+        params: Params,
+        body: t.Object({
+          endpoint: t.String({ description: '"METHOD /path" as in the contract' }),
+          // checked in the handler, for a clearer message than TypeBox's union error
+          direction: t.String({ enum: [...DIRECTIONS], description: DIRECTIONS.join(' | ') }),
+          payload: t.Unknown({ description: 'the JSON to check (query: an object of parameters)' }),
+        }),
+        detail: { summary: 'Validate a payload against an endpoint schema', tags },
+      },
+    )
+    .post(
+      '/api/contracts/:project/:name/test',
+      async ({ params, body }) => {
+        const { project, name } = names(params)
+        const timeout = body.timeout_ms ?? DEFAULT_TIMEOUT_MS
+        if (!Number.isInteger(timeout) || timeout < 1 || timeout > MAX_TIMEOUT_MS)
+          throw invalid(`invalid timeout_ms: expected an integer from 1 to ${MAX_TIMEOUT_MS}`)
+        const contract = await compiled(project, name)
+        const endpoint = endpointOf(contract, body.endpoint)
+        let baseUrl = contract.contract.baseUrl
+        if (body.base_url !== undefined) {
+          baseUrl = checkBaseUrl(body.base_url)
+          if (!baseUrl) throw invalid('invalid base_url: expected an absolute http or https URL')
+        }
+        if (!baseUrl) throw invalid('base_url is required: the contract has none')
+        const { request, requestViolations } = requestFromTestData(contract, endpoint, body.test_data)
+        const result = await callEndpoint(contract, endpoint, baseUrl, request, timeout)
+        return { ...result, request_violations: requestViolations }
+      },
+      {
+        params: Params,
+        body: t.Object({
+          endpoint: t.String({ description: '"METHOD /path" as in the contract' }),
+          base_url: t.Optional(t.String({ description: "overrides the contract's base_url" })),
+          test_data: t.Optional(t.Unknown({ description: 'JSON body for POST/PUT/PATCH, query parameters otherwise; fills {path} placeholders' })),
+          timeout_ms: t.Optional(t.Number({ description: `1 to ${MAX_TIMEOUT_MS}, default ${DEFAULT_TIMEOUT_MS}` })),
+        }),
+        detail: { summary: 'Call the live endpoint and check its status and response', tags },
+      },
+    )
+}

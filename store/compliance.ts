@@ -1,0 +1,73 @@
+// Compliance runs: one row per (instance, contract) check, and the instances a
+// run covers. (The instance query lives here, not in store/instances.ts, so the
+// compliance checker needs nothing from the registry beyond its table.)
+import type { Database } from 'bun:sqlite'
+import { groupCommit, now } from './db'
+
+export interface ComplianceViolation {
+  field: string
+  message: string
+  /** The endpoint ("METHOD /path") a violation was found on, when it concerns one. */
+  endpoint?: string
+}
+
+export interface ComplianceRun {
+  id: number
+  instance_id: string
+  project: string
+  contract: string
+  pass: boolean
+  violations: ComplianceViolation[]
+  run_at: string
+}
+
+export interface ActiveInstance {
+  id: string
+  name: string
+  workspace: string
+}
+
+export interface ComplianceStore {
+  record(run: Omit<ComplianceRun, 'id' | 'run_at' | 'pass'>): Promise<ComplianceRun>
+  /** Newest first. */
+  history(filter: { instance_id?: string; limit: number }): Promise<ComplianceRun[]>
+  /** Active instances that have a workspace, oldest registration first. */
+  activeInstances(): Promise<ActiveInstance[]>
+}
+
+interface Row {
+  id: number
+  instance_id: string
+  project: string
+  contract: string
+  pass: number
+  violations: string
+  run_at: string
+}
+
+const toRun = (r: Row): ComplianceRun => ({ ...r, pass: r.pass === 1, violations: JSON.parse(r.violations) })
+
+export function complianceStore(db: Database): ComplianceStore {
+  const insert = db.query<{ id: number }, [string, string, string, number, string, string]>(
+    'INSERT INTO compliance_runs (instance_id, project, contract, pass, violations, run_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id',
+  )
+  const all = db.query<Row, [number]>('SELECT * FROM compliance_runs ORDER BY id DESC LIMIT ?')
+  const byInstance = db.query<Row, [string, number]>(
+    'SELECT * FROM compliance_runs WHERE instance_id = ? ORDER BY id DESC LIMIT ?',
+  )
+  const active = db.query<ActiveInstance, []>(
+    "SELECT id, name, workspace FROM instances WHERE status = 'active' AND workspace != '' ORDER BY registered_at, id",
+  )
+  return {
+    async record(run) {
+      const pass = run.violations.length === 0
+      const run_at = now()
+      const { id } = await groupCommit(db).write(
+        () => insert.get(run.instance_id, run.project, run.contract, pass ? 1 : 0, JSON.stringify(run.violations), run_at)!,
+      )
+      return { id, instance_id: run.instance_id, project: run.project, contract: run.contract, pass, violations: run.violations, run_at }
+    },
+    history: async (f) => (f.instance_id ? byInstance.all(f.instance_id, f.limit) : all.all(f.limit)).map(toRun),
+    activeInstances: async () => active.all(),
+  }
+}
