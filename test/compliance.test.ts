@@ -37,7 +37,6 @@ afterAll(async () => {
 function insertInstance(id: string, workspace: string, status = 'active') {
   const db = new Database(join(s.dataDir, 'muster.db'))
   db.exec('PRAGMA busy_timeout = 5000')
-  db.exec('PRAGMA busy_timeout = 5000')
   const at = new Date().toISOString()
   db.query('INSERT INTO instances (id, name, workspace, status, registered_at, last_seen, token_hash) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
     id,
