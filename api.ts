@@ -10,6 +10,8 @@ import { healthRoutes } from './routes/health'
 import { stateRoutes } from './routes/state'
 import { specsRoutes } from './routes/specs'
 import { auditRoutes } from './routes/audit'
+import { eventsRoutes } from './routes/events'
+import { webhooksRoutes } from './routes/webhooks'
 
 /** Bearer check in constant time; GET /health is open. WebSocket upgrades may pass ?token= (browsers cannot set headers). */
 export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
@@ -100,4 +102,6 @@ export function createApi(ctx: Ctx) {
     .use(stateRoutes(ctx))
     .use(specsRoutes(ctx))
     .use(auditRoutes(ctx))
+    .use(eventsRoutes(ctx))
+    .use(webhooksRoutes(ctx))
 }

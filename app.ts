@@ -5,6 +5,8 @@ import { createDashboard } from './dashboard'
 import { ConfigError, USAGE, formatHostPort, loadConfig, type Config } from './lib/config'
 import type { Ctx } from './lib/context'
 import { openStore } from './store'
+import { startPruneJob } from './jobs/prune'
+import { startWebhookDispatcher } from './jobs/webhooks'
 
 export interface Server {
   ctx: Ctx
@@ -33,6 +35,9 @@ export async function startServer(config: Config): Promise<Server> {
   ctx.bus = new Bus(store)
 
   const stopJobs: (() => void | Promise<void>)[] = []
+  stopJobs.push(startPruneJob(ctx))
+  stopJobs.push(startWebhookDispatcher(ctx))
+  stopJobs.push(() => ctx.bus.closeSubscriptions())
 
   const api = createApi(ctx).listen({ hostname: config.bind.host, port: config.bind.port })
   ctx.handle = (request) => api.handle(request)

@@ -10,6 +10,7 @@ import { instancesStore, type InstancesStore } from './instances'
 import { specsStore, type SpecsStore } from './specs'
 export type { Event } from './events'
 import { stateStore, type StateStore } from './state'
+import { webhooksStore, type WebhooksStore } from './webhooks'
 
 export interface Store {
   state: StateStore
@@ -17,6 +18,7 @@ export interface Store {
   audit: AuditStore
   events: EventsStore
   instances: InstancesStore
+  webhooks: WebhooksStore
   close(): void
 }
 
@@ -27,6 +29,7 @@ function build(db: Database) {
     audit: auditStore(db),
     events: eventsStore(db),
     instances: instancesStore(db),
+    webhooks: webhooksStore(db),
   }
 }
 
