@@ -335,7 +335,7 @@ describe('pruning', () => {
     const all = await eventually(async () => {
       const h = await history(`last=100000`)
       return h.length === RETENTION && h
-    }, 5000)
+    }, 5000) as Ev[]
     expect(all[0].id).toBe(newest)
     expect(all.at(-1)!.id).toBe(newest - RETENTION + 1)
     // ids keep increasing after a prune
