@@ -15,6 +15,8 @@ import { llmRoutes } from './routes/llm'
 import { backupRoutes } from './routes/backup'
 import { contractsRoutes } from './routes/contracts'
 import { complianceRoutes } from './routes/compliance'
+import { eventsRoutes } from './routes/events'
+import { webhooksRoutes } from './routes/webhooks'
 
 /** Bearer check in constant time; GET /health is open. WebSocket upgrades may pass ?token= (browsers cannot set headers). */
 export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
@@ -121,4 +123,6 @@ export function createApi(ctx: Ctx) {
     .use(backupRoutes(ctx))
     .use(contractsRoutes(ctx))
     .use(complianceRoutes(ctx))
+    .use(eventsRoutes(ctx))
+    .use(webhooksRoutes(ctx))
 }

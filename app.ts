@@ -9,6 +9,8 @@ import { every } from './jobs/timer'
 import { openStore } from './store'
 import { settleBackground } from './lib/background'
 import { startComplianceJob } from './jobs/compliance'
+import { startPruneJob } from './jobs/prune'
+import { startWebhookDispatcher } from './jobs/webhooks'
 
 export interface Server {
   ctx: Ctx
@@ -39,6 +41,9 @@ export async function startServer(config: Config): Promise<Server> {
 
   const stopJobs: (() => void | Promise<void>)[] = []
   stopJobs.push(every('metrics-flush', METRICS_FLUSH_MS, () => ctx.metrics.flush()))
+  stopJobs.push(startPruneJob(ctx))
+  stopJobs.push(startWebhookDispatcher(ctx))
+  stopJobs.push(() => ctx.bus.closeSubscriptions())
 
   const api = createApi(ctx).listen({ hostname: config.bind.host, port: config.bind.port })
   ctx.handle = (request) => api.handle(request)

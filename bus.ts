@@ -1,17 +1,173 @@
-// The event bus: publishing stores the event, then hands it to every listener
-// (WebSocket subscribers, the webhook dispatcher). Listeners must not block.
+// The event bus: publishing stores the event, fans it out to the live
+// subscriptions (WebSocket clients, each with its own bounded buffer) and hands it
+// to every listener (the webhook dispatcher). Nothing here ever waits on a client.
 import type { Event, Store } from './store'
 import { track } from './lib/background'
+import { topicMatcher } from './lib/glob'
 
 export type Listener = (event: Event) => void
 
+/** Spec 8: events held per subscriber while its connection is backed up. */
+export const SUBSCRIBER_BUFFER = 64
+const REPLAY_PAGE = 256
+
+/**
+ * Where a subscription's frames go, with the return values of Bun's
+ * ServerWebSocket.send: -1 taken but the connection is backed up (wait for
+ * drain), 0 dropped, > 0 sent.
+ */
+export interface Sink {
+  send(frame: string): number
+  /** Ends the connection (server shutdown). */
+  end(code: number, reason: string): void
+}
+
+export interface SubscriptionInfo {
+  id: number
+  pattern: string
+  connected_at: string
+  /** Frames handed to the connection. */
+  sent: number
+  /** Events lost because the buffer was full (or the connection refused them). */
+  dropped: number
+  /** Events waiting in the buffer for the connection to drain. */
+  buffered: number
+  /** True while missed events (after_id) are still being replayed. */
+  replaying: boolean
+}
+
+/**
+ * One subscriber. Live events go straight to the connection; while it is backed up
+ * they wait in a buffer of SUBSCRIBER_BUFFER, and beyond that are dropped and
+ * counted. With after_id it first replays stored events page by page (pacing on
+ * drain), then goes live; ids at or below the last one handed over are skipped,
+ * so the seam has neither gap nor duplicate.
+ */
+export class Subscription {
+  readonly connected_at = new Date().toISOString()
+  sent = 0
+  dropped = 0
+  private readonly matches: (topic: string) => boolean
+  private queue: string[] = []
+  private blocked = false
+  private closed = false
+  private lastId: number
+  private replaying: boolean
+  /** Live events that arrived during replay; cleared (and `missed` set) on overflow, since they are in the store. */
+  private pending: Event[] = []
+  private missed = false
+  private onDrain: (() => void) | null = null
+
+  constructor(
+    readonly id: number,
+    readonly pattern: string,
+    private sink: Sink,
+    private store: Store,
+    afterId: number | undefined,
+    private release: (s: Subscription) => void,
+  ) {
+    this.matches = topicMatcher(pattern)
+    this.lastId = afterId ?? 0
+    this.replaying = afterId !== undefined
+    if (this.replaying) void this.replay()
+  }
+
+  offer(event: Event, frame: string): void {
+    if (this.closed || event.id <= this.lastId || !this.matches(event.topic)) return
+    if (this.replaying) {
+      if (this.pending.length < SUBSCRIBER_BUFFER) this.pending.push(event)
+      else (this.pending = []), (this.missed = true)
+      return
+    }
+    this.lastId = event.id
+    if (!this.blocked) this.transmit(frame)
+    else if (this.queue.length < SUBSCRIBER_BUFFER) this.queue.push(frame)
+    else this.dropped++
+  }
+
+  /** The connection has room again. */
+  drain(): void {
+    this.blocked = false
+    while (!this.blocked && this.queue.length) this.transmit(this.queue.shift()!)
+    if (!this.blocked && this.onDrain) {
+      const resume = this.onDrain
+      this.onDrain = null
+      resume()
+    }
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    this.queue = []
+    this.pending = []
+    this.onDrain?.()
+    this.release(this)
+  }
+
+  /** Closes the connection too (server shutdown). */
+  end(code: number, reason: string): void {
+    this.close()
+    try {
+      this.sink.end(code, reason)
+    } catch {}
+  }
+
+  info(): SubscriptionInfo {
+    const { id, pattern, connected_at, sent, dropped, replaying } = this
+    return { id, pattern, connected_at, sent, dropped, buffered: this.queue.length, replaying }
+  }
+
+  private transmit(frame: string): void {
+    const status = this.sink.send(frame)
+    if (status === 0) return void this.dropped++
+    this.sent++
+    if (status === -1) this.blocked = true
+  }
+
+  private async replay(): Promise<void> {
+    try {
+      for (;;) {
+        this.missed = false
+        const page = await this.store.events.query({ topic: this.pattern, afterId: this.lastId, limit: REPLAY_PAGE })
+        for (const event of page) {
+          if (this.blocked) await new Promise<void>((resume) => (this.onDrain = resume))
+          if (this.closed) return
+          this.lastId = event.id
+          this.transmit(JSON.stringify(event))
+        }
+        // A short page read everything stored at that moment; anything newer is in `pending`.
+        if (page.length < REPLAY_PAGE && !this.missed) break
+      }
+    } catch (err) {
+      console.error(`subscription ${this.id}: replay failed:`, err)
+    }
+    this.replaying = false
+    const pending = this.pending
+    this.pending = []
+    for (const event of pending) this.offer(event, JSON.stringify(event))
+  }
+}
+
 export class Bus {
   private listeners = new Set<Listener>()
+  private subscriptions = new Set<Subscription>()
+  private nextSubscriptionId = 1
 
   constructor(private store: Store) {}
 
   async publish(topic: string, data: unknown, source = ''): Promise<Event> {
     const event = await this.store.events.append(topic, data, source)
+    if (this.subscriptions.size) {
+      const frame = JSON.stringify(event)
+      for (const s of this.subscriptions) {
+        try {
+          s.offer(event, frame)
+        } catch (err) {
+          console.error(`subscription ${s.id} failed:`, err)
+        }
+      }
+    }
     for (const listener of this.listeners) {
       try {
         listener(event)
@@ -34,5 +190,21 @@ export class Bus {
   listen(listener: Listener): () => void {
     this.listeners.add(listener)
     return () => this.listeners.delete(listener)
+  }
+
+  /** A new subscriber on `pattern`; with `afterId` it first replays the stored events after that id. Call close() when it goes. */
+  subscribe(sink: Sink, pattern: string, afterId?: number): Subscription {
+    const s = new Subscription(this.nextSubscriptionId++, pattern, sink, this.store, afterId, (gone) => this.subscriptions.delete(gone))
+    this.subscriptions.add(s)
+    return s
+  }
+
+  /** Spec 6.4: subscriptions end when the server shuts down (and would otherwise hold the shutdown open). */
+  closeSubscriptions(): void {
+    for (const s of [...this.subscriptions]) s.end(1001, 'server shutting down')
+  }
+
+  subscribers(): SubscriptionInfo[] {
+    return [...this.subscriptions].map((s) => s.info())
   }
 }

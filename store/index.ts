@@ -15,6 +15,7 @@ import { metricsStore, type MetricsStore } from './metrics'
 import { specsStore, type SpecsStore } from './specs'
 export type { Event } from './events'
 import { stateStore, type StateStore } from './state'
+import { webhooksStore, type WebhooksStore } from './webhooks'
 
 const DB_FILE = 'muster.db'
 
@@ -38,6 +39,7 @@ export interface Store {
    */
   replaceWith(file: string): Promise<void>
   compliance: ComplianceStore
+  webhooks: WebhooksStore
   close(): void
 }
 
@@ -58,6 +60,7 @@ function build(db: Database) {
     metrics: metricsStore(db),
     llm: llmStore(db),
     compliance: complianceStore(db),
+    webhooks: webhooksStore(db),
   }
 }
 

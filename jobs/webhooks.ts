@@ -1,0 +1,92 @@
+// The webhook dispatcher (spec 6.7, design.md "Webhooks"): every published event
+// that matches an active webhook's patterns is POSTed to its url. Each webhook has
+// its own queue worked one delivery at a time, so a slow receiver delays only
+// itself; 10 consecutive failures disable the webhook.
+import { createHmac } from 'node:crypto'
+import type { Ctx } from '../lib/context'
+import { matchesAny } from '../lib/glob'
+import type { Event } from '../store'
+
+export const DELIVERY_TIMEOUT_MS = 5000
+export const MAX_FAILURES = 10
+/** Events waiting per webhook; beyond this the oldest waiting one is dropped (logged). */
+const QUEUE_MAX = 1000
+
+export type Delivery = { ok: true; status: number } | { ok: false; error: string }
+
+export const signature = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
+
+/** One POST of the event, signed when there is a secret. Never throws. */
+export async function deliver(target: { url: string; secret: string }, event: Event, stop?: AbortSignal): Promise<Delivery> {
+  const body = JSON.stringify(event)
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'user-agent': 'muster-webhooks',
+    'x-service-event': event.topic,
+    'x-service-delivery': crypto.randomUUID(),
+  }
+  if (target.secret) headers['x-service-signature'] = signature(target.secret, body)
+  const timeout = AbortSignal.timeout(DELIVERY_TIMEOUT_MS)
+  try {
+    const res = await fetch(target.url, {
+      method: 'POST',
+      headers,
+      body,
+      redirect: 'manual',
+      signal: stop ? AbortSignal.any([timeout, stop]) : timeout,
+    })
+    await res.arrayBuffer() // the receiver's answer counts only once fully read, within the timeout
+    return res.ok ? { ok: true, status: res.status } : { ok: false, error: `HTTP ${res.status}` }
+  } catch (err) {
+    if (timeout.aborted) return { ok: false, error: `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` }
+    return { ok: false, error: (err as Error).message || String(err) }
+  }
+}
+
+export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
+  const queues = new Map<string, Event[]>()
+  const workers = new Map<string, Promise<void>>()
+  const stopping = new AbortController()
+
+  async function work(id: string, queue: Event[]): Promise<void> {
+    while (queue.length && !stopping.signal.aborted) {
+      const event = queue.shift()!
+      // Read per delivery: the webhook may have been deleted, disabled or changed meanwhile.
+      const target = await ctx.store.webhooks.target(id)
+      if (!target?.active) break
+      const result = await deliver(target, event, stopping.signal)
+      if (stopping.signal.aborted) break
+      const after = await ctx.store.webhooks.recordDelivery(id, result.ok, MAX_FAILURES)
+      if (!result.ok) {
+        console.error(`webhook ${id}: delivery of event ${event.id} to ${target.url} failed: ${result.error}`)
+        if (after && !after.active) console.error(`webhook ${id}: disabled after ${MAX_FAILURES} consecutive failures`)
+      }
+    }
+    queues.delete(id)
+    workers.delete(id)
+  }
+
+  function enqueue(id: string, event: Event): void {
+    if (stopping.signal.aborted) return
+    let queue = queues.get(id)
+    if (!queue) queues.set(id, (queue = []))
+    if (queue.length >= QUEUE_MAX) console.error(`webhook ${id}: queue full, event ${queue.shift()!.id} not delivered`)
+    queue.push(event)
+    if (!workers.has(id)) workers.set(id, work(id, queue))
+  }
+
+  const unlisten = ctx.bus.listen((event) => {
+    ctx.store.webhooks
+      .active()
+      .then((hooks) => {
+        for (const hook of hooks) if (matchesAny(hook.patterns, event.topic)) enqueue(hook.id, event)
+      })
+      .catch((err) => console.error('webhook dispatch failed:', err))
+  })
+
+  return async () => {
+    unlisten()
+    stopping.abort()
+    await Promise.all(workers.values())
+  }
+}

@@ -1,0 +1,114 @@
+// /api/events: publish, history (with resume), and the WebSocket subscription.
+import { t } from 'elysia'
+import { invalid } from '../lib/errors'
+import type { Ctx } from '../lib/context'
+import type { Subscription } from '../bus'
+import { errorResponse, intParam, routes, timeParam } from './http'
+
+export const EventSchema = t.Object({
+  id: t.Integer(),
+  topic: t.String(),
+  data: t.Any(),
+  source: t.String(),
+  created_at: t.String(),
+})
+
+const SubscribeQuery = t.Object({
+  pattern: t.Optional(t.String({ description: 'topic glob, default *' })),
+  after_id: t.Optional(t.String({ description: 'first replay stored events with a greater id, then stream live ones' })),
+  token: t.Optional(t.String({ description: 'the bearer token, for browsers that cannot set headers' })),
+})
+
+/** An optional after_id: absent stays undefined, garbage is 400. */
+const afterIdParam = (value: string | undefined) => (value === undefined || value === '' ? undefined : intParam(value, 'after_id', 0))
+
+export function eventsRoutes(ctx: Ctx) {
+  // Keyed by the connection's id: Elysia wraps the socket in a new object per callback.
+  const open = new Map<string, Subscription>()
+
+  return routes(ctx)
+    .post(
+      '/api/events/publish',
+      ({ body }) => {
+        // An empty body lacks the topic too: same answer as `{}`.
+        if (!body?.topic) throw invalid('topic is required')
+        return ctx.bus.publish(body.topic, body.data ?? null, '')
+      },
+      {
+        body: t.Optional(
+          t.Object({
+            topic: t.String({ description: 'required; dot-separated, e.g. api.change' }),
+            data: t.Optional(t.Any({ description: 'any JSON value, default null' })),
+          }),
+        ),
+        response: { 200: EventSchema },
+        detail: { summary: 'Publish an event', tags: ['events'] },
+      },
+    )
+    .get(
+      '/api/events/history',
+      ({ query }) => {
+        const afterId = afterIdParam(query.after_id)
+        return ctx.store.events.query({
+          topic: query.topic || '*',
+          source: query.source || undefined,
+          from: timeParam(query.from, 'from'),
+          to: timeParam(query.to, 'to'),
+          afterId,
+          limit: intParam(query.last, 'last', 50, 1),
+        })
+      },
+      {
+        query: t.Object({
+          last: t.Optional(t.String({ description: 'at most this many events, default 50' })),
+          topic: t.Optional(t.String({ description: 'topic glob, default *' })),
+          from: t.Optional(t.String({ description: 'RFC 3339, inclusive' })),
+          to: t.Optional(t.String({ description: 'RFC 3339, inclusive' })),
+          source: t.Optional(t.String({ description: 'exact source, e.g. state' })),
+          after_id: t.Optional(t.String({ description: 'resume: only ids greater than this, oldest first' })),
+        }),
+        response: { 200: t.Array(EventSchema) },
+        detail: {
+          summary: 'Event history, newest first (oldest first with after_id)',
+          description: 'Every filter applies before `last`, so `last=5&topic=api.*` gives the 5 newest matching events.',
+          tags: ['events'],
+        },
+      },
+    )
+    .get('/api/events/subscriptions', () => ctx.bus.subscribers(), {
+      detail: { summary: 'Open WebSocket subscriptions with their sent, dropped and buffered counts', tags: ['events'] },
+    })
+    .get(
+      '/api/events/subscribe',
+      () => {
+        const res = errorResponse(426, 'expected a WebSocket upgrade request')
+        res.headers.set('upgrade', 'websocket')
+        return res
+      },
+      { query: SubscribeQuery, detail: { hide: true } },
+    )
+    .ws('/api/events/subscribe', {
+      query: SubscribeQuery,
+      // Runs before the upgrade, so a bad after_id is an ordinary 400.
+      beforeHandle: ({ query }) => void afterIdParam(query.after_id),
+      open(ws) {
+        const { pattern, after_id } = ws.data.query
+        const sub = ctx.bus.subscribe({ send: (frame) => ws.raw.sendText(frame), end: (code, reason) => ws.raw.close(code, reason) }, pattern || '*', afterIdParam(after_id))
+        open.set(ws.id, sub)
+      },
+      drain(ws) {
+        open.get(ws.id)?.drain()
+      },
+      close(ws) {
+        open.get(ws.id)?.close()
+        open.delete(ws.id)
+      },
+      detail: {
+        summary: 'Subscribe over WebSocket: one JSON text frame per matching event',
+        description:
+          'Query `pattern` (glob, default *), `after_id` (replay stored events after it, then live, no gap or duplicate). ' +
+          'Each subscriber has a buffer of 64 events while its connection is backed up; further events are dropped for it alone.',
+        tags: ['events'],
+      },
+    })
+}
