@@ -1,7 +1,7 @@
 // Runs the CLI (`bun cli.ts`) as a subprocess in its own working directory, so
 // each test has its own ./settings.json, and with SERVICE_* env vars under the
 // test's control only.
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
@@ -85,11 +85,18 @@ export function spawnCli(args: string[], opts: CliOptions): LiveCli {
   }
 }
 
+const workdirs: string[] = []
+
 /** A fresh working directory, optionally with a ./settings.json. */
 export function workdir(settings?: Record<string, unknown>): string {
   const dir = mkdtempSync(join(tmpdir(), 'muster-cli-'))
+  workdirs.push(dir)
   if (settings) writeFileSync(join(dir, 'settings.json'), JSON.stringify(settings))
   return dir
+}
+
+export function removeWorkdirs(): void {
+  for (const dir of workdirs.splice(0)) rmSync(dir, { recursive: true, force: true })
 }
 
 /**

@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Server, ServerWebSocket } from 'bun'
 import { call, eventually, startServer } from './helpers'
-import { endpointExists, runCli, spawnCli, workdir, type LiveCli } from './cli-run'
+import { endpointExists, removeWorkdirs, runCli, spawnCli, workdir, type LiveCli } from './cli-run'
 
 const TOKEN = 'cli-services-token'
 const auth = { authorization: `Bearer ${TOKEN}` }
@@ -17,6 +17,7 @@ const servers: Server<any>[] = []
 afterAll(async () => {
   for (const srv of servers) srv.stop(true)
   await s.cleanup()
+  removeWorkdirs()
 })
 
 const has = (path: string) => endpointExists(s.api, path, auth)

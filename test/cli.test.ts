@@ -2,12 +2,12 @@
 // live server (started with an auth token, so every call must carry it).
 // Groups whose endpoints live on other branches are in cli-services.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readFileSync, statSync, writeFileSync } from 'node:fs'
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Command } from 'commander'
 import { buildProgram } from '../cli'
-import { call, startServer, type TestServer } from './helpers'
-import { runCli, workdir } from './cli-run'
+import { call, startServer, tempDir, type TestServer } from './helpers'
+import { removeWorkdirs, runCli, workdir } from './cli-run'
 
 const TOKEN = 'cli-test-token'
 let s: TestServer
@@ -19,7 +19,10 @@ beforeAll(async () => {
   s = await startServer({ args: ['--auth-token', TOKEN] })
   dir = workdir({ server: s.api, token: TOKEN })
 })
-afterAll(() => s.cleanup())
+afterAll(async () => {
+  await s.cleanup()
+  removeWorkdirs()
+})
 
 const cli = (...args: string[]) => runCli(args, { cwd: dir })
 const settingsOf = (d: string) => JSON.parse(readFileSync(join(d, 'settings.json'), 'utf8'))
@@ -342,4 +345,34 @@ describe('usage', () => {
     ]
     for (const p of spec) expect(paths).toContain(p)
   })
+})
+
+describe('compiled binary', () => {
+  test('bun build --compile cli.ts gives a muster that runs without Bun on PATH', async () => {
+    const out = tempDir('muster-cli-bin-')
+    const bin = join(out, 'muster')
+    try {
+      const build = Bun.spawn([process.execPath, 'build', '--compile', 'cli.ts', '--outfile', bin], {
+        cwd: join(import.meta.dir, '..'),
+        stdout: 'pipe',
+        stderr: 'pipe',
+      })
+      expect(await build.exited).toBe(0)
+      const run = async (...args: string[]) => {
+        const proc = Bun.spawn([bin, ...args], { cwd: dir, env: { PATH: '/usr/bin:/bin', HOME: out }, stdout: 'pipe', stderr: 'pipe' })
+        const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).bytes(), new Response(proc.stderr).text(), proc.exited])
+        return { stdout, stderr, code }
+      }
+      const bytes = new Uint8Array(1000).map((_, i) => (i * 7) % 256)
+      writeFileSync(join(out, 'b.bin'), bytes)
+      expect((await run('state', 'set', 'compiled/k', '--file', join(out, 'b.bin'), '--pretty')).code).toBe(0)
+      expect((await run('state', 'get', 'compiled/k')).stdout).toEqual(bytes)
+      const missing = await run('specs', 'get', 'no/such')
+      expect(missing.code).toBe(1)
+      expect(JSON.parse(missing.stderr)).toEqual({ error: 'spec not found', code: 404 })
+      expect((await run('nope')).code).toBe(2)
+    } finally {
+      rmSync(out, { recursive: true, force: true })
+    }
+  }, 60_000)
 })
