@@ -1,6 +1,6 @@
 // `config set|show` (./settings.json) and `status` (is the server there, and who am I to it).
 import { Argument, type Command } from 'commander'
-import { normalizeServer, request, requestJson, resolveConfig, updateSettings } from './client'
+import { normalizeServer, requestJson, resolveConfig, updateSettings } from './client'
 import { act, ServerError } from './output'
 
 export function configCommands(program: Command): void {
@@ -45,18 +45,15 @@ export function configCommands(program: Command): void {
     .description('server health, plus service metrics when the server offers them')
     .action(
       act(async () => {
-        const { server } = resolveConfig()
+        const { server, instanceId } = resolveConfig()
         const health = (await requestJson('GET', '/health')) as Record<string, unknown>
         const result: Record<string, unknown> = { server, ...health }
-        // /health needs no token; /api/metrics does, so this also tells the user whether the token works.
+        // /health needs no token but /api/metrics does, so status also tells whether the token works.
         try {
-          const res = await request('GET', '/api/metrics')
-          Object.assign(result, { metrics: await res.json() })
+          result.metrics = await requestJson('GET', '/api/metrics')
         } catch (err) {
-          const missingRoute = err instanceof ServerError && err.status === 404
-          if (!missingRoute) throw err
+          if (!(err instanceof ServerError && err.status === 404)) throw err
         }
-        const { instanceId } = resolveConfig()
         if (instanceId) result.instance_id = instanceId
         return result
       }),

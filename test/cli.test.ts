@@ -6,7 +6,7 @@ import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Command } from 'commander'
 import { buildProgram } from '../cli'
-import { call, startServer, tempDir, type TestServer } from './helpers'
+import { startServer, tempDir, type TestServer } from './helpers'
 import { removeWorkdirs, runCli, workdir } from './cli-run'
 
 const TOKEN = 'cli-test-token'
