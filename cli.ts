@@ -79,4 +79,11 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-if (import.meta.main) process.exitCode = await main(process.argv.slice(2))
+if (import.meta.main) {
+  // A reader that stops early (`muster events subscribe | head -1`) is not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(EXIT.ok)
+    throw err
+  })
+  process.exitCode = await main(process.argv.slice(2))
+}
