@@ -7,12 +7,11 @@ const out = tempDir('muster-bin-')
 afterAll(() => rmSync(out, { recursive: true, force: true }))
 
 describe('compiled binary', () => {
-  test('bun build --compile gives a muster-server that runs without Bun on PATH', async () => {
-    const build = Bun.spawn(
-      [process.execPath, 'build', '--compile', 'app.ts', 'store/checkpointer.ts', '--outfile', join(out, 'muster-server')],
-      { cwd: join(import.meta.dir, '..'), stdout: 'pipe', stderr: 'pipe' },
-    )
-    expect(await build.exited).toBe(0)
+  test('bun build --compile gives muster-server and muster binaries that run without Bun on PATH', async () => {
+    const compile = (...args: string[]) =>
+      Bun.spawn([process.execPath, 'build', '--compile', ...args], { cwd: join(import.meta.dir, '..'), stdout: 'pipe', stderr: 'pipe' }).exited
+    expect(await compile('app.ts', 'store/checkpointer.ts', '--outfile', join(out, 'muster-server'))).toBe(0)
+    expect(await compile('cli.ts', '--outfile', join(out, 'muster'))).toBe(0)
     const proc = Bun.spawn(
       [join(out, 'muster-server'), '--bind', '127.0.0.1:0', '--dashboard-bind', '127.0.0.1:0', '--data-dir', join(out, 'data')],
       { cwd: out, env: { PATH: '/usr/bin:/bin', HOME: out }, stdout: 'pipe', stderr: 'pipe' },
@@ -30,6 +29,14 @@ describe('compiled binary', () => {
       expect((await call(m[1], 'PUT', '/api/state/bin', '{"ok":true}')).body.version).toBe(1)
       expect((await call(m[2], 'GET', '/api/state/bin')).body).toEqual({ ok: true })
       expect((await fetch(m[2] + '/')).status).toBe(200)
+      const cli = Bun.spawn([join(out, 'muster'), 'state', 'get', 'bin'], {
+        cwd: out,
+        env: { PATH: '/usr/bin:/bin', HOME: out, SERVICE_SERVER: m[1] },
+        stdout: 'pipe',
+        stderr: 'pipe',
+      })
+      expect(await new Response(cli.stdout).text()).toBe('{"ok":true}')
+      expect(await cli.exited).toBe(0)
     } finally {
       proc.kill('SIGTERM')
       expect(await proc.exited).toBe(0)
