@@ -5,7 +5,7 @@ import { openapi } from '@elysiajs/openapi'
 import { timingSafeEqual } from 'node:crypto'
 import { AppError } from './lib/errors'
 import type { Ctx } from './lib/context'
-import { MAX_ANY_BODY, STATUS, bodyLimit, boundedRequest, countForCaller, errorResponse, hashToken, tooLarge } from './routes/http'
+import { MAX_ANY_BODY, STATUS, bodyLimit, boundedRequest, countForCaller, errorResponse, hashToken, isInternal, tooLarge } from './routes/http'
 import { healthRoutes } from './routes/health'
 import { stateRoutes } from './routes/state'
 import { specsRoutes } from './routes/specs'
@@ -17,6 +17,9 @@ import { contractsRoutes } from './routes/contracts'
 import { complianceRoutes } from './routes/compliance'
 import { eventsRoutes } from './routes/events'
 import { webhooksRoutes } from './routes/webhooks'
+import { instancesRoutes } from './routes/instances'
+import { livenessRoutes } from './routes/liveness'
+import { mcpRoutes } from './routes/mcp'
 
 /** Bearer check in constant time; GET /health is open. WebSocket upgrades may pass ?token= (browsers cannot set headers). */
 export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
@@ -67,7 +70,7 @@ export function createApi(ctx: Ctx) {
       // Agent metrics: every call an instance makes (its token identifies it), /mcp apart.
       // The count settles within microtasks, before any later request is read.
       if (url.pathname === '/mcp') void countForCaller(ctx, c.request, 'mcp_calls')
-      else if (url.pathname.startsWith('/api/')) void countForCaller(ctx, c.request, 'rest_calls')
+      else if (url.pathname.startsWith('/api/') && !isInternal(c.request)) void countForCaller(ctx, c.request, 'rest_calls')
     })
     .onError(({ code, error, set, request }) => {
       let status = 500
@@ -125,4 +128,7 @@ export function createApi(ctx: Ctx) {
     .use(complianceRoutes(ctx))
     .use(eventsRoutes(ctx))
     .use(webhooksRoutes(ctx))
+    .use(instancesRoutes(ctx))
+    .use(livenessRoutes(ctx))
+    .use(mcpRoutes(ctx))
 }

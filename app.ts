@@ -11,6 +11,7 @@ import { settleBackground } from './lib/background'
 import { startComplianceJob } from './jobs/compliance'
 import { startPruneJob } from './jobs/prune'
 import { startWebhookDispatcher } from './jobs/webhooks'
+import { startLivenessJob } from './jobs/liveness'
 
 export interface Server {
   ctx: Ctx
@@ -43,6 +44,7 @@ export async function startServer(config: Config): Promise<Server> {
   stopJobs.push(every('metrics-flush', METRICS_FLUSH_MS, () => ctx.metrics.flush()))
   stopJobs.push(startPruneJob(ctx))
   stopJobs.push(startWebhookDispatcher(ctx))
+  stopJobs.push(startLivenessJob(ctx))
   stopJobs.push(() => ctx.bus.closeSubscriptions())
 
   const api = createApi(ctx).listen({ hostname: config.bind.host, port: config.bind.port })

@@ -67,6 +67,16 @@ export async function callerOf(ctx: Ctx, request: Request): Promise<Caller> {
   return caller
 }
 
+const internal = new WeakSet<Request>()
+
+/** Marks a request the server makes to itself on a caller's behalf (an MCP tool), so it is not counted again as a REST call. */
+export function internalRequest(request: Request): Request {
+  internal.add(request)
+  return request
+}
+
+export const isInternal = (request: Request): boolean => internal.has(request)
+
 /** Counts `n` of an agent metric for the calling instance; a no-op for callers without a valid instance token. */
 export async function countForCaller(ctx: Ctx, request: Request, name: MetricName, n = 1): Promise<void> {
   if (!request.headers.has('x-instance-token')) return

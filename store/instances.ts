@@ -1,16 +1,125 @@
-// Instance registry: agents that registered with the service.
+// Instance registry: agents that registered with the service. Only a SHA-256 of
+// each instance token is kept; the token itself is shown once, at registration.
 import type { Database } from 'bun:sqlite'
+import { groupCommit, now } from './db'
+
+export type InstanceStatus = 'active' | 'stale'
+
+export interface Instance {
+  id: string
+  name: string
+  workspace: string
+  intent: string
+  stack: string
+  capabilities: string[]
+  status: InstanceStatus
+  registered_at: string
+  last_seen: string
+}
+
+export interface NewInstance {
+  name: string
+  workspace?: string
+  intent?: string
+  stack?: string
+  capabilities?: string[]
+}
+
+export interface InstanceFilter {
+  name?: string
+  workspace?: string
+  stack?: string
+  /** Exact match of one element of `capabilities`. */
+  capability?: string
+}
 
 export interface InstancesStore {
+  register(i: NewInstance, tokenHash: string): Promise<Instance>
+  list(filter: InstanceFilter): Promise<Instance[]>
+  get(id: string): Promise<Instance | null>
+  /** Refreshes last_seen; a stale instance becomes active again. Null when unknown. */
+  heartbeat(id: string): Promise<Instance | null>
+  activate(id: string): Promise<Instance | null>
+  setCapabilities(id: string, capabilities: string[]): Promise<Instance | null>
+  /** Sets the current task and refreshes last_seen (it is a sign of life too). */
+  setIntent(id: string, intent: string): Promise<Instance | null>
+  stale(): Promise<Instance[]>
+  delete(id: string): Promise<Instance | null>
+  /** Marks active instances last seen before `cutoff` as stale; returns those that changed. */
+  markStale(cutoff: string): Promise<Instance[]>
   /** The id of the instance whose token hashes to tokenHash, or null. */
   idByTokenHash(tokenHash: string): Promise<string | null>
   count(): Promise<number>
 }
 
+type Row = Omit<Instance, 'capabilities'> & { capabilities: string }
+const COLUMNS = 'id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen'
+const toInstance = (r: Row): Instance => ({ ...r, capabilities: JSON.parse(r.capabilities) })
+const maybe = (r: Row | null): Instance | null => (r ? toInstance(r) : null)
+
 export function instancesStore(db: Database): InstancesStore {
+  const insert = db.query<Row, [string, string, string, string, string, string, string, string, string]>(
+    `INSERT INTO instances (id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen, token_hash)
+     VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?) RETURNING ${COLUMNS}`,
+  )
+  const one = db.query<Row, [string]>(`SELECT ${COLUMNS} FROM instances WHERE id = ?`)
+  const beat = db.query<Row, [string, string]>(`UPDATE instances SET last_seen = ?, status = 'active' WHERE id = ? RETURNING ${COLUMNS}`)
+  const activate = db.query<Row, [string]>(`UPDATE instances SET status = 'active' WHERE id = ? RETURNING ${COLUMNS}`)
+  const capabilities = db.query<Row, [string, string]>(`UPDATE instances SET capabilities = ? WHERE id = ? RETURNING ${COLUMNS}`)
+  const intent = db.query<Row, [string, string, string]>(`UPDATE instances SET intent = ?, last_seen = ? WHERE id = ? RETURNING ${COLUMNS}`)
+  const stale = db.query<Row, []>(`SELECT ${COLUMNS} FROM instances WHERE status = 'stale' ORDER BY last_seen, id`)
+  const remove = db.query<Row, [string]>(`DELETE FROM instances WHERE id = ? RETURNING ${COLUMNS}`)
+  const markStale = db.query<Row, [string]>(
+    `UPDATE instances SET status = 'stale' WHERE status = 'active' AND last_seen < ? RETURNING ${COLUMNS}`,
+  )
   const byHash = db.query<{ id: string }, [string]>('SELECT id FROM instances WHERE token_hash = ?')
   const count = db.query<{ n: number }, []>('SELECT COUNT(*) AS n FROM instances')
+  // Each filter combination is one statement shape: prepare it once.
+  const shapes = new Map<string, ReturnType<typeof db.query<Row, string[]>>>()
+  // Writes join the group commit so an acknowledged change is a committed one.
+  const write = <T>(fn: () => T) => groupCommit(db).write(fn)
+
   return {
+    async register(i, tokenHash) {
+      const at = now()
+      const row = await write(() =>
+        insert.get(
+          crypto.randomUUID(),
+          i.name,
+          i.workspace ?? '',
+          i.intent ?? '',
+          i.stack ?? '',
+          JSON.stringify(i.capabilities ?? []),
+          at,
+          at,
+          tokenHash,
+        )!,
+      )
+      return toInstance(row)
+    },
+    async list(filter) {
+      const where: string[] = []
+      const args: string[] = []
+      for (const field of ['name', 'workspace', 'stack'] as const) {
+        if (filter[field] !== undefined) where.push(`${field} = ?`), args.push(filter[field]!)
+      }
+      if (filter.capability !== undefined) {
+        where.push('EXISTS (SELECT 1 FROM json_each(capabilities) WHERE value = ?)')
+        args.push(filter.capability)
+      }
+      const sql = `SELECT ${COLUMNS} FROM instances ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY registered_at, id`
+      let stmt = shapes.get(sql)
+      if (!stmt) shapes.set(sql, (stmt = db.query<Row, string[]>(sql)))
+      return stmt.all(...args).map(toInstance)
+    },
+    get: async (id) => maybe(one.get(id)),
+    heartbeat: async (id) => maybe(await write(() => beat.get(now(), id))),
+    activate: async (id) => maybe(await write(() => activate.get(id))),
+    setCapabilities: async (id, caps) => maybe(await write(() => capabilities.get(JSON.stringify(caps), id))),
+    setIntent: async (id, text) => maybe(await write(() => intent.get(text, now(), id))),
+    stale: async () => stale.all().map(toInstance),
+    delete: async (id) => maybe(await write(() => remove.get(id))),
+    markStale: async (cutoff) => (await write(() => markStale.all(cutoff))).map(toInstance),
     idByTokenHash: async (h) => byHash.get(h)?.id ?? null,
     count: async () => count.get()!.n,
   }

@@ -1,0 +1,132 @@
+// POST /mcp: the discovery door for LLM agents (MCP over Streamable HTTP,
+// stateless: one server and transport per request). Each tool is a REST call
+// made in-process with the caller's headers, so auth, validation, audit and
+// events are exactly those of the REST API; data itself moves over REST.
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import { z } from 'zod'
+import type { Ctx } from '../lib/context'
+import { internalRequest, routes } from './http'
+
+export const MCP_TOOLS = ['register_instance', 'discover_instances', 'set_intent', 'get_endpoints', 'propose_rule'] as const
+
+/** REST routes an agent needs, by purpose; paths are relative to `rest`. */
+const REST_ENDPOINTS = {
+  state: 'GET|PUT|DELETE /api/state/{key} (?history=1, ?version=N, ?diff=a,b, POST ?rollback=N)',
+  specs: 'GET|PUT|DELETE /api/specs/{project}/{name}',
+  contracts: 'GET|PUT /api/contracts/{project}/{name}, POST .../validate, POST .../test',
+  events: 'POST /api/events/publish, GET /api/events/history, WS /api/events/subscribe?pattern=&after_id=',
+  instances: 'GET /api/instances, POST /api/instances/{id}/heartbeat, PUT /api/instances/{id}/intent',
+  validate: 'POST /api/validate/{project} {content, filename}',
+  rules: 'POST /api/rules/propose',
+  llm: 'POST /api/llm/usage',
+  docs: 'GET /openapi.json',
+}
+
+const CLI_COMMANDS = [
+  'muster config set server <rest>',
+  'muster register <name> --workspace <project>',
+  'muster state get|set <key>',
+  'muster specs get|set <project>/<name>',
+  'muster events publish|history|subscribe',
+  'muster validate <project> --file <path>',
+  'muster instances list',
+]
+
+function result(data: Record<string, unknown>, isError = false): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data, ...(isError ? { isError } : {}) }
+}
+
+/** The tools of one MCP request, bound to its caller's credentials. */
+function mcpServer(ctx: Ctx, caller: Request): McpServer {
+  const origin = new URL(caller.url).origin
+  const rest = async (method: string, path: string, body?: unknown): Promise<CallToolResult & { body?: any }> => {
+    const headers = new Headers()
+    for (const name of ['authorization', 'x-instance-token']) {
+      const value = caller.headers.get(name)
+      if (value) headers.set(name, value)
+    }
+    if (body !== undefined) headers.set('content-type', 'application/json')
+    const request = internalRequest(new Request(origin + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }))
+    const response = await ctx.handle(request)
+    const answer = await response.json().catch(() => ({ error: `HTTP ${response.status}`, code: response.status }))
+    return response.ok ? { ...result(Array.isArray(answer) ? { items: answer } : answer), body: answer } : result(answer, true)
+  }
+  const strip = ({ body: _, ...r }: CallToolResult & { body?: unknown }): CallToolResult => r
+
+  const server = new McpServer({ name: 'muster', version: '0.1.0' })
+  const text = z.string().optional()
+  server.registerTool(
+    'register_instance',
+    {
+      description: 'Register this agent. Returns id, token (send as X-Instance-Token) and REST endpoints.',
+      inputSchema: { name: z.string(), workspace: text, intent: text, stack: text, capabilities: z.array(z.string()).optional() },
+    },
+    async (args) => {
+      const r = await rest('POST', '/api/instances/register', args)
+      if (r.isError) return strip(r)
+      const { id, token, status } = r.body
+      return result({ id, token, status, rest: origin, endpoints: REST_ENDPOINTS })
+    },
+  )
+  server.registerTool(
+    'discover_instances',
+    {
+      description: 'List registered agents; all filters optional.',
+      inputSchema: { name: text, workspace: text, stack: text, capability: text },
+    },
+    async (args) => {
+      const query = new URLSearchParams(Object.entries(args).filter((e): e is [string, string] => typeof e[1] === 'string'))
+      const r = await rest('GET', `/api/instances${query.size ? `?${query}` : ''}`)
+      return r.isError ? strip(r) : result({ instances: r.body })
+    },
+  )
+  server.registerTool(
+    'set_intent',
+    { description: 'Set your current task; also counts as a heartbeat.', inputSchema: { instance_id: z.string(), intent: z.string() } },
+    async ({ instance_id, intent }) => strip(await rest('PUT', `/api/instances/${encodeURIComponent(instance_id)}/intent`, { intent })),
+  )
+  server.registerTool('get_endpoints', { description: 'REST and CLI endpoints of this server.' }, async () =>
+    result({ rest: origin, endpoints: REST_ENDPOINTS, cli: { env: `SERVICE_SERVER=${origin}`, commands: CLI_COMMANDS } }),
+  )
+  server.registerTool(
+    'propose_rule',
+    {
+      description: 'Propose a validation rule; a human accepts or rejects it.',
+      inputSchema: {
+        project: z.string(),
+        rule_id: z.string(),
+        pattern: z.string(),
+        message: z.string(),
+        severity: text,
+        match_type: text,
+        stack: text,
+        proposed_by: text,
+        context: text,
+      },
+    },
+    async (args) => strip(await rest('POST', '/api/rules/propose', args)),
+  )
+  return server
+}
+
+export function mcpRoutes(ctx: Ctx) {
+  return routes(ctx).post(
+    '/mcp',
+    async ({ request }) => {
+      const server = mcpServer(ctx, request)
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+      await server.connect(transport)
+      try {
+        return await transport.handleRequest(request)
+      } finally {
+        void server.close()
+      }
+    },
+    {
+      parse: 'none',
+      detail: { summary: `MCP (Streamable HTTP, stateless): tools ${MCP_TOOLS.join(', ')}`, tags: ['mcp'] },
+    },
+  )
+}

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { call, eventually, startServer, type TestServer } from './helpers'
+
+// Stale after 600 ms of silence, checked every 100 ms by the background job.
+const STALE_MS = 600
+let s: TestServer
+beforeAll(async () => (s = await startServer({ args: ['--stale-timeout', `${STALE_MS}ms`, '--liveness-interval', '100ms'] })))
+afterAll(() => s.cleanup())
+
+const api = (method: string, path: string, body?: unknown) => call(s.api, method, path, body)
+const status = async (id: string) => (await api('GET', `/api/instances/${id}`)).body.status
+const register = async (name: string) => (await api('POST', '/api/instances/register', { name, workspace: 'live' })).body
+
+describe('liveness job', () => {
+  test('a heartbeating instance stays active, a silent one goes stale, a heartbeat brings it back', async () => {
+    const busy = await register('busy')
+    const quiet = await register('quiet')
+    const beating = setInterval(() => void api('POST', `/api/instances/${busy.id}/heartbeat`), 100)
+    try {
+      await eventually(async () => (await status(quiet.id)) === 'stale', 5000)
+      expect(await status(busy.id)).toBe('active')
+      // Several more checks pass while the busy one keeps beating.
+      await Bun.sleep(STALE_MS + 200)
+      expect(await status(busy.id)).toBe('active')
+    } finally {
+      clearInterval(beating)
+    }
+
+    const stale = (await api('GET', '/api/instances/stale')).body
+    expect(stale.find((i: any) => i.id === quiet.id)).toEqual({
+      id: quiet.id,
+      name: 'quiet',
+      workspace: 'live',
+      status: 'stale',
+      last_seen: quiet.last_seen,
+    })
+    expect(stale.some((i: any) => i.id === busy.id)).toBe(false)
+
+    const events = (await api('GET', '/api/events/history?topic=instance.stale&source=liveness')).body
+    expect(events.filter((e: any) => e.data.id === quiet.id)).toHaveLength(1) // once, not at every tick
+    expect(events.some((e: any) => e.data.id === busy.id)).toBe(false)
+
+    expect((await api('POST', `/api/instances/${quiet.id}/heartbeat`)).body).toEqual({ id: quiet.id, status: 'ok' })
+    expect(await status(quiet.id)).toBe('active')
+    expect((await api('GET', '/api/instances/stale')).body.some((i: any) => i.id === quiet.id)).toBe(false)
+  })
+
+  test('activate forces a stale instance active', async () => {
+    const i = await register('forced')
+    await eventually(async () => (await status(i.id)) === 'stale', 5000)
+    expect((await api('POST', `/api/instances/${i.id}/activate`)).body).toEqual({ id: i.id, status: 'active' })
+    expect(await status(i.id)).toBe('active')
+  })
+})
+
+describe('POST /api/liveness/check', () => {
+  test('answers {checked, newly_stale, count}; an instance is newly stale only once', async () => {
+    // A server whose own job would not run during the test: only the forced check marks.
+    const slow = await startServer({ args: ['--stale-timeout', '300ms', '--liveness-interval', '1h'] })
+    try {
+      const reg = (await call(slow.api, 'POST', '/api/instances/register', { name: 'idle' })).body
+      const first = await call(slow.api, 'POST', '/api/liveness/check')
+      expect(first.status).toBe(200)
+      expect(first.body).toEqual({ checked: true, newly_stale: [], count: 0 })
+      await Bun.sleep(400)
+      const second = await call(slow.api, 'POST', '/api/liveness/check')
+      expect(second.body).toEqual({ checked: true, newly_stale: [{ id: reg.id, name: 'idle', status: 'stale' }], count: 1 })
+      expect((await call(slow.api, 'POST', '/api/liveness/check')).body).toEqual({ checked: true, newly_stale: [], count: 0 })
+      const events = (await call(slow.api, 'GET', '/api/events/history?topic=instance.stale')).body
+      expect(events).toHaveLength(1)
+      expect(events[0]).toMatchObject({ source: 'liveness', data: { id: reg.id, name: 'idle' } })
+    } finally {
+      await slow.cleanup()
+    }
+  })
+})
