@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Database } from 'bun:sqlite'
-import { join } from 'node:path'
 import { call, startServer, type TestServer } from './helpers'
 
 let s: TestServer
@@ -46,17 +44,11 @@ describe('recording usage', () => {
   })
 
   test('instance_id defaults to the calling instance', async () => {
-    const db = new Database(join(s.dataDir, 'muster.db'))
-    db.exec('PRAGMA busy_timeout = 5000')
-    const at = new Date().toISOString()
-    db.query("INSERT INTO instances (id, name, status, registered_at, last_seen, token_hash) VALUES ('agent-7', 'a7', 'active', ?, ?, ?)").run(
-      at, at, new Bun.CryptoHasher('sha256').update('tok-7').digest('hex'),
-    )
-    db.close()
-    await record({ provider: 'x', model: 'y' }, { 'x-instance-token': 'tok-7' })
-    expect((await list('?limit=1')).body[0].instance_id).toBe('agent-7')
-    expect((await lastAudit()).actor).toBe('agent-7')
-    await record({ provider: 'x', model: 'y', instance_id: 'explicit' }, { 'x-instance-token': 'tok-7' })
+    const agent = (await call(s.api, 'POST', '/api/instances/register', { name: 'a7' })).body
+    await record({ provider: 'x', model: 'y' }, { 'x-instance-token': agent.token })
+    expect((await list('?limit=1')).body[0].instance_id).toBe(agent.id)
+    expect((await lastAudit()).actor).toBe(agent.id)
+    await record({ provider: 'x', model: 'y', instance_id: 'explicit' }, { 'x-instance-token': agent.token })
     expect((await list('?limit=1')).body[0].instance_id).toBe('explicit')
   })
 

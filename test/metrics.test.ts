@@ -6,21 +6,16 @@ import type { MetricRow } from '../store/metrics'
 import { call, eventually, startServer, type TestServer } from './helpers'
 
 let s: TestServer
-const A = { id: 'inst-a', token: 'token-a' }
-const B = { id: 'inst-b', token: 'token-b' }
-const sha256 = (t: string) => new Bun.CryptoHasher('sha256').update(t).digest('hex')
+const A = { id: '', token: '' }
+const B = { id: '', token: '' }
 
-/** Registration lives on another branch: write instance rows straight into the server's database. */
-function addInstances(dataDir: string, ...list: { id: string; token: string }[]) {
-  const db = new Database(join(dataDir, 'muster.db'))
-  db.exec('PRAGMA busy_timeout = 5000')
-  const at = new Date().toISOString()
-  for (const i of list)
-    db.query("INSERT INTO instances (id, name, status, registered_at, last_seen, token_hash) VALUES (?, ?, 'active', ?, ?, ?)").run(
-      i.id, i.id, at, at, sha256(i.token),
-    )
-  db.close()
+async function register(who: { id: string; token: string }, name: string) {
+  const r = await call(s.api, 'POST', '/api/instances/register', { name })
+  Object.assign(who, { id: r.body.id, token: r.body.token })
 }
+
+/** /api/metrics/agents lists instances by id. */
+const byId = <T extends { instance_id: string }>(rows: T[]) => [...rows].sort((x, y) => (x.instance_id < y.instance_id ? -1 : 1))
 
 /** Rows as stored, read behind the server's back. */
 function storedRows(dataDir: string) {
@@ -35,7 +30,8 @@ const bucket = () => new Date().toISOString().slice(0, 13)
 
 beforeAll(async () => {
   s = await startServer()
-  addInstances(s.dataDir, A, B)
+  await register(A, 'agent-a')
+  await register(B, 'agent-b')
 })
 afterAll(() => s.cleanup())
 
@@ -73,10 +69,12 @@ describe('agent metrics', () => {
 
     const r = await call(s.api, 'GET', '/api/metrics/agents')
     expect(r.status).toBe(200)
-    expect(r.body).toEqual([
-      { instance_id: A.id, metrics: { rest_calls: 5, rollbacks: 1 } },
-      { instance_id: B.id, metrics: { mcp_calls: 1, rest_calls: 2 } },
-    ])
+    expect(r.body).toEqual(
+      byId([
+        { instance_id: A.id, metrics: { rest_calls: 5, rollbacks: 1 } },
+        { instance_id: B.id, metrics: { mcp_calls: 1, rest_calls: 2 } },
+      ]),
+    )
   })
 
   test('per-instance rows by hourly period, with instance_id or by path', async () => {
@@ -111,7 +109,7 @@ describe('agent metrics', () => {
         ['rest_calls', 2],
       ])
       const all = await call(s.api, 'GET', `/api/metrics/agents?period=${prefix}`)
-      expect(all.body.map((x: any) => x.instance_id)).toEqual([A.id, B.id])
+      expect(all.body.map((x: any) => x.instance_id)).toEqual([A.id, B.id].sort())
     }
     expect((await call(s.api, 'GET', `/api/metrics/agents/${B.id}?period=1999-01`)).body).toEqual([])
     expect((await call(s.api, 'GET', `/api/metrics/agents?instance_id=${B.id}&period=1999`)).body).toEqual([])
@@ -141,10 +139,12 @@ describe('agent metrics', () => {
     expect(stored.reduce((n, r) => n + r.metric_value, 0)).toBe(7)
     s = await startServer({ dataDir: s.dataDir })
     const r = await call(s.api, 'GET', '/api/metrics/agents')
-    expect(r.body).toEqual([
-      { instance_id: A.id, metrics: { rest_calls: 7, rollbacks: 1 } },
-      { instance_id: B.id, metrics: { mcp_calls: 1, rest_calls: 3 } },
-    ])
+    expect(r.body).toEqual(
+      byId([
+        { instance_id: A.id, metrics: { rest_calls: 7, rollbacks: 1 } },
+        { instance_id: B.id, metrics: { mcp_calls: 1, rest_calls: 3 } },
+      ]),
+    )
   })
 })
 

@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { call, eventually, startServer, type TestServer } from './helpers'
+
+const TOKEN = 'mcp-test-token'
+const AUTH = { Authorization: `Bearer ${TOKEN}` }
+let s: TestServer
+let client: Client
+beforeAll(async () => {
+  s = await startServer({ args: ['--auth-token', TOKEN] })
+  client = await connect(AUTH)
+})
+afterAll(async () => {
+  await client?.close()
+  await s.cleanup()
+})
+
+async function connect(headers: Record<string, string>): Promise<Client> {
+  const c = new Client({ name: 'muster-test', version: '1.0.0' })
+  await c.connect(new StreamableHTTPClientTransport(new URL(`${s.api}/mcp`), { requestInit: { headers } }))
+  return c
+}
+const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+  call(s.api, method, path, body, { ...AUTH, ...headers })
+const structured = (r: any) => {
+  expect(r.isError).toBeFalsy()
+  // The text content carries the same JSON as the structured content.
+  expect(JSON.parse(r.content[0].text)).toEqual(r.structuredContent)
+  return r.structuredContent as any
+}
+
+describe('MCP discovery endpoint', () => {
+  test('lists exactly the five tools, each with an input schema and a short description', async () => {
+    const { tools } = await client.listTools()
+    expect(tools.map((t) => t.name).sort()).toEqual(['discover_instances', 'get_endpoints', 'propose_rule', 'register_instance', 'set_intent'])
+    for (const t of tools) {
+      expect(t.inputSchema.type).toBe('object')
+      expect(t.description!.length).toBeLessThan(100)
+    }
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t.inputSchema as any]))
+    expect(byName.register_instance.required).toEqual(['name'])
+    expect(byName.set_intent.required.sort()).toEqual(['instance_id', 'intent'])
+    expect(byName.propose_rule.required.sort()).toEqual(['message', 'pattern', 'project', 'rule_id'])
+    expect(byName.discover_instances.required ?? []).toEqual([])
+  })
+
+  test('register_instance returns id, token and REST endpoints; the instance exists over REST', async () => {
+    const r = structured(await client.callTool({ name: 'register_instance', arguments: { name: 'mcp-agent', workspace: 'shop', stack: 'go', capabilities: ['review'] } }))
+    expect(r.id).toBeString()
+    expect(r.token).toMatch(/^[0-9a-f]{64}$/)
+    expect(r.rest).toBe(s.api)
+    expect(r.endpoints.state).toContain('/api/state/')
+    const got = await api('GET', `/api/instances/${r.id}`)
+    expect(got.body).toMatchObject({ name: 'mcp-agent', workspace: 'shop', stack: 'go', capabilities: ['review'], status: 'active' })
+    // The token works as an identity.
+    await api('PUT', '/api/state/mcp/probe', { x: 1 }, { 'X-Instance-Token': r.token })
+    await eventually(async () => ((await api('GET', `/api/audit?actor=${r.id}`)).body.length ? true : null))
+  })
+
+  test('register_instance without a name is a tool error, nothing registered', async () => {
+    const before = (await api('GET', '/api/instances')).body.length
+    const r: any = await client.callTool({ name: 'register_instance', arguments: { name: '' } })
+    expect(r.isError).toBe(true)
+    expect(JSON.parse(r.content[0].text)).toEqual({ error: 'name is required', code: 400 })
+    expect((await api('GET', '/api/instances')).body.length).toBe(before)
+  })
+
+  test('discover_instances filters like GET /api/instances', async () => {
+    await api('POST', '/api/instances/register', { name: 'finder', workspace: 'search', capabilities: ['index'] })
+    const all = structured(await client.callTool({ name: 'discover_instances', arguments: {} }))
+    expect(all.instances).toEqual((await api('GET', '/api/instances')).body)
+    const some = structured(await client.callTool({ name: 'discover_instances', arguments: { capability: 'index' } }))
+    expect(some.instances.map((i: any) => i.name)).toEqual(['finder'])
+    expect(JSON.stringify(all)).not.toContain('token')
+  })
+
+  test('set_intent sets the intent and refreshes last_seen; unknown id is a tool error', async () => {
+    const reg = (await api('POST', '/api/instances/register', { name: 'intender' })).body
+    await Bun.sleep(5)
+    const r = structured(await client.callTool({ name: 'set_intent', arguments: { instance_id: reg.id, intent: 'writing tests' } }))
+    expect(r).toMatchObject({ id: reg.id, intent: 'writing tests' })
+    const got = (await api('GET', `/api/instances/${reg.id}`)).body
+    expect(got.intent).toBe('writing tests')
+    expect(got.last_seen > reg.last_seen).toBe(true)
+    const missing: any = await client.callTool({ name: 'set_intent', arguments: { instance_id: 'nope', intent: 'x' } })
+    expect(missing.isError).toBe(true)
+    expect(JSON.parse(missing.content[0].text)).toEqual({ error: 'instance not found', code: 404 })
+  })
+
+  test('get_endpoints returns REST and CLI endpoints', async () => {
+    const r = structured(await client.callTool({ name: 'get_endpoints', arguments: {} }))
+    expect(r.rest).toBe(s.api)
+    expect(Object.keys(r.endpoints)).toEqual(expect.arrayContaining(['state', 'specs', 'events', 'instances', 'validate', 'rules']))
+    expect(r.cli.env).toBe(`SERVICE_SERVER=${s.api}`)
+    expect(r.cli.commands.length).toBeGreaterThan(3)
+  })
+
+  test('propose_rule stores a proposed rule, as POST /api/rules/propose does', async () => {
+    const r = structured(
+      await client.callTool({
+        name: 'propose_rule',
+        arguments: { project: 'shop', rule_id: 'no-todo', pattern: 'TODO', message: 'no TODO left behind', proposed_by: 'mcp-agent' },
+      }),
+    )
+    expect(r).toEqual({ project: 'shop', rule_id: 'no-todo', status: 'proposed' })
+    const proposed = (await api('GET', '/api/rules?status=proposed')).body
+    expect(proposed.find((x: any) => x.rule_id === 'no-todo')).toMatchObject({ project: 'shop', source: 'learned', status: 'proposed', message: 'no TODO left behind' })
+    const again: any = await client.callTool({ name: 'propose_rule', arguments: { project: 'shop', rule_id: 'no-todo', pattern: 'TODO', message: 'x' } })
+    expect(again.isError).toBe(true)
+    expect(JSON.parse(again.content[0].text).code).toBe(409)
+  })
+
+  test('a tool call counts once, as mcp_calls, for the calling instance', async () => {
+    const reg = (await api('POST', '/api/instances/register', { name: 'counted' })).body
+    const agent = await connect({ ...AUTH, 'X-Instance-Token': reg.token })
+    try {
+      await agent.callTool({ name: 'discover_instances', arguments: {} })
+    } finally {
+      await agent.close()
+    }
+    const rows = await eventually(async () => {
+      const m = (await api('GET', `/api/metrics/agents?instance_id=${reg.id}`)).body
+      return JSON.stringify(m).includes('mcp_calls') ? m : null
+    }, 8000)
+    const text = JSON.stringify(rows)
+    expect(text).not.toContain('rest_calls') // the in-process REST call behind the tool is not a second count
+  })
+
+  test('bearer auth covers /mcp', async () => {
+    const r = await fetch(`${s.api}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    })
+    expect(r.status).toBe(401)
+    expect(await r.json()).toEqual({ error: 'invalid or missing bearer token', code: 401 })
+    await expect(connect({})).rejects.toThrow()
+  })
+
+  test('GET /mcp is 405 with an {error, code} body', async () => {
+    const r = await call(s.api, 'GET', '/mcp', undefined, AUTH)
+    expect(r.status).toBe(405)
+    expect(r.body).toEqual({ error: 'method GET not allowed', code: 405 })
+  })
+})
