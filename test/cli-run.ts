@@ -98,17 +98,3 @@ export function workdir(settings?: Record<string, unknown>): string {
 export function removeWorkdirs(): void {
   for (const dir of workdirs.splice(0)) rmSync(dir, { recursive: true, force: true })
 }
-
-/**
- * Whether the live server has a route (as opposed to a resource) at this path:
- * listed in /openapi.json, or a GET that is not the router's bare 404. Lets the
- * tests of command groups whose endpoints live on other branches skip until merged.
- */
-export async function endpointExists(api: string, path: string, headers: Record<string, string> = {}): Promise<boolean> {
-  const spec = await fetch(`${api}/openapi.json`, { headers }).then((r) => (r.ok ? r.json() : null)).catch(() => null)
-  const paths = Object.keys((spec as { paths?: Record<string, unknown> } | null)?.paths ?? {})
-  if (paths.some((p) => p === path || p.startsWith(path + '/'))) return true
-  const res = await fetch(api + path, { headers })
-  const body = await res.json().catch(() => null)
-  return !(res.status === 404 && body?.error === 'not found')
-}
