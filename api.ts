@@ -15,6 +15,9 @@ import { llmRoutes } from './routes/llm'
 import { backupRoutes } from './routes/backup'
 import { contractsRoutes } from './routes/contracts'
 import { complianceRoutes } from './routes/compliance'
+import { validateRoutes } from './routes/validate'
+import { rulesRoutes } from './routes/rules'
+import { templatesRoutes } from './routes/templates'
 
 /** Bearer check in constant time; GET /health is open. WebSocket upgrades may pass ?token= (browsers cannot set headers). */
 export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
@@ -121,4 +124,7 @@ export function createApi(ctx: Ctx) {
     .use(backupRoutes(ctx))
     .use(contractsRoutes(ctx))
     .use(complianceRoutes(ctx))
+    .use(validateRoutes(ctx))
+    .use(rulesRoutes(ctx))
+    .use(templatesRoutes(ctx))
 }

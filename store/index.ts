@@ -12,9 +12,11 @@ import { eventsStore, type EventsStore } from './events'
 import { instancesStore, type InstancesStore } from './instances'
 import { llmStore, type LlmStore } from './llm'
 import { metricsStore, type MetricsStore } from './metrics'
+import { rulesStore, type RulesStore } from './rules'
 import { specsStore, type SpecsStore } from './specs'
 export type { Event } from './events'
 import { stateStore, type StateStore } from './state'
+import { templatesStore, type TemplatesStore } from './templates'
 
 const DB_FILE = 'muster.db'
 
@@ -26,6 +28,8 @@ export interface Store {
   instances: InstancesStore
   metrics: MetricsStore
   llm: LlmStore
+  rules: RulesStore
+  templates: TemplatesStore
   readonly schemaVersion: number
   /** A fresh temp path in the data dir, e.g. to receive an upload for replaceWith. */
   tempFile(kind: 'backup' | 'restore'): string
@@ -58,6 +62,8 @@ function build(db: Database) {
     metrics: metricsStore(db),
     llm: llmStore(db),
     compliance: complianceStore(db),
+    rules: rulesStore(db),
+    templates: templatesStore(db),
   }
 }
 
