@@ -23,6 +23,16 @@ export const RuleBody = t.Object({
   context: t.Optional(t.String()),
 })
 
+/**
+ * The OpenAPI request body of a route taking a list of rules. Such routes take
+ * the body as t.Unknown() and leave the checks to checkRules, whose messages
+ * name the rule's index ("rule 2: pattern is required").
+ */
+export const ruleListDoc = (description: string) => ({
+  required: true,
+  content: { 'application/json': { schema: t.Array(RuleBody, { description }) } },
+})
+
 const DecisionParams = t.Object({ project: t.String(), ruleID: t.String() })
 
 function listParam<T extends string>(value: string | undefined, name: string, allowed: readonly T[], def: T[]): T[] {
@@ -99,15 +109,16 @@ export function rulesRoutes(ctx: Ctx) {
     .post(
       '/api/rules/import',
       async ({ body, request }) => {
-        if (body.length === 0) throw invalid('rules array is empty')
+        if (Array.isArray(body) && body.length === 0) throw invalid('rules array is empty')
         const imported = await ctx.store.rules.import(checkRules(body))
         noteAudit(request, `${imported} rules`)
         return { imported }
       },
       {
-        body: t.Array(RuleBody, { description: 'each rule names its project; source and status in the objects are ignored' }),
+        body: t.Unknown(),
         audit: 'rules.import',
         detail: {
+          requestBody: ruleListDoc('each rule names its project; source and status in the objects are ignored'),
           summary: 'Upsert rules by project + rule_id as source external, status accepted',
           description: 'All or nothing: one bad rule is 400 naming it, and nothing is stored.',
           tags,
