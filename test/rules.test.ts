@@ -208,10 +208,10 @@ describe('events', () => {
     await decide('ev', 'a', 'accept')
     await decide('ev', 'b', 'reject')
     await decide('ev', 'b', 'reject') // 404: no event
-    const mine = await eventually(async () => {
+    const mine = (await eventually(async () => {
       const list = (await ruleEvents()).filter((e) => e.data.project === 'ev')
       return list.length >= 4 ? list : null
-    })
+    }))!
     expect(mine.map((e) => `${e.topic} ${e.data.rule_id} ${e.data.status}`)).toEqual([
       'rule.proposed a proposed',
       'rule.proposed b proposed',
