@@ -24,14 +24,12 @@ export const RuleBody = t.Object({
 })
 
 /**
- * The OpenAPI request body of a route taking a list of rules. Such routes take
- * the body as t.Unknown() and leave the checks to checkRules, whose messages
- * name the rule's index ("rule 2: pattern is required").
+ * The body of a route taking a list of rules: accepted as is (Kind Unknown) and
+ * checked by checkRules, whose messages name the rule's index ("rule 2: pattern
+ * is required"); the array schema it carries (under allOf: a top-level type would
+ * make Elysia coerce an object body into an array) is for the OpenAPI document only.
  */
-export const ruleListDoc = (description: string) => ({
-  required: true,
-  content: { 'application/json': { schema: t.Array(RuleBody, { description }) } },
-})
+export const RuleList = (description: string) => t.Unknown({ allOf: [t.Array(RuleBody)], description })
 
 const DecisionParams = t.Object({ project: t.String(), ruleID: t.String() })
 
@@ -115,10 +113,9 @@ export function rulesRoutes(ctx: Ctx) {
         return { imported }
       },
       {
-        body: t.Unknown(),
+        body: RuleList('each rule names its project; source and status in the objects are ignored'),
         audit: 'rules.import',
         detail: {
-          requestBody: ruleListDoc('each rule names its project; source and status in the objects are ignored'),
           summary: 'Upsert rules by project + rule_id as source external, status accepted',
           description: 'All or nothing: one bad rule is 400 naming it, and nothing is stored.',
           tags,

@@ -5,7 +5,7 @@ import type { Ctx } from '../lib/context'
 import { checkRules, evaluate } from '../lib/rules'
 import { countForCaller, noteAudit, routes } from './http'
 import { keyParam } from './documents'
-import { ruleListDoc } from './rules'
+import { RuleList } from './rules'
 
 const tags = ['validation']
 const ProjectParams = t.Object({ project: t.String() })
@@ -38,10 +38,9 @@ export function validateRoutes(ctx: Ctx) {
       },
       {
         params: ProjectParams,
-        body: t.Unknown(),
+        body: RuleList('the complete list; any project field is ignored (the path names it)'),
         audit: 'rules.put',
         detail: {
-          requestBody: ruleListDoc('the complete list; any project field is ignored (the path names it)'),
           summary: "Replace the project's accepted rules (stored as source local)",
           description: 'Atomic: a rule without rule_id or pattern, a duplicate rule_id or a pattern RE2 cannot compile is 400 naming the rule, and nothing changes. Proposed and rejected rules are kept unless a rule of the list has their id.',
           tags,
