@@ -20,6 +20,9 @@ import { webhooksRoutes } from './routes/webhooks'
 import { instancesRoutes } from './routes/instances'
 import { livenessRoutes } from './routes/liveness'
 import { mcpRoutes } from './routes/mcp'
+import { validateRoutes } from './routes/validate'
+import { rulesRoutes } from './routes/rules'
+import { templatesRoutes } from './routes/templates'
 
 /** Bearer check in constant time; GET /health is open. WebSocket upgrades may pass ?token= (browsers cannot set headers). */
 export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
@@ -131,4 +134,7 @@ export function createApi(ctx: Ctx) {
     .use(instancesRoutes(ctx))
     .use(livenessRoutes(ctx))
     .use(mcpRoutes(ctx))
+    .use(validateRoutes(ctx))
+    .use(rulesRoutes(ctx))
+    .use(templatesRoutes(ctx))
 }

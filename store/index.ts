@@ -12,10 +12,12 @@ import { eventsStore, type EventsStore } from './events'
 import { instancesStore, type InstancesStore } from './instances'
 import { llmStore, type LlmStore } from './llm'
 import { metricsStore, type MetricsStore } from './metrics'
+import { rulesStore, type RulesStore } from './rules'
 import { specsStore, type SpecsStore } from './specs'
 export type { Event } from './events'
 import { stateStore, type StateStore } from './state'
 import { webhooksStore, type WebhooksStore } from './webhooks'
+import { templatesStore, type TemplatesStore } from './templates'
 
 const DB_FILE = 'muster.db'
 
@@ -27,6 +29,8 @@ export interface Store {
   instances: InstancesStore
   metrics: MetricsStore
   llm: LlmStore
+  rules: RulesStore
+  templates: TemplatesStore
   readonly schemaVersion: number
   /** A fresh temp path in the data dir, e.g. to receive an upload for replaceWith. */
   tempFile(kind: 'backup' | 'restore'): string
@@ -61,6 +65,8 @@ function build(db: Database) {
     llm: llmStore(db),
     compliance: complianceStore(db),
     webhooks: webhooksStore(db),
+    rules: rulesStore(db),
+    templates: templatesStore(db),
   }
 }
 

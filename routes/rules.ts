@@ -1,0 +1,125 @@
+// /api/rules: the rule lifecycle — agents propose (learned, proposed), people
+// accept or reject; export and import move accepted rules between servers.
+import { t } from 'elysia'
+import { invalid } from '../lib/errors'
+import type { Ctx } from '../lib/context'
+import { SOURCES, STATUSES, checkRule, checkRules, type Rule, type Source, type Status } from '../lib/rules'
+import { callerOf, noteAudit, routes } from './http'
+import { keyParam } from './documents'
+
+const tags = ['rules']
+
+/** One rule in a request body; checkRule (lib/rules.ts) applies the rest (non-empty, enums, RE2 syntax). */
+export const RuleBody = t.Object({
+  project: t.Optional(t.String({ description: 'required in propose and import; _global applies to every project' })),
+  rule_id: t.String({ description: 'unique within the project' }),
+  pattern: t.String({ description: 'RE2 regex (no backreferences or lookaround), or a custom check name' }),
+  severity: t.Optional(t.String({ enum: ['error', 'warning'], description: 'default error' })),
+  match_type: t.Optional(t.String({ enum: ['regex', 'missing', 'custom'], description: 'default regex' })),
+  message: t.Optional(t.String({ description: 'default: generated from the pattern' })),
+  applies_to: t.Optional(t.Array(t.String(), { description: 'filename globs, default ["*"]' })),
+  stack: t.Optional(t.String({ description: 'empty: every stack' })),
+  proposed_by: t.Optional(t.String()),
+  context: t.Optional(t.String()),
+})
+
+/**
+ * The body of a route taking a list of rules: accepted as is (Kind Unknown) and
+ * checked by checkRules, whose messages name the rule's index ("rule 2: pattern
+ * is required"); the array schema it carries (under allOf: a top-level type would
+ * make Elysia coerce an object body into an array) is for the OpenAPI document only.
+ */
+export const RuleList = (description: string) => t.Unknown({ allOf: [t.Array(RuleBody)], description })
+
+const DecisionParams = t.Object({ project: t.String(), ruleID: t.String() })
+
+function listParam<T extends string>(value: string | undefined, name: string, allowed: readonly T[], def: T[]): T[] {
+  if (value === undefined || value.trim() === '') return def
+  const items = [...new Set(value.split(',').map((s) => s.trim()).filter(Boolean))]
+  for (const item of items) if (!allowed.includes(item as T)) throw invalid(`invalid ${name}: "${item}" (expected ${allowed.join(', ')})`)
+  return items as T[]
+}
+
+export function rulesRoutes(ctx: Ctx) {
+  const changed = (topic: string, rule: Rule) => ctx.bus.publish(topic, rule, 'rules')
+
+  /** accept and reject: one transition out of proposed. */
+  const decide = (verdict: 'accepted' | 'rejected') => async ({ params }: { params: { project: string; ruleID: string } }) => {
+    const rule = await ctx.store.rules.decide(keyParam(params.project, 'project'), keyParam(params.ruleID, 'rule id'), verdict)
+    await changed(`rule.${verdict}`, rule)
+    return { project: rule.project, rule_id: rule.rule_id, status: verdict }
+  }
+
+  return routes(ctx)
+    .get(
+      '/api/rules',
+      ({ query }) => {
+        const status = query.status || undefined
+        if (status && !STATUSES.includes(status as Status)) throw invalid(`invalid status: expected ${STATUSES.join(', ')}`)
+        return ctx.store.rules.list({ status: status as Status | undefined, project: query.project || undefined })
+      },
+      {
+        query: t.Object({
+          status: t.Optional(t.String({ description: 'accepted, proposed or rejected' })),
+          project: t.Optional(t.String()),
+        }),
+        detail: { summary: 'Every rule of every source and status (filterable), by project and rule_id', tags },
+      },
+    )
+    .post(
+      '/api/rules/propose',
+      async ({ body, request }) => {
+        const draft = checkRule(body)
+        if (!draft.proposed_by) draft.proposed_by = (await callerOf(ctx, request)).instanceId ?? ''
+        const rule = await ctx.store.rules.propose(draft)
+        noteAudit(request, `${rule.project}/${rule.rule_id}`)
+        await changed('rule.proposed', rule)
+        return { project: rule.project, rule_id: rule.rule_id, status: 'proposed' as const }
+      },
+      {
+        body: RuleBody,
+        audit: 'rule.propose',
+        detail: {
+          summary: 'Propose a rule (source learned, status proposed: it does not fire until accepted)',
+          description: "409 when the project already has that rule_id. proposed_by defaults to the caller's instance (X-Instance-Token).",
+          tags,
+        },
+      },
+    )
+    .post('/api/rules/:project/:ruleID/accept', decide('accepted'), {
+      params: DecisionParams,
+      audit: 'rule.accept',
+      detail: { summary: 'Accept a proposed rule; 404 when missing or not proposed', tags },
+    })
+    .post('/api/rules/:project/:ruleID/reject', decide('rejected'), {
+      params: DecisionParams,
+      audit: 'rule.reject',
+      detail: { summary: 'Reject a proposed rule (kept, never fires); 404 when missing or not proposed', tags },
+    })
+    .get(
+      '/api/rules/export',
+      ({ query }) => ctx.store.rules.export(listParam<Source>(query.source, 'source', SOURCES, ['local', 'learned'])),
+      {
+        query: t.Object({ source: t.Optional(t.String({ description: 'comma-separated: local, learned, external; default local,learned' })) }),
+        detail: { summary: 'Accepted rules of the given sources', tags },
+      },
+    )
+    .post(
+      '/api/rules/import',
+      async ({ body, request }) => {
+        if (Array.isArray(body) && body.length === 0) throw invalid('rules array is empty')
+        const imported = await ctx.store.rules.import(checkRules(body))
+        noteAudit(request, `${imported} rules`)
+        return { imported }
+      },
+      {
+        body: RuleList('each rule names its project; source and status in the objects are ignored'),
+        audit: 'rules.import',
+        detail: {
+          summary: 'Upsert rules by project + rule_id as source external, status accepted',
+          description: 'All or nothing: one bad rule is 400 naming it, and nothing is stored.',
+          tags,
+        },
+      },
+    )
+}

@@ -1,0 +1,69 @@
+// /api/validate: a project's rules (read, replace) and validating content
+// against the accepted rules of the project and of _global.
+import { t } from 'elysia'
+import type { Ctx } from '../lib/context'
+import { checkRules, evaluate } from '../lib/rules'
+import { countForCaller, noteAudit, routes } from './http'
+import { keyParam } from './documents'
+import { RuleList } from './rules'
+
+const tags = ['validation']
+const ProjectParams = t.Object({ project: t.String() })
+
+export function validateRoutes(ctx: Ctx) {
+  return routes(ctx)
+    .get(
+      '/api/validate/:project/rules',
+      async ({ params, query }) => {
+        const project = keyParam(params.project, 'project')
+        const rules = await ctx.store.rules.list({ project, status: 'accepted' })
+        // The same stack filter as validation: that stack's rules plus the universal ones.
+        const stack = query.stack?.trim()
+        return { project, rules: stack ? rules.filter((r) => !r.stack || r.stack === stack) : rules }
+      },
+      {
+        params: ProjectParams,
+        query: t.Object({ stack: t.Optional(t.String({ description: "rules of this stack plus those without a stack" })) }),
+        detail: { summary: "The project's accepted rules (not _global's)", tags },
+      },
+    )
+    .put(
+      '/api/validate/:project/rules',
+      async ({ params, body, request }) => {
+        const project = keyParam(params.project, 'project')
+        const rules = checkRules(body, { project, allowEmpty: true })
+        const count = await ctx.store.rules.replace(project, rules)
+        noteAudit(request, `${count} rules`)
+        return { project, count }
+      },
+      {
+        params: ProjectParams,
+        body: RuleList('the complete list; any project field is ignored (the path names it)'),
+        audit: 'rules.put',
+        detail: {
+          summary: "Replace the project's accepted rules (stored as source local)",
+          description: 'Atomic: a rule without rule_id or pattern, a duplicate rule_id or a pattern RE2 cannot compile is 400 naming the rule, and nothing changes. Proposed and rejected rules are kept unless a rule of the list has their id.',
+          tags,
+        },
+      },
+    )
+    .post(
+      '/api/validate/:project',
+      async ({ params, body, request }) => {
+        const project = keyParam(params.project, 'project')
+        const rules = await ctx.store.rules.forValidation(project)
+        const violations = evaluate(rules, { content: body.content, filename: body.filename, stack: body.stack?.trim() })
+        if (violations.length) await countForCaller(ctx, request, 'violations', violations.length)
+        return { project, violations, count: violations.length }
+      },
+      {
+        params: ProjectParams,
+        body: t.Object({
+          content: t.String({ description: 'the file content (LF, CRLF or CR line breaks)' }),
+          filename: t.Optional(t.String({ description: "matched against each rule's applies_to globs (full path or base name)" })),
+          stack: t.Optional(t.String({ description: 'rules of another stack are skipped' })),
+        }),
+        detail: { summary: 'Validate content against the accepted rules of the project and _global', tags },
+      },
+    )
+}

@@ -1,0 +1,119 @@
+// Validation rules: one row per (project, rule_id) with its source (local,
+// learned, external) and lifecycle status (accepted, proposed, rejected).
+import type { Database } from 'bun:sqlite'
+import { conflict, notFound } from '../lib/errors'
+import { GLOBAL_PROJECT, type Rule, type RuleDraft, type Source, type Status } from '../lib/rules'
+import { groupCommit, now } from './db'
+
+export interface RuleFilter {
+  project?: string
+  status?: Status
+}
+
+export interface RulesStore {
+  /** The project's accepted rules become exactly `rules` (source local); proposed and rejected ones stay unless overwritten by id. */
+  replace(project: string, rules: RuleDraft[]): Promise<number>
+  /** Accepted rules of the project and of _global, each once: the project's first, then _global's, by rule_id. */
+  forValidation(project: string): Promise<Rule[]>
+  /** Stores a proposal (learned, proposed); 409 when the project already has that rule_id. */
+  propose(rule: RuleDraft): Promise<Rule>
+  /** proposed → accepted or rejected; 404 when the rule is missing or not proposed. */
+  decide(project: string, ruleId: string, status: 'accepted' | 'rejected'): Promise<Rule>
+  /** Accepted rules of the given sources, by project and rule_id. */
+  export(sources: Source[]): Promise<Rule[]>
+  /** Upserts every rule as external and accepted, in one transaction. */
+  import(rules: RuleDraft[]): Promise<number>
+  list(filter: RuleFilter): Promise<Rule[]>
+}
+
+type Row = Omit<Rule, 'applies_to'> & { applies_to: string }
+
+const toRule = (r: Row): Rule => ({
+  project: r.project,
+  rule_id: r.rule_id,
+  severity: r.severity,
+  match_type: r.match_type,
+  pattern: r.pattern,
+  message: r.message,
+  applies_to: JSON.parse(r.applies_to),
+  stack: r.stack,
+  source: r.source,
+  status: r.status,
+  proposed_by: r.proposed_by,
+  context: r.context,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+})
+
+const ORDER = 'ORDER BY project, rule_id'
+
+export function rulesStore(db: Database): RulesStore {
+  type Args = [string, string, string, string, string, string, string, string, string, string, string, string, string, string]
+  const upsert = db.query<Row, Args>(
+    `INSERT INTO rules (project, rule_id, severity, match_type, pattern, message, applies_to, stack, source, status, proposed_by, context, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (project, rule_id) DO UPDATE SET severity = excluded.severity, match_type = excluded.match_type,
+       pattern = excluded.pattern, message = excluded.message, applies_to = excluded.applies_to, stack = excluded.stack,
+       source = excluded.source, status = excluded.status, proposed_by = excluded.proposed_by, context = excluded.context,
+       updated_at = excluded.updated_at
+     RETURNING *`,
+  )
+  const insert = db.query<Row, Args>(
+    `INSERT INTO rules (project, rule_id, severity, match_type, pattern, message, applies_to, stack, source, status, proposed_by, context, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING *`,
+  )
+  const args = (r: RuleDraft, source: Source, status: Status, at: string): Args => [
+    r.project, r.rule_id, r.severity, r.match_type, r.pattern, r.message, JSON.stringify(r.applies_to),
+    r.stack, source, status, r.proposed_by, r.context, at, at,
+  ]
+  const dropAccepted = db.query<void, [string]>("DELETE FROM rules WHERE project = ? AND status = 'accepted'")
+  const validation = db.query<Row, [string, string]>(
+    `SELECT * FROM rules WHERE status = 'accepted' AND project IN (?, ?) ORDER BY project = '${GLOBAL_PROJECT}', rule_id`,
+  )
+  const decide = db.query<Row, [string, string, string, string]>(
+    "UPDATE rules SET status = ?, updated_at = ? WHERE project = ? AND rule_id = ? AND status = 'proposed' RETURNING *",
+  )
+
+  return {
+    replace: (project, rules) =>
+      groupCommit(db).write(() => {
+        const at = now()
+        dropAccepted.run(project)
+        for (const r of rules) upsert.get(...args({ ...r, project }, 'local', 'accepted', at))
+        return rules.length
+      }),
+    forValidation: async (project) => validation.all(project, GLOBAL_PROJECT).map(toRule),
+    async propose(rule) {
+      const row = await groupCommit(db).write(() => insert.get(...args(rule, 'learned', 'proposed', now())))
+      if (!row) throw conflict(`rule ${rule.rule_id} already exists in project ${rule.project}`)
+      return toRule(row)
+    },
+    async decide(project, ruleId, status) {
+      const row = await groupCommit(db).write(() => decide.get(status, now(), project, ruleId))
+      if (!row) throw notFound(`rule ${ruleId} not found in project ${project} or not proposed`)
+      return toRule(row)
+    },
+    export: async (sources) => {
+      if (!sources.length) return []
+      const marks = sources.map(() => '?').join(', ')
+      return db
+        .query<Row, string[]>(`SELECT * FROM rules WHERE status = 'accepted' AND source IN (${marks}) ${ORDER}`)
+        .all(...sources)
+        .map(toRule)
+    },
+    import: (rules) =>
+      groupCommit(db).write(() => {
+        const at = now()
+        for (const r of rules) upsert.get(...args(r, 'external', 'accepted', at))
+        return rules.length
+      }),
+    list: async (filter) => {
+      const where: string[] = []
+      const values: string[] = []
+      if (filter.project !== undefined) where.push('project = ?'), values.push(filter.project)
+      if (filter.status !== undefined) where.push('status = ?'), values.push(filter.status)
+      const sql = `SELECT * FROM rules ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ${ORDER}`
+      return db.query<Row, string[]>(sql).all(...values).map(toRule)
+    },
+  }
+}
