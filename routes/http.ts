@@ -77,6 +77,21 @@ export function internalRequest(request: Request): Request {
 
 export const isInternal = (request: Request): boolean => internal.has(request)
 
+/**
+ * Runs a JSON request through the API in-process as `caller` (its Authorization and
+ * X-Instance-Token), so auth, validation, audit and events apply exactly as over HTTP.
+ */
+export function callAs(ctx: Ctx, caller: Request, method: string, path: string, body?: unknown): Promise<Response> {
+  const headers = new Headers()
+  for (const name of ['authorization', 'x-instance-token']) {
+    const value = caller.headers.get(name)
+    if (value) headers.set(name, value)
+  }
+  if (body !== undefined) headers.set('content-type', 'application/json')
+  const init = { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }
+  return ctx.handle(internalRequest(new Request(ctx.apiUrl + path, init)))
+}
+
 /** Counts `n` of an agent metric for the calling instance; a no-op for callers without a valid instance token. */
 export async function countForCaller(ctx: Ctx, request: Request, name: MetricName, n = 1): Promise<void> {
   if (!request.headers.has('x-instance-token')) return

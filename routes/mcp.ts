@@ -7,7 +7,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { z } from 'zod'
 import type { Ctx } from '../lib/context'
-import { internalRequest, routes } from './http'
+import { callAs, routes } from './http'
 
 export const MCP_TOOLS = ['register_instance', 'discover_instances', 'set_intent', 'get_endpoints', 'propose_rule'] as const
 
@@ -42,14 +42,7 @@ function result(data: Record<string, unknown>, isError = false): CallToolResult 
 function mcpServer(ctx: Ctx, caller: Request): McpServer {
   const origin = new URL(caller.url).origin
   const rest = async (method: string, path: string, body?: unknown): Promise<CallToolResult & { body?: any }> => {
-    const headers = new Headers()
-    for (const name of ['authorization', 'x-instance-token']) {
-      const value = caller.headers.get(name)
-      if (value) headers.set(name, value)
-    }
-    if (body !== undefined) headers.set('content-type', 'application/json')
-    const request = internalRequest(new Request(origin + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) }))
-    const response = await ctx.handle(request)
+    const response = await callAs(ctx, caller, method, path, body)
     const answer = await response.json().catch(() => ({ error: `HTTP ${response.status}`, code: response.status }))
     return response.ok ? { ...result(Array.isArray(answer) ? { items: answer } : answer), body: answer } : result(answer, true)
   }

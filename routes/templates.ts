@@ -7,7 +7,7 @@ import type { Ctx } from '../lib/context'
 import { checkRules } from '../lib/rules'
 import { defaultData, templateParts } from '../lib/templates'
 import { TEMPLATE_KINDS, type Template, type TemplateInput, type TemplateKind } from '../store/templates'
-import { noteAudit, routes } from './http'
+import { callAs, noteAudit, routes } from './http'
 import { keyParam } from './documents'
 
 const tags = ['templates']
@@ -48,12 +48,7 @@ export function templatesRoutes(ctx: Ctx) {
 
   /** PUT of a JSON document through the API as the caller; an error answer becomes the same error here, named. */
   const putThrough = async (request: Request, path: string, what: string, doc: unknown) => {
-    const headers: Record<string, string> = { 'content-type': 'application/json' }
-    for (const h of ['authorization', 'x-instance-token']) {
-      const v = request.headers.get(h)
-      if (v) headers[h] = v
-    }
-    const res = await ctx.handle(new Request(ctx.apiUrl + path, { method: 'PUT', headers, body: JSON.stringify(doc) }))
+    const res = await callAs(ctx, request, 'PUT', path, doc)
     if (res.ok) return
     const body = (await res.json().catch(() => ({}))) as { error?: string }
     throw new AppError(KIND_OF_STATUS[res.status] ?? 'invalid', `${what}: ${body.error ?? `status ${res.status}`}`)
