@@ -2,9 +2,10 @@
 // the pure engine (lib/rules.ts) and over HTTP (POST /api/validate/{project},
 // rules loaded from the database on every request). Two rule sets: "typical"
 // (rules that rarely match, as lint rules do) and "dense" (10 of the 100 rules
-// match on most lines, ~140k violations). Reports the median ms per validation.
+// match on most lines, ~140k violations). Reports the median ms per validation, and
+// beside it a POST of the same 1 MB body to a bare Bun.serve (the transport floor).
 import { checkRules, evaluate } from '../lib/rules'
-import { startMuster } from './lib'
+import { startBaseline, startMuster } from './lib'
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 10)
 
@@ -55,6 +56,7 @@ async function time(fn: () => unknown | Promise<unknown>): Promise<number> {
 const content = source()
 const lineCount = content.split('\n').length
 const muster = await startMuster()
+const baseline = await startBaseline()
 console.log(`content ${(content.length / 1024 / 1024).toFixed(2)} MB, ${lineCount} lines, 100 rules, median of ${RUNS} runs`)
 for (const dense of [false, true]) {
   const raw = ruleSet(dense)
@@ -71,6 +73,13 @@ for (const dense of [false, true]) {
     httpCount = ((await res.json()) as { count: number }).count
   })
   if (httpCount !== count) throw new Error(`engine found ${count} violations, HTTP ${httpCount}`)
-  console.log(`${project.padEnd(8)} ${String(count).padStart(7)} violations   engine ${engine.toFixed(1).padStart(7)} ms   HTTP ${http.toFixed(1).padStart(7)} ms`)
+  const floor = await time(async () => {
+    await (await fetch(baseline.url, { method: 'POST', body, headers: { 'content-type': 'application/json' } })).text()
+  })
+  console.log(
+    `${project.padEnd(8)} ${String(count).padStart(7)} violations   engine ${engine.toFixed(1).padStart(7)} ms   HTTP ${http.toFixed(1).padStart(7)} ms` +
+      `   bare Bun.serve POST ${floor.toFixed(1)} ms (${((floor / http) * 100).toFixed(1)}% of HTTP)`,
+  )
 }
 await muster.stop()
+await baseline.stop()
