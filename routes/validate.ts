@@ -2,7 +2,8 @@
 // against the accepted rules of the project and of _global.
 import { t } from 'elysia'
 import type { Ctx } from '../lib/context'
-import { checkRules, evaluate } from '../lib/rules'
+import { checkRules } from '../lib/rules'
+import { validate } from '../lib/validation'
 import { countForCaller, noteAudit, routes } from './http'
 import { keyParam } from './documents'
 import { RuleList } from './rules'
@@ -52,7 +53,7 @@ export function validateRoutes(ctx: Ctx) {
       async ({ params, body, request }) => {
         const project = keyParam(params.project, 'project')
         const rules = await ctx.store.rules.forValidation(project)
-        const violations = evaluate(rules, { content: body.content, filename: body.filename, stack: body.stack?.trim() })
+        const violations = await validate(rules, { content: body.content, filename: body.filename, stack: body.stack?.trim() })
         if (violations.length) await countForCaller(ctx, request, 'violations', violations.length)
         return { project, violations, count: violations.length }
       },

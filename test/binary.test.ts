@@ -10,7 +10,7 @@ describe('compiled binary', () => {
   test('bun build --compile gives muster-server and muster binaries that run without Bun on PATH', async () => {
     const compile = (...args: string[]) =>
       Bun.spawn([process.execPath, 'build', '--compile', ...args], { cwd: join(import.meta.dir, '..'), stdout: 'pipe', stderr: 'pipe' }).exited
-    expect(await compile('app.ts', 'store/checkpointer.ts', '--outfile', join(out, 'muster-server'))).toBe(0)
+    expect(await compile('app.ts', 'store/checkpointer.ts', 'lib/rules-worker.ts', '--outfile', join(out, 'muster-server'))).toBe(0)
     expect(await compile('cli.ts', '--outfile', join(out, 'muster'))).toBe(0)
     const proc = Bun.spawn(
       [join(out, 'muster-server'), '--bind', '127.0.0.1:0', '--dashboard-bind', '127.0.0.1:0', '--data-dir', join(out, 'data')],
@@ -29,6 +29,10 @@ describe('compiled binary', () => {
       expect((await call(m[1], 'PUT', '/api/state/bin', '{"ok":true}')).body.version).toBe(1)
       expect((await call(m[2], 'GET', '/api/state/bin')).body).toEqual({ ok: true })
       expect((await fetch(m[2] + '/')).status).toBe(200)
+      // A large validation runs on the rules worker, which must be in the binary too.
+      expect((await call(m[1], 'PUT', '/api/validate/bin/rules', [{ rule_id: 'todo', pattern: 'TODO' }])).status).toBe(200)
+      const big = await call(m[1], 'POST', '/api/validate/bin', { content: 'x\n'.repeat(50_000) + 'TODO' })
+      expect(big.body).toMatchObject({ count: 1, violations: [{ rule_id: 'todo', line: 50_001 }] })
       const cli = Bun.spawn([join(out, 'muster'), 'state', 'get', 'bin'], {
         cwd: out,
         env: { PATH: '/usr/bin:/bin', HOME: out, SERVICE_SERVER: m[1] },
@@ -41,5 +45,7 @@ describe('compiled binary', () => {
       proc.kill('SIGTERM')
       expect(await proc.exited).toBe(0)
     }
+    // Workers (WAL checkpointer, rules) load from inside the binary: nothing failed on the way.
+    expect(await new Response(proc.stderr).text()).not.toContain('failed')
   }, 60_000)
 })

@@ -199,4 +199,37 @@ describe('no rule can stall the server', () => {
     const m = await validate('redos', { content: 'aaaa' })
     expect(m.body.violations).toEqual([{ rule_id: 'evil', severity: 'error', message: 'forbidden pattern "(a+)+$" found', line: 1, match: 'aaaa' }, { rule_id: 'evil2', severity: 'error', message: 'forbidden pattern "^(\\w+\\s?)*$" found', line: 1, match: 'aaaa' }])
   })
+
+  test('a multi-megabyte file is matched off the request thread: others keep answering, results are the same', async () => {
+    await putRules('big', [
+      { rule_id: 'todo', pattern: 'TODO' },
+      { rule_id: 'license', match_type: 'missing', pattern: 'SPDX-License' },
+      { rule_id: 'word', pattern: '\\bword\\d+\\b' },
+    ])
+    const line = (i: number) => (i % 1000 === 999 ? `// TODO ${i}` : `const word${i % 10} = compute(${i}) + other(${i})`)
+    const content = Array.from({ length: 120_000 }, (_, i) => line(i)).join('\n') // ~4 MB
+    const small = Array.from({ length: 1000 }, (_, i) => line(i)).join('\n') // ~40 KB, under the inline limit: matched on the request thread
+    const pending = validate('big', { content, filename: 'big.ts' })
+    const latencies: number[] = []
+    let done = false
+    void pending.then(() => (done = true))
+    while (!done) {
+      const t0 = performance.now()
+      expect((await fetch(`${s.api}/health`)).status).toBe(200)
+      latencies.push(performance.now() - t0)
+    }
+    const r = await pending
+    expect(r.status).toBe(200)
+    expect(r.body.count).toBe(r.body.violations.length)
+    const byRule = (v: any[]) => Object.groupBy(v, (x: any) => x.rule_id)
+    const found = byRule(r.body.violations)
+    expect(found.todo?.length).toBe(120)
+    expect(found.todo?.[0]).toEqual({ rule_id: 'todo', severity: 'error', message: 'forbidden pattern "TODO" found', line: 1000, match: 'TODO' })
+    expect(found.license).toEqual([{ rule_id: 'license', severity: 'error', message: 'required pattern "SPDX-License" not found' }])
+    expect(found.word?.length).toBe(120_000 - 120)
+    const inline = await validate('big', { content: small, filename: 'big.ts' })
+    expect(inline.body.violations).toEqual(r.body.violations.filter((v: any) => v.line === undefined || v.line <= 1000))
+    expect(latencies.length).toBeGreaterThan(1)
+    expect(Math.max(...latencies)).toBeLessThan(100)
+  })
 })
