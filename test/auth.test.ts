@@ -33,6 +33,22 @@ describe('auth', () => {
     expect((await call(s.api, 'POST', '/mcp', {})).status).toBe(401)
   })
 
+  test('every route in /openapi.json answers 401 without the token, except GET /health', async () => {
+    const spec = (await call(s.api, 'GET', '/openapi.json', undefined, auth)).body
+    const checked: string[] = []
+    for (const [path, ops] of Object.entries<Record<string, unknown>>(spec.paths)) {
+      for (const method of Object.keys(ops)) {
+        if (path === '/health' && method === 'get') continue
+        const url = path.replace(/\{[^}]+\}/g, 'x')
+        const verb = method === 'ws' ? 'GET' : method.toUpperCase() // the WebSocket route is listed as "ws"
+        const r = await call(s.api, verb, url, verb === 'GET' ? undefined : {})
+        expect([method, url, r.status, r.text]).toEqual([method, url, 401, JSON.stringify(DENIED)])
+        checked.push(`${method} ${path}`)
+      }
+    }
+    expect(checked.length).toBeGreaterThan(50)
+  })
+
   test('the right token passes', async () => {
     expect((await call(s.api, 'PUT', '/api/state/k', '1', auth)).status).toBe(200)
     expect((await call(s.api, 'GET', '/api/state/k', undefined, { authorization: `bearer ${TOKEN}` })).status).toBe(200)
