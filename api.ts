@@ -39,6 +39,12 @@ export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
 /** Human message for a TypeBox validation failure: "topic is required", "invalid limit: ...". */
 function validationMessage(error: any): string {
   const first = error?.valueError ?? error?.all?.[0]
+  // No body at all where an object with required fields is expected: name the first one, as `{}` would.
+  if (error?.type === 'body' && (error.value === undefined || error.value === '')) {
+    const schema = error.validator?.schema ?? error.validator
+    const required = schema?.required?.[0] ?? schema?.allOf?.find((s: any) => s.required)?.required?.[0]
+    if (typeof required === 'string') return `${required} is required`
+  }
   if (!first) return 'invalid request'
   const name = String(first.path ?? '').replace(/^\//, '').replace(/\//g, '.')
   const where = error?.type === 'body' ? 'request body' : `${error?.type ?? 'request'}`

@@ -30,17 +30,14 @@ export function eventsRoutes(ctx: Ctx) {
     .post(
       '/api/events/publish',
       ({ body }) => {
-        // An empty body lacks the topic too: same answer as `{}`.
-        if (!body?.topic) throw invalid('topic is required')
+        if (!body.topic) throw invalid('topic is required')
         return ctx.bus.publish(body.topic, body.data ?? null, '')
       },
       {
-        body: t.Optional(
-          t.Object({
-            topic: t.String({ description: 'required; dot-separated, e.g. api.change' }),
-            data: t.Optional(t.Any({ description: 'any JSON value, default null' })),
-          }),
-        ),
+        body: t.Object({
+          topic: t.String({ description: 'required; dot-separated, e.g. api.change' }),
+          data: t.Optional(t.Any({ description: 'any JSON value, default null' })),
+        }),
         response: { 200: EventSchema },
         detail: { summary: 'Publish an event', tags: ['events'] },
       },

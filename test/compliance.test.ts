@@ -187,7 +187,8 @@ test('the scheduled job checks instances on its own every --compliance-interval'
     return h.body.length ? h.body : null
   }, 5000)
   expect(runs[0]).toMatchObject({ instance_id: 'i-sched', project: 'gamma', contract: 'api', pass: false })
-  expect(violationEvents().some((e) => e.data.run_id === runs[0].id && e.source === 'compliance')).toBe(true)
+  // The run is stored before its event is published: wait for the event.
+  await eventually(() => violationEvents().some((e) => e.data.run_id === runs[0].id && e.source === 'compliance'))
   expect(s.output()).not.toContain('job compliance failed')
 })
 

@@ -51,6 +51,25 @@ describe('errors', () => {
       expect(Object.keys(r.body.paths)).toContain(path)
   })
 
+  test('a JSON route without a body names its first required field; malformed JSON says so', async () => {
+    const events = async () => (await call(s.api, 'GET', '/api/events/history?last=1000')).body.length
+    const before = await events()
+    for (const [method, path, field] of [
+      ['POST', '/api/events/publish', 'topic'],
+      ['POST', '/api/instances/register', 'name'],
+      ['POST', '/api/webhooks', 'id'],
+      ['POST', '/api/llm/usage', 'provider'],
+      ['POST', '/api/templates', 'id'],
+      ['PUT', '/api/instances/x/intent', 'intent'],
+    ]) {
+      const empty = await call(s.api, method, path)
+      expect([path, empty.status, empty.body]).toEqual([path, 400, { error: `${field} is required`, code: 400 }])
+      const bad = await call(s.api, method, path, '{"topic":', { 'content-type': 'application/json' })
+      expect([path, bad.status, bad.body]).toEqual([path, 400, { error: 'malformed request body: expected valid JSON', code: 400 }])
+    }
+    expect(await events()).toBe(before) // nothing was published or registered
+  })
+
   test('no stack traces in error bodies', async () => {
     const r = await call(s.api, 'GET', '/api/state/x?version=abc')
     expect(r.status).toBe(400)
