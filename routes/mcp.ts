@@ -53,14 +53,24 @@ function mcpServer(ctx: Ctx, caller: Request): McpServer {
   server.registerTool(
     'register_instance',
     {
-      description: 'Register this agent. Returns id, token (send as X-Instance-Token) and REST endpoints.',
+      description: 'Register this agent: id, token (send as X-Instance-Token), heartbeat URL, REST endpoints.',
       inputSchema: { name: z.string(), workspace: text, intent: text, stack: text, capabilities: z.array(z.string()).optional() },
     },
     async (args) => {
       const r = await rest('POST', '/api/instances/register', args)
       if (r.isError) return strip(r)
       const { id, token, status } = r.body
-      return result({ id, token, status, rest: origin, endpoints: REST_ENDPOINTS })
+      const self = `${origin}/api/instances/${id}`
+      return result({
+        id,
+        token,
+        status,
+        headers: { 'X-Instance-Token': token },
+        heartbeat: `POST ${self}/heartbeat`,
+        intent: `PUT ${self}/intent`,
+        rest: origin,
+        endpoints: REST_ENDPOINTS,
+      })
     },
   )
   server.registerTool(

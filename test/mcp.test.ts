@@ -51,6 +51,10 @@ describe('MCP discovery endpoint', () => {
     expect(r.token).toMatch(/^[0-9a-f]{64}$/)
     expect(r.rest).toBe(s.api)
     expect(r.endpoints.state).toContain('/api/state/')
+    expect(r.headers).toEqual({ 'X-Instance-Token': r.token })
+    expect(r.heartbeat).toBe(`POST ${s.api}/api/instances/${r.id}/heartbeat`)
+    const [verb, url] = r.heartbeat.split(' ')
+    expect((await call(url, verb, '', undefined, { ...AUTH, ...r.headers })).body).toEqual({ id: r.id, status: 'ok' })
     const got = await api('GET', `/api/instances/${r.id}`)
     expect(got.body).toMatchObject({ name: 'mcp-agent', workspace: 'shop', stack: 'go', capabilities: ['review'], status: 'active' })
     // The token works as an identity.
