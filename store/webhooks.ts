@@ -33,7 +33,8 @@ export interface WebhooksStore {
   get(id: string): Promise<Webhook | null>
   /** The webhook with its secret, for delivery. */
   target(id: string): Promise<WebhookTarget | null>
-  active(): Promise<Webhook[]>
+  /** The active webhooks, cached between writes: treat the array as read-only. */
+  active(): Promise<readonly Webhook[]>
   delete(id: string): Promise<boolean>
   /** Enables (resetting fail_count) or disables; null when unknown. */
   setActive(id: string, active: boolean): Promise<Webhook | null>
@@ -68,8 +69,14 @@ export function webhooksStore(db: Database): WebhooksStore {
        active = CASE WHEN fail_count + 1 >= ?2 THEN 0 ELSE active END
      WHERE id = ?3 RETURNING *`,
   )
-  // Writes join the group commit so an acknowledged change is a committed one.
-  const write = <T>(fn: () => T) => groupCommit(db).write(fn)
+  // Every published event asks for the active webhooks: keep them in memory, dropped by any write.
+  let activeCache: Webhook[] | null = null
+  // Writes join the group commit so an acknowledged change is a committed one. The
+  // statement runs synchronously inside write(), so clearing the cache first is enough.
+  const write = <T>(fn: () => T) => {
+    activeCache = null
+    return groupCommit(db).write(fn)
+  }
   return {
     async create(w) {
       const row = await write(() => insert.get(w.id, w.url, JSON.stringify(w.patterns), w.secret, now()))
@@ -77,7 +84,7 @@ export function webhooksStore(db: Database): WebhooksStore {
       return toWebhook(row)
     },
     list: async () => all.all().map(toWebhook),
-    active: async () => active.all().map(toWebhook),
+    active: async () => (activeCache ??= active.all().map(toWebhook)),
     async get(id) {
       const row = one.get(id)
       return row ? toWebhook(row) : null
