@@ -1,6 +1,6 @@
 // The CLI as users run it: `bun cli.ts ...` in a directory of its own against a
 // live server (started with an auth token, so every call must carry it).
-// Groups whose endpoints live on other branches are in cli-services.test.ts.
+// The command groups of the other resources are in cli-services.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'

@@ -51,11 +51,9 @@ function insertInstance(id: string, workspace: string, status = 'active') {
 }
 
 /** compliance.violation events as the server stored them. */
-function violationEvents(): { data: any; source: string }[] {
-  const db = new Database(join(s.dataDir, 'muster.db'), { readonly: true })
-  const rows = db.query<{ data: string; source: string }, []>("SELECT data, source FROM events WHERE topic = 'compliance.violation' ORDER BY id").all()
-  db.close()
-  return rows.map((r) => ({ data: JSON.parse(r.data), source: r.source }))
+async function violationEvents(): Promise<{ data: any; source: string }[]> {
+  const r = await call(s.api, 'GET', '/api/events/history?topic=compliance.violation&after_id=0&last=1000')
+  return r.body.map((e: any) => ({ data: e.data, source: e.source }))
 }
 
 const run = () => call(s.api, 'POST', '/api/compliance/run')
@@ -125,8 +123,8 @@ describe('compliance run', () => {
     expect(lines.filter((l) => !l.startsWith('GET '))).toEqual([])
   })
 
-  test('each failing run publishes compliance.violation (source compliance); passing runs do not', () => {
-    const events = violationEvents()
+  test('each failing run publishes compliance.violation (source compliance); passing runs do not', async () => {
+    const events = await violationEvents()
     const failing = runs.filter((r) => !r.pass)
     expect(failing).toHaveLength(5)
     for (const r of failing) {
@@ -188,7 +186,7 @@ test('the scheduled job checks instances on its own every --compliance-interval'
   }, 5000)
   expect(runs[0]).toMatchObject({ instance_id: 'i-sched', project: 'gamma', contract: 'api', pass: false })
   // The run is stored before its event is published: wait for the event.
-  await eventually(() => violationEvents().some((e) => e.data.run_id === runs[0].id && e.source === 'compliance'))
+  await eventually(async () => (await violationEvents()).some((e) => e.data.run_id === runs[0].id && e.source === 'compliance'))
   expect(s.output()).not.toContain('job compliance failed')
 })
 

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { call, eventually, startServer, type TestServer } from './helpers'
 import { apiContract, startFixture, user, type Fixture } from './contract-fixture'
@@ -159,13 +158,7 @@ describe('writing and reading contracts', () => {
     expect(entries).toContainEqual(expect.objectContaining({ action: 'contract.put', resource: 'contracts/bad/c', outcome: 'error', detail: 'status 400' }))
     expect(entries).toContainEqual(expect.objectContaining({ action: 'contract.delete', resource: 'contracts/del/c', outcome: 'success' }))
     expect(entries).toContainEqual(expect.objectContaining({ action: 'contract.delete', resource: 'contracts/del/c', outcome: 'error' }))
-    // the events API is built on another branch; read the event table the server wrote
-    const db = new Database(join(s.dataDir, 'muster.db'), { readonly: true })
-    const events = db
-      .query<{ data: string; source: string }, []>("SELECT data, source FROM events WHERE topic = 'spec.changed' ORDER BY id")
-      .all()
-      .map((e) => ({ ...JSON.parse(e.data), source: e.source }))
-    db.close()
+    const events = (await call(s.api, 'GET', '/api/events/history?topic=spec.changed&last=1000')).body.map((e: any) => ({ ...e.data, source: e.source }))
     expect(events).toContainEqual({ project: 'del', name: 'c', version: 1, operation: 'put', source: 'specs' })
     expect(events).toContainEqual({ project: 'del', name: 'c', version: 0, operation: 'delete', source: 'specs' })
   })
