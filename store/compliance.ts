@@ -33,6 +33,8 @@ export interface ComplianceStore {
   history(filter: { instance_id?: string; limit: number }): Promise<ComplianceRun[]>
   /** Active instances that have a workspace, oldest registration first. */
   activeInstances(): Promise<ActiveInstance[]>
+  /** Deletes all but the newest `keep` runs of each (instance, project, contract); returns how many went. */
+  prune(keep: number): Promise<number>
 }
 
 interface Row {
@@ -58,6 +60,11 @@ export function complianceStore(db: Database): ComplianceStore {
   const active = db.query<ActiveInstance, []>(
     "SELECT id, name, workspace FROM instances WHERE status = 'active' AND workspace != '' ORDER BY registered_at, id",
   )
+  const prune = db.query<unknown, [number]>(
+    `DELETE FROM compliance_runs WHERE id IN (
+       SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY instance_id, project, contract ORDER BY id DESC) AS n FROM compliance_runs)
+       WHERE n > ?)`,
+  )
   return {
     async record(run) {
       const pass = run.violations.length === 0
@@ -69,5 +76,6 @@ export function complianceStore(db: Database): ComplianceStore {
     },
     history: async (f) => (f.instance_id ? byInstance.all(f.instance_id, f.limit) : all.all(f.limit)).map(toRun),
     activeInstances: async () => active.all(),
+    prune: (keep) => groupCommit(db).write(() => prune.run(Math.max(1, keep)).changes),
   }
 }

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
-import { call, eventually, startServer, type TestServer } from './helpers'
+import { rmSync } from 'node:fs'
+import { openStore } from '../store'
+import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
 import { apiContract, startFixture, type Fixture } from './contract-fixture'
 
 // The scheduled job runs every second here; assertions on manual runs use the
@@ -200,4 +202,29 @@ test('an instance registered through the API is checked against its workspace pr
   expect(mine['alpha/bad'].pass).toBe(false)
   const h = await call(s.api, 'GET', `/api/compliance/history?instance_id=${reg.body.id}`)
   expect(h.body.map((x: any) => x.id).sort()).toEqual(Object.values(mine).map((x: any) => x.id).sort())
+})
+
+test('pruning keeps the newest runs of each (instance, contract) and nothing else goes', async () => {
+  const dir = tempDir('muster-compliance-prune-')
+  const store = openStore(dir)
+  try {
+    const record = (instance_id: string, contract: string) => store.compliance.record({ instance_id, project: 'p', contract, violations: [] })
+    for (let i = 0; i < 7; i++) await record('a', 'api')
+    for (let i = 0; i < 2; i++) await record('a', 'other')
+    for (let i = 0; i < 4; i++) await record('b', 'api')
+    const before = await store.compliance.history({ limit: 100 })
+    expect(await store.compliance.prune(3)).toBe(4 + 1)
+    const after = await store.compliance.history({ limit: 100 })
+    const kept = (instance: string, contract: string) =>
+      after.filter((r) => r.instance_id === instance && r.contract === contract).map((r) => r.id)
+    const newest = (instance: string, contract: string, n: number) =>
+      before.filter((r) => r.instance_id === instance && r.contract === contract).slice(0, n).map((r) => r.id)
+    expect(kept('a', 'api')).toEqual(newest('a', 'api', 3))
+    expect(kept('a', 'other')).toEqual(newest('a', 'other', 2))
+    expect(kept('b', 'api')).toEqual(newest('b', 'api', 3))
+    expect(await store.compliance.prune(3)).toBe(0)
+  } finally {
+    store.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
 })
