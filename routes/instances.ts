@@ -77,6 +77,13 @@ function found<T>(instance: T | null): T {
 
 export function instancesRoutes(ctx: Ctx) {
   const store = () => ctx.store.instances
+  /** heartbeat and activate: change one instance, answer `{id, status}`. */
+  const touch =
+    <S extends string>(change: (id: string) => Promise<Instance | null>, status: S) =>
+    async ({ params }: { params: { id: string } }) => {
+      found(await change(params.id))
+      return { id: params.id, status }
+    }
   return routes(ctx)
     .post(
       '/api/instances/register',
@@ -112,31 +119,17 @@ export function instancesRoutes(ctx: Ctx) {
       response: { 200: InstanceSchema },
       detail: { summary: 'One instance (never its token)', tags: ['instances'] },
     })
-    .post(
-      '/api/instances/:id/heartbeat',
-      async ({ params }) => {
-        found(await store().heartbeat(params.id))
-        return { id: params.id, status: 'ok' as const }
-      },
-      {
-        params: IdParams,
-        response: { 200: t.Object({ id: t.String(), status: t.Literal('ok') }) },
-        detail: { summary: 'Refresh last_seen; a stale instance becomes active', tags: ['instances'] },
-      },
-    )
-    .post(
-      '/api/instances/:id/activate',
-      async ({ params }) => {
-        found(await store().activate(params.id))
-        return { id: params.id, status: 'active' as const }
-      },
-      {
-        params: IdParams,
-        response: { 200: t.Object({ id: t.String(), status: t.Literal('active') }) },
-        audit: 'instance.activate',
-        detail: { summary: 'Force status active', tags: ['instances'] },
-      },
-    )
+    .post('/api/instances/:id/heartbeat', touch((id) => store().heartbeat(id), 'ok'), {
+      params: IdParams,
+      response: { 200: t.Object({ id: t.String(), status: t.Literal('ok') }) },
+      detail: { summary: 'Refresh last_seen; a stale instance becomes active', tags: ['instances'] },
+    })
+    .post('/api/instances/:id/activate', touch((id) => store().activate(id), 'active'), {
+      params: IdParams,
+      response: { 200: t.Object({ id: t.String(), status: t.Literal('active') }) },
+      audit: 'instance.activate',
+      detail: { summary: 'Force status active', tags: ['instances'] },
+    })
     .post(
       '/api/instances/:id/capabilities',
       async ({ params, body, request }) => {
