@@ -70,6 +70,14 @@ describe('MCP discovery endpoint', () => {
     expect((await api('GET', '/api/instances')).body.length).toBe(before)
   })
 
+  test('arguments that break the input schema are a tool error, nothing registered', async () => {
+    const before = (await api('GET', '/api/instances')).body.length
+    const r: any = await client.callTool({ name: 'register_instance', arguments: { workspace: 'no-name' } })
+    expect(r.isError).toBe(true)
+    expect(r.content[0].text).toContain('name')
+    expect((await api('GET', '/api/instances')).body.length).toBe(before)
+  })
+
   test('discover_instances filters like GET /api/instances', async () => {
     await api('POST', '/api/instances/register', { name: 'finder', workspace: 'search', capabilities: ['index'] })
     const all = structured(await client.callTool({ name: 'discover_instances', arguments: {} }))
