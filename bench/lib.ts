@@ -29,13 +29,10 @@ async function waitFor(proc: ReturnType<typeof Bun.spawn>, re: RegExp): Promise<
   }
 }
 
-export async function startMuster(args: string[] = []): Promise<Proc> {
-  const dir = mkdtempSync(join(tmpdir(), 'muster-bench-'))
-  const proc = Bun.spawn(
-    [process.execPath, join(ROOT, 'app.ts'), '--bind', '127.0.0.1:0', '--dashboard-bind', '', '--data-dir', dir, ...args],
-    { stdout: 'pipe', stderr: 'inherit' },
-  )
-  const m = await waitFor(proc, /Muster API on (\S+),/)
+/** Runs `cmd` until it prints `ready` (the URL in group 1); stop() ends it and removes `dir`. */
+async function started(cmd: string[], dir: string, ready: RegExp): Promise<Proc> {
+  const proc = Bun.spawn(cmd, { stdout: 'pipe', stderr: 'inherit' })
+  const m = await waitFor(proc, ready)
   return {
     url: m[1],
     async stop() {
@@ -46,6 +43,12 @@ export async function startMuster(args: string[] = []): Promise<Proc> {
   }
 }
 
+export async function startMuster(args: string[] = []): Promise<Proc> {
+  const dir = mkdtempSync(join(tmpdir(), 'muster-bench-'))
+  const cmd = [process.execPath, join(ROOT, 'app.ts'), '--bind', '127.0.0.1:0', '--dashboard-bind', '', '--data-dir', dir, ...args]
+  return started(cmd, dir, /Muster API on (\S+),/)
+}
+
 /** A bare Bun.serve hello-world: the ceiling every figure is compared with. */
 export async function startBaseline(): Promise<Proc> {
   const dir = mkdtempSync(join(tmpdir(), 'muster-base-'))
@@ -54,16 +57,7 @@ export async function startBaseline(): Promise<Proc> {
     script,
     `const s = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('hello world') }); console.log('baseline on http://127.0.0.1:' + s.port + ',')`,
   )
-  const proc = Bun.spawn([process.execPath, script], { stdout: 'pipe', stderr: 'inherit' })
-  const m = await waitFor(proc, /baseline on (\S+),/)
-  return {
-    url: m[1],
-    async stop() {
-      proc.kill('SIGTERM')
-      await proc.exited
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
+  return started([process.execPath, script], dir, /baseline on (\S+),/)
 }
 
 export interface LoadResult {
