@@ -47,7 +47,7 @@ export async function runCompliance(ctx: Ctx, cancel?: AbortSignal): Promise<Com
   // A project's contracts are checked once per run, however many instances work on it.
   const checked = new Map<string, Promise<{ name: string; violations: ComplianceViolation[] }[]>>()
   const runs: ComplianceRun[] = []
-  for (const instance of await ctx.store.compliance.activeInstances()) {
+  for (const instance of await ctx.store.instances.list({ status: 'active' })) {
     for (const project of workspaceProjects(instance.workspace)) {
       if (!checked.has(project)) checked.set(project, checkProject(ctx, project, cancel))
       for (const { name, violations } of await checked.get(project)!) {

@@ -99,7 +99,7 @@ export function instancesRoutes(ctx: Ctx) {
         detail: { summary: 'Register an instance; the answer carries its token, once', tags: ['instances'] },
       },
     )
-    .get('/api/instances', ({ query }) => store().list(query), {
+    .get('/api/instances', ({ query: { name, workspace, stack, capability } }) => store().list({ name, workspace, stack, capability }), {
       query: InstanceFilterQuery,
       response: { 200: t.Array(InstanceSchema) },
       detail: { summary: 'List instances, optionally filtered', tags: ['instances'] },

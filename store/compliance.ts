@@ -1,6 +1,4 @@
-// Compliance runs: one row per (instance, contract) check, and the instances a
-// run covers. (The instance query lives here, not in store/instances.ts, so the
-// compliance checker needs nothing from the registry beyond its table.)
+// Compliance runs: one row per (instance, contract) check.
 import type { Database } from 'bun:sqlite'
 import { groupCommit, now } from './db'
 
@@ -21,18 +19,10 @@ export interface ComplianceRun {
   run_at: string
 }
 
-export interface ActiveInstance {
-  id: string
-  name: string
-  workspace: string
-}
-
 export interface ComplianceStore {
   record(run: Omit<ComplianceRun, 'id' | 'run_at' | 'pass'>): Promise<ComplianceRun>
   /** Newest first. */
   history(filter: { instance_id?: string; limit: number }): Promise<ComplianceRun[]>
-  /** Active instances that have a workspace, oldest registration first. */
-  activeInstances(): Promise<ActiveInstance[]>
   /** Deletes all but the newest `keep` runs of each (instance, project, contract); returns how many went. */
   prune(keep: number): Promise<number>
 }
@@ -57,9 +47,6 @@ export function complianceStore(db: Database): ComplianceStore {
   const byInstance = db.query<Row, [string, number]>(
     'SELECT * FROM compliance_runs WHERE instance_id = ? ORDER BY id DESC LIMIT ?',
   )
-  const active = db.query<ActiveInstance, []>(
-    "SELECT id, name, workspace FROM instances WHERE status = 'active' AND workspace != '' ORDER BY registered_at, id",
-  )
   const prune = db.query<unknown, [number]>(
     `DELETE FROM compliance_runs WHERE id IN (
        SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY instance_id, project, contract ORDER BY id DESC) AS n FROM compliance_runs)
@@ -75,7 +62,6 @@ export function complianceStore(db: Database): ComplianceStore {
       return { id, instance_id: run.instance_id, project: run.project, contract: run.contract, pass, violations: run.violations, run_at }
     },
     history: async (f) => (f.instance_id ? byInstance.all(f.instance_id, f.limit) : all.all(f.limit)).map(toRun),
-    activeInstances: async () => active.all(),
     prune: (keep) => groupCommit(db).write(() => prune.run(Math.max(1, keep)).changes),
   }
 }

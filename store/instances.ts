@@ -31,6 +31,7 @@ export interface InstanceFilter {
   stack?: string
   /** Exact match of one element of `capabilities`. */
   capability?: string
+  status?: InstanceStatus
 }
 
 export interface InstancesStore {
@@ -100,7 +101,7 @@ export function instancesStore(db: Database): InstancesStore {
     async list(filter) {
       const where: string[] = []
       const args: string[] = []
-      for (const field of ['name', 'workspace', 'stack'] as const) {
+      for (const field of ['name', 'workspace', 'stack', 'status'] as const) {
         if (filter[field] !== undefined) where.push(`${field} = ?`), args.push(filter[field]!)
       }
       if (filter.capability !== undefined) {
