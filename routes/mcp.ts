@@ -41,12 +41,15 @@ function result(data: Record<string, unknown>, isError = false): CallToolResult 
 /** The tools of one MCP request, bound to its caller's credentials. */
 function mcpServer(ctx: Ctx, caller: Request): McpServer {
   const origin = new URL(caller.url).origin
-  const rest = async (method: string, path: string, body?: unknown): Promise<CallToolResult & { body?: any }> => {
+  /**
+   * The REST call's answer as the tool result: `shape` turns a success body into the
+   * result's object; an error answer passes through as an isError result.
+   */
+  const rest = async (method: string, path: string, body?: unknown, shape = (ok: any): Record<string, unknown> => ok): Promise<CallToolResult> => {
     const response = await callAs(ctx, caller, method, path, body)
     const answer = await response.json().catch(() => ({ error: `HTTP ${response.status}`, code: response.status }))
-    return response.ok ? { ...result(Array.isArray(answer) ? { items: answer } : answer), body: answer } : result(answer, true)
+    return response.ok ? result(shape(answer)) : result(answer, true)
   }
-  const strip = ({ body: _, ...r }: CallToolResult & { body?: unknown }): CallToolResult => r
 
   const server = new McpServer({ name: 'muster', version: '0.1.0' })
   const text = z.string().optional()
@@ -56,22 +59,20 @@ function mcpServer(ctx: Ctx, caller: Request): McpServer {
       description: 'Register this agent: id, token (send as X-Instance-Token), heartbeat URL, REST endpoints.',
       inputSchema: { name: z.string(), workspace: text, intent: text, stack: text, capabilities: z.array(z.string()).optional() },
     },
-    async (args) => {
-      const r = await rest('POST', '/api/instances/register', args)
-      if (r.isError) return strip(r)
-      const { id, token, status } = r.body
-      const self = `${origin}/api/instances/${id}`
-      return result({
-        id,
-        token,
-        status,
-        headers: { 'X-Instance-Token': token },
-        heartbeat: `POST ${self}/heartbeat`,
-        intent: `PUT ${self}/intent`,
-        rest: origin,
-        endpoints: REST_ENDPOINTS,
-      })
-    },
+    (args) =>
+      rest('POST', '/api/instances/register', args, ({ id, token, status }) => {
+        const self = `${origin}/api/instances/${id}`
+        return {
+          id,
+          token,
+          status,
+          headers: { 'X-Instance-Token': token },
+          heartbeat: `POST ${self}/heartbeat`,
+          intent: `PUT ${self}/intent`,
+          rest: origin,
+          endpoints: REST_ENDPOINTS,
+        }
+      }),
   )
   server.registerTool(
     'discover_instances',
@@ -79,16 +80,15 @@ function mcpServer(ctx: Ctx, caller: Request): McpServer {
       description: 'List registered agents; all filters optional.',
       inputSchema: { name: text, workspace: text, stack: text, capability: text },
     },
-    async (args) => {
+    (args) => {
       const query = new URLSearchParams(Object.entries(args).filter((e): e is [string, string] => typeof e[1] === 'string'))
-      const r = await rest('GET', `/api/instances${query.size ? `?${query}` : ''}`)
-      return r.isError ? strip(r) : result({ instances: r.body })
+      return rest('GET', `/api/instances${query.size ? `?${query}` : ''}`, undefined, (instances) => ({ instances }))
     },
   )
   server.registerTool(
     'set_intent',
     { description: 'Set your current task; also counts as a heartbeat.', inputSchema: { instance_id: z.string(), intent: z.string() } },
-    async ({ instance_id, intent }) => strip(await rest('PUT', `/api/instances/${encodeURIComponent(instance_id)}/intent`, { intent })),
+    ({ instance_id, intent }) => rest('PUT', `/api/instances/${encodeURIComponent(instance_id)}/intent`, { intent }),
   )
   server.registerTool('get_endpoints', { description: 'REST and CLI endpoints of this server.' }, async () =>
     result({ rest: origin, endpoints: REST_ENDPOINTS, cli: { env: `SERVICE_SERVER=${origin}`, commands: CLI_COMMANDS } }),
@@ -109,7 +109,7 @@ function mcpServer(ctx: Ctx, caller: Request): McpServer {
         context: text,
       },
     },
-    async (args) => strip(await rest('POST', '/api/rules/propose', args)),
+    (args) => rest('POST', '/api/rules/propose', args),
   )
   return server
 }
