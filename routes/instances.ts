@@ -10,7 +10,7 @@ import { hashToken, noteAudit, routes } from './http'
 const MAX_TEXT = 1000
 const MAX_CAPABILITIES = 100
 
-export const InstanceSchema = t.Object({
+const InstanceSchema = t.Object({
   id: t.String(),
   name: t.String(),
   workspace: t.String(),
@@ -22,7 +22,7 @@ export const InstanceSchema = t.Object({
   last_seen: t.String(),
 })
 
-export const RegisterBody = t.Object({
+const RegisterBody = t.Object({
   name: t.String({ description: 'required' }),
   workspace: t.Optional(t.String({ description: 'a project name here makes compliance check its contracts' })),
   intent: t.Optional(t.String({ description: 'current task' })),
@@ -30,7 +30,7 @@ export const RegisterBody = t.Object({
   capabilities: t.Optional(t.Array(t.String())),
 })
 
-export const InstanceFilterQuery = t.Object({
+const InstanceFilterQuery = t.Object({
   name: t.Optional(t.String()),
   workspace: t.Optional(t.String()),
   stack: t.Optional(t.String()),
@@ -50,22 +50,22 @@ function checkCapabilities(caps: string[] | undefined): string[] | undefined {
   return [...new Set(caps)]
 }
 
-/** Validates a registration; the same rules serve REST and the MCP tool. */
-export function checkRegistration(body: NewInstance): NewInstance {
+/** Validates a registration (the MCP tool reaches it through this route too). */
+function checkRegistration(body: NewInstance): NewInstance {
   if (!body.name?.trim()) throw invalid('name is required')
   for (const field of ['name', 'workspace', 'intent', 'stack'] as const) checkText(field, body[field])
   return { ...body, capabilities: checkCapabilities(body.capabilities) }
 }
 
 /** Registers and announces an instance; returns it with its token (the only time the token is shown). */
-export async function registerInstance(ctx: Ctx, body: NewInstance): Promise<Instance & { token: string }> {
+async function registerInstance(ctx: Ctx, body: NewInstance): Promise<Instance & { token: string }> {
   const token = randomBytes(32).toString('hex')
   const instance = await ctx.store.instances.register(checkRegistration(body), hashToken(token))
   await ctx.bus.publish('instance.registered', { id: instance.id, name: instance.name, workspace: instance.workspace, stack: instance.stack }, 'instances')
   return { ...instance, token }
 }
 
-export function setIntent(ctx: Ctx, id: string, intent: string): Promise<Instance> {
+function setIntent(ctx: Ctx, id: string, intent: string): Promise<Instance> {
   checkText('intent', intent)
   return ctx.store.instances.setIntent(id, intent).then(found)
 }
