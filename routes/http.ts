@@ -43,6 +43,10 @@ export const STATUS: Record<ErrorKind, number> = {
   too_large: 413,
 }
 
+/** The error kind an HTTP status stands for (STATUS read backwards), e.g. to re-raise an in-process call's error. */
+export const kindOfStatus = (status: number): ErrorKind | undefined =>
+  (Object.keys(STATUS) as ErrorKind[]).find((kind) => STATUS[kind] === status)
+
 export function errorResponse(status: number, message: string, extra: Record<string, unknown> = {}): Response {
   return Response.json({ error: message, code: status, ...extra }, { status })
 }

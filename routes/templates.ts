@@ -2,12 +2,12 @@
 // Applying writes contracts and specs through the API itself (ctx.handle), so
 // their validation, versioning, events and audit entries are the usual ones.
 import { t } from 'elysia'
-import { AppError, invalid, notFound, type ErrorKind } from '../lib/errors'
+import { AppError, invalid, notFound } from '../lib/errors'
 import type { Ctx } from '../lib/context'
 import { checkRules } from '../lib/rules'
 import { defaultData, templateParts } from '../lib/templates'
 import { TEMPLATE_KINDS, type Template, type TemplateInput, type TemplateKind } from '../store/templates'
-import { callAs, noteAudit, routes } from './http'
+import { callAs, kindOfStatus, noteAudit, routes } from './http'
 import { keyParam } from './documents'
 
 const tags = ['templates']
@@ -19,8 +19,6 @@ const Fields = {
   data: t.Optional(t.Unknown({ description: 'rules: [rule]; contracts: a contract (or any JSON spec); bundle: {rules?, contracts?, specs?}' })),
   tags: t.Optional(t.Array(t.String())),
 }
-
-const KIND_OF_STATUS: Record<number, ErrorKind> = { 400: 'invalid', 404: 'not_found', 409: 'conflict', 412: 'precondition', 413: 'too_large' }
 
 function kindParam(value: string | undefined): TemplateKind {
   if (value === undefined || value === '') return 'rules'
@@ -51,7 +49,7 @@ export function templatesRoutes(ctx: Ctx) {
     const res = await callAs(ctx, request, 'PUT', path, doc)
     if (res.ok) return
     const body = (await res.json().catch(() => ({}))) as { error?: string }
-    throw new AppError(KIND_OF_STATUS[res.status] ?? 'invalid', `${what}: ${body.error ?? `status ${res.status}`}`)
+    throw new AppError(kindOfStatus(res.status) ?? 'invalid', `${what}: ${body.error ?? `status ${res.status}`}`)
   }
 
   return routes(ctx)
