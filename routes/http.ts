@@ -198,6 +198,13 @@ export function intParam(value: string | undefined, name: string, def: number, m
 }
 
 /** An RFC 3339 / ISO 8601 instant, normalised to the stored format; garbage gives 400. */
+/** One of `allowed`, or `def` when absent or empty; anything else is 400 "invalid <name>: expected a, b". */
+export function enumParam<T extends string, D extends T | undefined>(value: string | undefined, name: string, allowed: readonly T[], def: D): T | D {
+  if (value === undefined || value === '') return def
+  if (!allowed.includes(value as T)) throw invalid(`invalid ${name}: expected ${allowed.join(', ')}`)
+  return value as T
+}
+
 export function timeParam(value: string | undefined, name: string): string | undefined {
   if (value === undefined || value === '') return undefined
   const ms = Date.parse(value)

@@ -3,8 +3,8 @@
 import { t } from 'elysia'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../lib/context'
-import { SOURCES, STATUSES, checkRule, checkRules, type Rule, type Source, type Status } from '../lib/rules'
-import { callerOf, noteAudit, routes } from './http'
+import { SOURCES, STATUSES, checkRule, checkRules, type Rule, type Source } from '../lib/rules'
+import { callerOf, enumParam, noteAudit, routes } from './http'
 import { keyParam } from './documents'
 
 const tags = ['rules']
@@ -54,9 +54,8 @@ export function rulesRoutes(ctx: Ctx) {
     .get(
       '/api/rules',
       ({ query }) => {
-        const status = query.status || undefined
-        if (status && !STATUSES.includes(status as Status)) throw invalid(`invalid status: expected ${STATUSES.join(', ')}`)
-        return ctx.store.rules.list({ status: status as Status | undefined, project: query.project || undefined })
+        const status = enumParam(query.status, 'status', STATUSES, undefined)
+        return ctx.store.rules.list({ status, project: query.project || undefined })
       },
       {
         query: t.Object({

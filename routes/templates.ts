@@ -6,8 +6,8 @@ import { AppError, invalid, notFound } from '../lib/errors'
 import type { Ctx } from '../lib/context'
 import { checkRules } from '../lib/rules'
 import { defaultData, templateParts } from '../lib/templates'
-import { TEMPLATE_KINDS, type Template, type TemplateInput, type TemplateKind } from '../store/templates'
-import { callAs, kindOfStatus, noteAudit, routes } from './http'
+import { TEMPLATE_KINDS, type Template, type TemplateInput } from '../store/templates'
+import { callAs, enumParam, kindOfStatus, noteAudit, routes } from './http'
 import { keyParam } from './documents'
 
 const tags = ['templates']
@@ -20,17 +20,11 @@ const Fields = {
   tags: t.Optional(t.Array(t.String())),
 }
 
-function kindParam(value: string | undefined): TemplateKind {
-  if (value === undefined || value === '') return 'rules'
-  if (!TEMPLATE_KINDS.includes(value as TemplateKind)) throw invalid(`invalid kind: expected ${TEMPLATE_KINDS.join(', ')}`)
-  return value as TemplateKind
-}
-
 /** Checks the fields shared by create and update and the data against the kind. */
 function checked(input: { id: string; name: string; description?: string; kind?: string; data?: unknown; tags?: string[] }): TemplateInput {
   const name = input.name.trim()
   if (!name) throw invalid('name is required')
-  const kind = kindParam(input.kind)
+  const kind = enumParam(input.kind, 'kind', TEMPLATE_KINDS, 'rules')
   const data = input.data === undefined ? defaultData(kind) : input.data
   if (input.tags?.some((tag) => !tag.trim())) throw invalid('invalid tags: a tag is empty')
   templateParts(kind, data, input.id)
@@ -71,8 +65,8 @@ export function templatesRoutes(ctx: Ctx) {
     .get(
       '/api/templates',
       ({ query }) => {
-        if (query.kind) kindParam(query.kind)
-        return ctx.store.templates.list({ kind: query.kind || undefined, tag: query.tag || undefined })
+        const kind = enumParam(query.kind, 'kind', TEMPLATE_KINDS, undefined)
+        return ctx.store.templates.list({ kind, tag: query.tag || undefined })
       },
       {
         query: t.Object({ kind: t.Optional(t.String()), tag: t.Optional(t.String({ description: 'templates carrying this tag' })) }),
