@@ -1,9 +1,9 @@
 // Composition root: config → store → bus → jobs → the API and dashboard apps.
-import { Bus } from './bus'
-import { createApi } from './api'
-import { createDashboard } from './dashboard'
+import { Bus } from './services/bus'
+import { createApi } from './http/api'
+import { createDashboard } from './http/dashboard'
 import { ConfigError, USAGE, formatHostPort, loadConfig, type Config } from './lib/config'
-import type { Ctx } from './lib/context'
+import type { Ctx } from './services/context'
 import { AgentMetrics, METRICS_FLUSH_MS } from './lib/metrics'
 import { every } from './jobs/timer'
 import { openStore } from './store'
@@ -29,14 +29,11 @@ export async function startServer(config: Config): Promise<Server> {
     config,
     store,
     bus: undefined as unknown as Bus,
-    metrics: new AgentMetrics((rows) => store.metrics.add(rows)),
+    metrics: new AgentMetrics((rows) => store.write((tx) => tx.metrics.add(rows))),
     startedAt: Date.now(),
     apiUrl: '',
     apiBind: '',
     dashboardBind: '',
-    handle: async () => {
-      throw new Error('API not started')
-    },
   }
   ctx.bus = new Bus(store)
 
@@ -48,7 +45,6 @@ export async function startServer(config: Config): Promise<Server> {
   stopJobs.push(() => ctx.bus.closeSubscriptions())
 
   const api = createApi(ctx).listen({ hostname: config.bind.host, port: config.bind.port })
-  ctx.handle = (request) => api.handle(request)
   ctx.apiBind = formatHostPort({ host: config.bind.host, port: api.server!.port! })
   ctx.apiUrl = urlOf(config.bind.host, api.server!.port!)
 

@@ -3,9 +3,10 @@
 // its own queue worked one delivery at a time, so a slow receiver delays only
 // itself; 10 consecutive failures disable the webhook.
 import { createHmac } from 'node:crypto'
-import type { Ctx } from '../lib/context'
+import type { Ctx } from '../services/context'
 import { matchesAny } from '../lib/glob'
 import type { Event } from '../store'
+import { recordDelivery } from '../services/webhooks'
 
 export const DELIVERY_TIMEOUT_MS = 5000
 export const MAX_FAILURES = 10
@@ -56,7 +57,7 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
       if (!target?.active) break
       const result = await deliver(target, event, stopping.signal)
       if (stopping.signal.aborted) break
-      const after = await ctx.store.webhooks.recordDelivery(id, result.ok, MAX_FAILURES)
+      const after = await recordDelivery(ctx, id, result.ok, MAX_FAILURES)
       if (!result.ok) {
         console.error(`webhook ${id}: delivery of event ${event.id} to ${target.url} failed: ${result.error}`)
         if (after && !after.active) console.error(`webhook ${id}: disabled after ${MAX_FAILURES} consecutive failures`)

@@ -3,7 +3,7 @@
 // --compile) at the same repo path under the bundle root, which is then
 // import.meta.url's directory rather than lib/.
 const compiled = /[/\\](\$bunfs|~BUN)[/\\]/.test(import.meta.url)
-const root = new URL(compiled ? './' : '../', import.meta.url)
+const root = new URL(compiled ? '.' : '..', import.meta.url)
 
 /** URL for `new Worker()` of a file given by its path in the repo, e.g. "store/checkpointer.ts". */
 export const workerUrl = (repoPath: string): string => new URL(repoPath, root).href

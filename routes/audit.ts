@@ -1,10 +1,11 @@
 // /api/audit: read the append-only audit log.
 import { t } from 'elysia'
-import type { Ctx } from '../lib/context'
-import { intParam, routes, timeParam } from './http'
+import type { Ctx } from '../services/context'
+import { intParam, timeParam } from '../http/params'
+import { audited } from '../http/audit'
 
 export function auditRoutes(ctx: Ctx) {
-  return routes(ctx)
+  return audited(ctx)
     .get(
       '/api/audit',
       ({ query }) =>

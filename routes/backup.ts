@@ -2,9 +2,10 @@
 import { t } from 'elysia'
 import { open, unlink } from 'node:fs/promises'
 import { invalid } from '../lib/errors'
-import type { Ctx } from '../lib/context'
+import type { Ctx } from '../services/context'
 import { removeTemp } from '../store/backup'
-import { bodyLimit, noteAudit, routes, tooLarge } from './http'
+import { bodyLimit, tooLarge } from '../http/body'
+import { noteAudit, audited } from '../http/audit'
 
 const CHUNK = 1024 * 1024
 
@@ -54,7 +55,7 @@ async function streamAndRemove(file: string): Promise<{ body: ReadableStream<Uin
 }
 
 export function backupRoutes(ctx: Ctx) {
-  return routes(ctx)
+  return audited(ctx)
     .get(
       '/api/backup',
       async ({ request }) => {

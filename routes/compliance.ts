@@ -1,13 +1,14 @@
 // /api/compliance: run the contract checks now, and read past runs.
 import { t } from 'elysia'
-import type { Ctx } from '../lib/context'
-import { runCompliance } from '../jobs/compliance'
-import { intParam, noteAudit, routes } from './http'
+import type { Ctx } from '../services/context'
+import { runCompliance } from '../services/compliance'
+import { intParam } from '../http/params'
+import { noteAudit, audited } from '../http/audit'
 
 const tags = ['compliance']
 
 export function complianceRoutes(ctx: Ctx) {
-  return routes(ctx)
+  return audited(ctx)
     .get(
       '/api/compliance/history',
       ({ query }) =>

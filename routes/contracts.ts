@@ -15,30 +15,22 @@ import {
   isContractDoc,
   type CompiledContract,
 } from '../lib/contract'
-import { DEFAULT_TIMEOUT_MS, callEndpoint, requestFromTestData } from '../lib/contract-test'
-import type { Ctx } from '../lib/context'
+import { DEFAULT_TIMEOUT_MS, callEndpoint, requestFromTestData } from '../lib/contract-call'
+import type { Ctx } from '../services/context'
 import type { Doc } from '../store/versioned'
-import { intParam, noteAudit, routes } from './http'
-import { keyParam, rawResponse, writeCondition } from './documents'
-import { readJsonBody } from './specs'
+import { intParam } from '../http/params'
+import { noteAudit, audited } from '../http/audit'
+import { DocReadQuery, keyParam, readDocument, writeCondition } from '../http/documents'
+import { readJsonBody } from '../http/body'
+import { specNames } from './specs'
+import { deleteContract, putContract } from '../services/contracts'
 
 const Params = t.Object({ project: t.String(), name: t.String() })
 const CasQuery = t.Object({ if_version: t.Optional(t.String({ description: 'compare-and-swap on the current version' })) })
-const ReadQuery = t.Object({
-  history: t.Optional(t.String({ description: '1 for the version list' })),
-  limit: t.Optional(t.String({ description: 'history length, default 50' })),
-  version: t.Optional(t.String({ description: 'read this version' })),
-  diff: t.Optional(t.String({ description: 'v1,v2: JSON diff between two versions' })),
-})
 const tags = ['contracts']
 const MAX_TIMEOUT_MS = 60_000
 
 export function contractsRoutes(ctx: Ctx) {
-  const names = (params: { project: string; name: string }) => ({
-    project: keyParam(params.project, 'project'),
-    name: keyParam(params.name, 'name'),
-  })
-
   /** The stored document; 404 when missing or when that spec is not a contract. */
   const stored = async (project: string, name: string): Promise<Doc> => {
     const doc = await ctx.store.specs.get(project, name)
@@ -62,17 +54,7 @@ export function contractsRoutes(ctx: Ctx) {
     return endpoint
   }
 
-  /** Version N of the contract (any version, even one written before it was a contract). */
-  const versionOf = async (project: string, name: string, version: number): Promise<Doc> => {
-    const doc = await ctx.store.specs.getVersion(project, name, version)
-    if (!doc) throw notFound(`version ${version} not found`)
-    return doc
-  }
-
-  const changed = (project: string, name: string, version: number, operation: string) =>
-    ctx.bus.publish('spec.changed', { project, name, version, operation }, 'specs')
-
-  return routes(ctx)
+  return audited(ctx)
     .get(
       '/api/contracts/:project',
       async ({ params }) => {
@@ -103,26 +85,18 @@ export function contractsRoutes(ctx: Ctx) {
     .get(
       '/api/contracts/:project/:name',
       async ({ params, query, request }) => {
-        const { project, name } = names(params)
-        const doc = await stored(project, name)
-        if (query.history !== undefined && query.history !== '' && query.history !== '0') {
-          const versions = await ctx.store.specs.history(project, name, intParam(query.limit, 'limit', 50, 1))
-          return { project, name, versions: versions ?? [] }
+        const { project, name } = specNames(params)
+        await stored(project, name)
+        const source = {
+          get: () => ctx.store.specs.get(project, name),
+          getVersion: (v: number) => ctx.store.specs.getVersion(project, name, v),
+          history: (limit: number) => ctx.store.specs.history(project, name, limit),
         }
-        if (query.diff !== undefined) {
-          const m = /^(\d+),(\d+)$/.exec(query.diff)
-          if (!m) throw invalid('invalid diff: expected diff=v1,v2')
-          const [v1, v2] = [Number(m[1]), Number(m[2])]
-          const [a, b] = [await versionOf(project, name, v1), await versionOf(project, name, v2)]
-          return { project, name, v1, v2, diffs: jsonDiff(decodeJson(a.value), decodeJson(b.value)) }
-        }
-        if (query.version !== undefined)
-          return rawResponse(request, await versionOf(project, name, intParam(query.version, 'version', 0, 1)), false)
-        return rawResponse(request, doc)
+        return readDocument(source, query, request, 'contract', { project, name })
       },
       {
         params: Params,
-        query: ReadQuery,
+        query: DocReadQuery,
         detail: {
           summary: 'Read a contract (raw JSON with ETag), its history, a version, or a diff',
           description: 'Precedence when combined: history, then diff, then version.',
@@ -132,19 +106,11 @@ export function contractsRoutes(ctx: Ctx) {
     )
     .put(
       '/api/contracts/:project/:name',
-      async ({ params, query, request }) => {
-        const { project, name } = names(params)
+      async ({ params, query, request, audit }) => {
+        const { project, name } = specNames(params)
         const cond = writeCondition(request, query, true)
         const { bytes, json } = await readJsonBody(request)
-        const contract = compileContract(json)
-        const current = await ctx.store.specs.get(project, name)
-        if (current && !isContractDoc(decodeJson(current.value)))
-          throw conflict(`spec ${project}/${name} exists and is not a contract; delete it first or choose another name`)
-        const meta = await ctx.store.specs.put(project, name, bytes, cond)
-        contractCache.set(project, name, meta.hash, { compiled: contract, problems: [] })
-        noteAudit(request, `version ${meta.version}`)
-        await changed(project, name, meta.version, 'put')
-        return meta
+        return putContract(ctx, audit, project, name, bytes, json, cond)
       },
       {
         parse: 'none',
@@ -156,13 +122,10 @@ export function contractsRoutes(ctx: Ctx) {
     )
     .delete(
       '/api/contracts/:project/:name',
-      async ({ params, query, request }) => {
-        const { project, name } = names(params)
+      async ({ params, query, request, audit }) => {
+        const { project, name } = specNames(params)
         await stored(project, name)
-        if (!(await ctx.store.specs.delete(project, name, writeCondition(request, query, false))))
-          throw notFound('contract not found')
-        contractCache.forget(project, name)
-        await changed(project, name, 0, 'delete')
+        await deleteContract(ctx, audit, project, name, writeCondition(request, query, false))
         return { deleted: `${project}/${name}` }
       },
       { params: Params, query: CasQuery, audit: 'contract.delete', detail: { summary: 'Delete a contract and its history', tags } },
@@ -170,7 +133,7 @@ export function contractsRoutes(ctx: Ctx) {
     .post(
       '/api/contracts/:project/:name/validate',
       async ({ params, body }) => {
-        const { project, name } = names(params)
+        const { project, name } = specNames(params)
         // t.Unknown() lets a missing key through; JSON has no undefined, so absent it is
         if (body.payload === undefined) throw invalid('payload is required')
         const direction = DIRECTIONS.find((d) => d === body.direction)
@@ -193,7 +156,7 @@ export function contractsRoutes(ctx: Ctx) {
     .post(
       '/api/contracts/:project/:name/test',
       async ({ params, body }) => {
-        const { project, name } = names(params)
+        const { project, name } = specNames(params)
         const timeout = body.timeout_ms ?? DEFAULT_TIMEOUT_MS
         if (!Number.isInteger(timeout) || timeout < 1 || timeout > MAX_TIMEOUT_MS)
           throw invalid(`invalid timeout_ms: expected an integer from 1 to ${MAX_TIMEOUT_MS}`)

@@ -1,9 +1,12 @@
 // /api/events: publish, history (with resume), and the WebSocket subscription.
 import { t } from 'elysia'
 import { invalid } from '../lib/errors'
-import type { Ctx } from '../lib/context'
-import type { Subscription } from '../bus'
-import { errorResponse, intParam, routes, timeParam } from './http'
+import type { Ctx } from '../services/context'
+import type { Subscription } from '../services/bus'
+import { publishEvent } from '../services/events'
+import { errorResponse } from '../http/errors'
+import { intParam, timeParam } from '../http/params'
+import { audited } from '../http/audit'
 
 export const EventSchema = t.Object({
   id: t.Integer(),
@@ -26,12 +29,12 @@ export function eventsRoutes(ctx: Ctx) {
   // Keyed by the connection's id: Elysia wraps the socket in a new object per callback.
   const open = new Map<string, Subscription>()
 
-  return routes(ctx)
+  return audited(ctx)
     .post(
       '/api/events/publish',
       ({ body }) => {
         if (!body.topic) throw invalid('topic is required')
-        return ctx.bus.publish(body.topic, body.data ?? null, '')
+        return publishEvent(ctx, undefined, body.topic, body.data ?? null)
       },
       {
         body: t.Object({

@@ -1,14 +1,11 @@
 // /api/instances: the agent registry. Registration returns the instance token
 // once; only its hash is stored, and no other answer carries it.
 import { t } from 'elysia'
-import { randomBytes } from 'node:crypto'
-import { invalid, notFound } from '../lib/errors'
-import type { Ctx } from '../lib/context'
-import type { Instance, NewInstance } from '../store/instances'
-import { hashToken, noteAudit, routes } from './http'
-
-const MAX_TEXT = 1000
-const MAX_CAPABILITIES = 100
+import { notFound } from '../lib/errors'
+import type { Ctx } from '../services/context'
+import type { AuditScope } from '../services/audit'
+import { activateInstance, deregisterInstance, heartbeat, registerInstance, setCapabilities, setIntent } from '../services/instances'
+import { audited } from '../http/audit'
 
 const InstanceSchema = t.Object({
   id: t.String(),
@@ -39,38 +36,7 @@ const InstanceFilterQuery = t.Object({
 
 const IdParams = t.Object({ id: t.String() })
 
-function checkText(field: string, value: string | undefined): void {
-  if (value !== undefined && value.length > MAX_TEXT) throw invalid(`invalid ${field}: at most ${MAX_TEXT} characters`)
-}
-
-function checkCapabilities(caps: string[] | undefined): string[] | undefined {
-  if (caps === undefined) return undefined
-  if (caps.length > MAX_CAPABILITIES) throw invalid(`invalid capabilities: at most ${MAX_CAPABILITIES}`)
-  if (caps.some((c) => c.trim() === '' || c.length > 200)) throw invalid('invalid capabilities: each must be 1 to 200 characters')
-  return [...new Set(caps)]
-}
-
-/** Validates a registration (the MCP tool reaches it through this route too). */
-function checkRegistration(body: NewInstance): NewInstance {
-  if (!body.name?.trim()) throw invalid('name is required')
-  for (const field of ['name', 'workspace', 'intent', 'stack'] as const) checkText(field, body[field])
-  return { ...body, capabilities: checkCapabilities(body.capabilities) }
-}
-
-/** Registers and announces an instance; returns it with its token (the only time the token is shown). */
-async function registerInstance(ctx: Ctx, body: NewInstance): Promise<Instance & { token: string }> {
-  const token = randomBytes(32).toString('hex')
-  const instance = await ctx.store.instances.register(checkRegistration(body), hashToken(token))
-  await ctx.bus.publish('instance.registered', { id: instance.id, name: instance.name, workspace: instance.workspace, stack: instance.stack }, 'instances')
-  return { ...instance, token }
-}
-
-function setIntent(ctx: Ctx, id: string, intent: string): Promise<Instance> {
-  checkText('intent', intent)
-  return ctx.store.instances.setIntent(id, intent).then(found)
-}
-
-function found<T>(instance: T | null): T {
+const found = <T>(instance: T | null): T => {
   if (!instance) throw notFound('instance not found')
   return instance
 }
@@ -79,19 +45,15 @@ export function instancesRoutes(ctx: Ctx) {
   const store = () => ctx.store.instances
   /** heartbeat and activate: change one instance, answer `{id, status}`. */
   const touch =
-    <S extends string>(change: (id: string) => Promise<Instance | null>, status: S) =>
-    async ({ params }: { params: { id: string } }) => {
-      found(await change(params.id))
+    <S extends string>(change: typeof heartbeat, status: S) =>
+    async ({ params, audit }: { params: { id: string }; audit?: AuditScope }) => {
+      await change(ctx, audit, params.id)
       return { id: params.id, status }
     }
-  return routes(ctx)
+  return audited(ctx)
     .post(
       '/api/instances/register',
-      async ({ body, request }) => {
-        const instance = await registerInstance(ctx, body)
-        noteAudit(request, `${instance.id} (${instance.name})`)
-        return instance
-      },
+      ({ body, audit }) => registerInstance(ctx, audit, body),
       {
         body: RegisterBody,
         response: { 200: t.Composite([InstanceSchema, t.Object({ token: t.String({ description: 'shown only here; send it as X-Instance-Token' }) })]) },
@@ -119,12 +81,12 @@ export function instancesRoutes(ctx: Ctx) {
       response: { 200: InstanceSchema },
       detail: { summary: 'One instance (never its token)', tags: ['instances'] },
     })
-    .post('/api/instances/:id/heartbeat', touch((id) => store().heartbeat(id), 'ok'), {
+    .post('/api/instances/:id/heartbeat', touch(heartbeat, 'ok'), {
       params: IdParams,
       response: { 200: t.Object({ id: t.String(), status: t.Literal('ok') }) },
       detail: { summary: 'Refresh last_seen; a stale instance becomes active', tags: ['instances'] },
     })
-    .post('/api/instances/:id/activate', touch((id) => store().activate(id), 'active'), {
+    .post('/api/instances/:id/activate', touch(activateInstance, 'active'), {
       params: IdParams,
       response: { 200: t.Object({ id: t.String(), status: t.Literal('active') }) },
       audit: 'instance.activate',
@@ -132,9 +94,8 @@ export function instancesRoutes(ctx: Ctx) {
     })
     .post(
       '/api/instances/:id/capabilities',
-      async ({ params, body, request }) => {
-        const instance = found(await store().setCapabilities(params.id, checkCapabilities(body.capabilities)!))
-        noteAudit(request, instance.capabilities.join(', '))
+      async ({ params, body, audit }) => {
+        const instance = await setCapabilities(ctx, audit, params.id, body.capabilities)
         return { id: instance.id, capabilities: instance.capabilities }
       },
       {
@@ -145,7 +106,7 @@ export function instancesRoutes(ctx: Ctx) {
         detail: { summary: 'Replace the capabilities', tags: ['instances'] },
       },
     )
-    .put('/api/instances/:id/intent', ({ params, body }) => setIntent(ctx, params.id, body.intent), {
+    .put('/api/instances/:id/intent', ({ params, body, audit }) => setIntent(ctx, audit, params.id, body.intent), {
       params: IdParams,
       body: t.Object({ intent: t.String({ description: 'current task; also refreshes last_seen' }) }),
       response: { 200: InstanceSchema },
@@ -154,11 +115,7 @@ export function instancesRoutes(ctx: Ctx) {
     })
     .delete(
       '/api/instances/:id',
-      async ({ params }) => {
-        const gone = found(await store().delete(params.id))
-        await ctx.bus.publish('instance.deregistered', { id: gone.id, name: gone.name }, 'instances')
-        return { deleted: gone.id }
-      },
+      async ({ params, audit }) => ({ deleted: (await deregisterInstance(ctx, audit, params.id)).id }),
       {
         params: IdParams,
         response: { 200: t.Object({ deleted: t.String() }) },

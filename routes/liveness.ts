@@ -1,11 +1,11 @@
 // /api/liveness/check: runs the liveness check now instead of at the next tick.
 import { t } from 'elysia'
-import type { Ctx } from '../lib/context'
-import { checkLiveness } from '../jobs/liveness'
-import { routes } from './http'
+import type { Ctx } from '../services/context'
+import { checkLiveness } from '../services/instances'
+import { audited } from '../http/audit'
 
 export function livenessRoutes(ctx: Ctx) {
-  return routes(ctx).post(
+  return audited(ctx).post(
     '/api/liveness/check',
     async () => {
       const newly_stale = (await checkLiveness(ctx)).map(({ id, name, status }) => ({ id, name, status }))

@@ -1,9 +1,11 @@
 // /api/llm: LLM usage records reported by agents, listings and summaries.
 import { t } from 'elysia'
 import { invalid } from '../lib/errors'
-import type { Ctx } from '../lib/context'
+import type { Ctx } from '../services/context'
 import { GROUP_BY, type GroupBy, type LlmFilter } from '../store/llm'
-import { callerOf, intParam, noteAudit, routes, timeParam } from './http'
+import { intParam, timeParam } from '../http/params'
+import { audited } from '../http/audit'
+import { recordLlmUsage } from '../services/llm'
 
 const UsageBody = t.Object({
   provider: t.String({ description: 'required, e.g. anthropic' }),
@@ -38,14 +40,13 @@ function pickFilter(q: { instance?: string; project?: string; session_tag?: stri
 }
 
 export function llmRoutes(ctx: Ctx) {
-  return routes(ctx)
+  return audited(ctx)
     .post(
       '/api/llm/usage',
-      async ({ body, request }) => {
+      async ({ body, audit }) => {
         for (const field of ['provider', 'model'] as const) if (!body[field].trim()) throw invalid(`${field} is required`)
-        const instance_id = body.instance_id ?? (await callerOf(ctx, request)).instanceId ?? ''
-        const id = await ctx.store.llm.record({ ...body, instance_id })
-        noteAudit(request, `${body.provider}/${body.model}: ${body.tokens_in ?? 0} in, ${body.tokens_out ?? 0} out, $${body.cost_usd ?? 0}`)
+        const instance_id = body.instance_id ?? audit.instanceId ?? ''
+        const id = await recordLlmUsage(ctx, audit, { ...body, instance_id })
         return { id, recorded: true as const }
       },
       {

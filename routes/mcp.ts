@@ -1,13 +1,20 @@
 // POST /mcp: the discovery door for LLM agents (MCP over Streamable HTTP,
-// stateless: one server and transport per request). Each tool is a REST call
-// made in-process with the caller's headers, so auth, validation, audit and
-// events are exactly those of the REST API; data itself moves over REST.
+// stateless: one server and transport per request). Each tool calls the same
+// service as its REST twin, as the caller, so validation, events and audit are
+// the REST ones; data itself moves over REST.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import { z } from 'zod'
-import type { Ctx } from '../lib/context'
-import { callAs, routes } from './http'
+import type { Ctx } from '../services/context'
+import { callerOf } from '../http/caller'
+import { audited, resourceOf } from '../http/audit'
+import { AppError } from '../lib/errors'
+import { STATUS } from '../http/errors'
+import { checkRule } from '../lib/rules'
+import { scopeFor, type Caller } from '../services/audit'
+import { registerInstance, setIntent } from '../services/instances'
+import { proposeRule } from '../services/rules'
 
 export const MCP_TOOLS = ['register_instance', 'discover_instances', 'set_intent', 'get_endpoints', 'propose_rule'] as const
 
@@ -38,18 +45,24 @@ function result(data: Record<string, unknown>, isError = false): CallToolResult 
   return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data, ...(isError ? { isError } : {}) }
 }
 
-/** The tools of one MCP request, bound to its caller's credentials. */
-function mcpServer(ctx: Ctx, caller: Request): McpServer {
-  const origin = new URL(caller.url).origin
+/** The tools of one MCP request, bound to its caller. */
+function mcpServer(ctx: Ctx, request: Request, caller: Caller): McpServer {
+  const origin = new URL(request.url).origin
   /**
-   * The REST call's answer as the tool result: `shape` turns a success body into the
-   * result's object; an error answer passes through as an isError result.
+   * A service call's answer as the tool result: `shape` turns the value into the
+   * result's object; an error becomes an isError result with the REST error body.
    */
-  const rest = async (method: string, path: string, body?: unknown, shape = (ok: any): Record<string, unknown> => ok): Promise<CallToolResult> => {
-    const response = await callAs(ctx, caller, method, path, body)
-    const answer = await response.json().catch(() => ({ error: `HTTP ${response.status}`, code: response.status }))
-    return response.ok ? result(shape(answer)) : result(answer, true)
+  const call = async <T>(run: () => Promise<T>, shape = (ok: any): Record<string, unknown> => ok): Promise<CallToolResult> => {
+    try {
+      return result(shape(await run()))
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err
+      const code = STATUS[err.kind]
+      return result({ error: err.message, code, ...err.extra }, true)
+    }
   }
+  /** The audit scope of a tool's write: the action and resource of its REST twin. */
+  const scope = (action: string, path: string) => scopeFor(caller, action, resourceOf(origin + path))
 
   const server = new McpServer({ name: 'muster', version: '0.1.0' })
   const text = z.string().optional()
@@ -60,7 +73,7 @@ function mcpServer(ctx: Ctx, caller: Request): McpServer {
       inputSchema: { name: z.string(), workspace: text, intent: text, stack: text, capabilities: z.array(z.string()).optional() },
     },
     (args) =>
-      rest('POST', '/api/instances/register', args, ({ id, token, status }) => {
+      call(() => registerInstance(ctx, scope('instance.register', '/api/instances/register'), args), ({ id, token, status }) => {
         const self = `${origin}/api/instances/${id}`
         return {
           id,
@@ -80,15 +93,12 @@ function mcpServer(ctx: Ctx, caller: Request): McpServer {
       description: 'List registered agents; all filters optional.',
       inputSchema: { name: text, workspace: text, stack: text, capability: text },
     },
-    (args) => {
-      const query = new URLSearchParams(Object.entries(args).filter((e): e is [string, string] => typeof e[1] === 'string'))
-      return rest('GET', `/api/instances${query.size ? `?${query}` : ''}`, undefined, (instances) => ({ instances }))
-    },
+    ({ name, workspace, stack, capability }) => call(() => ctx.store.instances.list({ name, workspace, stack, capability }), (instances) => ({ instances })),
   )
   server.registerTool(
     'set_intent',
     { description: 'Set your current task; also counts as a heartbeat.', inputSchema: { instance_id: z.string(), intent: z.string() } },
-    ({ instance_id, intent }) => rest('PUT', `/api/instances/${encodeURIComponent(instance_id)}/intent`, { intent }),
+    ({ instance_id, intent }) => call(() => setIntent(ctx, scope('instance.intent', `/api/instances/${encodeURIComponent(instance_id)}/intent`), instance_id, intent)),
   )
   server.registerTool('get_endpoints', { description: 'REST and CLI endpoints of this server.' }, async () =>
     result({ rest: origin, endpoints: REST_ENDPOINTS, cli: { env: `SERVICE_SERVER=${origin}`, commands: CLI_COMMANDS } }),
@@ -109,16 +119,20 @@ function mcpServer(ctx: Ctx, caller: Request): McpServer {
         context: text,
       },
     },
-    (args) => rest('POST', '/api/rules/propose', args),
+    (args) =>
+      call(
+        () => proposeRule(ctx, scope('rule.propose', '/api/rules/propose'), checkRule(args)),
+        (rule) => ({ project: rule.project, rule_id: rule.rule_id, status: 'proposed' }),
+      ),
   )
   return server
 }
 
 export function mcpRoutes(ctx: Ctx) {
-  return routes(ctx).post(
+  return audited(ctx).post(
     '/mcp',
     async ({ request }) => {
-      const server = mcpServer(ctx, request)
+      const server = mcpServer(ctx, request, await callerOf(ctx, request))
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
       await server.connect(transport)
       try {

@@ -2,8 +2,8 @@
 import { t } from 'elysia'
 import { invalid } from '../lib/errors'
 import { formatDuration } from '../lib/duration'
-import type { Ctx } from '../lib/context'
-import { routes } from './http'
+import type { Ctx } from '../services/context'
+import { audited } from '../http/audit'
 
 const BUCKET_SHAPE = '0000-00-00T00'
 
@@ -26,7 +26,7 @@ export function metricsRoutes(ctx: Ctx) {
     await ctx.metrics.flush()
     return ctx.store.metrics.list({ instanceId, period })
   }
-  return routes(ctx)
+  return audited(ctx)
     .get(
       '/api/metrics',
       async () => ({

@@ -2,10 +2,13 @@
 // accept or reject; export and import move accepted rules between servers.
 import { t } from 'elysia'
 import { invalid } from '../lib/errors'
-import type { Ctx } from '../lib/context'
-import { SOURCES, STATUSES, checkRule, checkRules, type Rule, type Source } from '../lib/rules'
-import { callerOf, enumParam, noteAudit, routes } from './http'
-import { keyParam } from './documents'
+import type { Ctx } from '../services/context'
+import { SOURCES, STATUSES, checkRule, checkRules, type Source } from '../lib/rules'
+import type { AuditScope } from '../services/audit'
+import { decideRule, importRules, proposeRule } from '../services/rules'
+import { enumParam } from '../http/params'
+import { audited } from '../http/audit'
+import { keyParam } from '../http/documents'
 
 const tags = ['rules']
 
@@ -41,16 +44,15 @@ function listParam<T extends string>(value: string | undefined, name: string, al
 }
 
 export function rulesRoutes(ctx: Ctx) {
-  const changed = (topic: string, rule: Rule) => ctx.bus.publish(topic, rule, 'rules')
-
   /** accept and reject: one transition out of proposed. */
-  const decide = (verdict: 'accepted' | 'rejected') => async ({ params }: { params: { project: string; ruleID: string } }) => {
-    const rule = await ctx.store.rules.decide(keyParam(params.project, 'project'), keyParam(params.ruleID, 'rule id'), verdict)
-    await changed(`rule.${verdict}`, rule)
-    return { project: rule.project, rule_id: rule.rule_id, status: verdict }
-  }
+  const decide =
+    (verdict: 'accepted' | 'rejected') =>
+    async ({ params, audit }: { params: { project: string; ruleID: string }; audit: AuditScope }) => {
+      const rule = await decideRule(ctx, audit, keyParam(params.project, 'project'), keyParam(params.ruleID, 'rule id'), verdict)
+      return { project: rule.project, rule_id: rule.rule_id, status: verdict }
+    }
 
-  return routes(ctx)
+  return audited(ctx)
     .get(
       '/api/rules',
       ({ query }) => {
@@ -67,12 +69,8 @@ export function rulesRoutes(ctx: Ctx) {
     )
     .post(
       '/api/rules/propose',
-      async ({ body, request }) => {
-        const draft = checkRule(body)
-        if (!draft.proposed_by) draft.proposed_by = (await callerOf(ctx, request)).instanceId ?? ''
-        const rule = await ctx.store.rules.propose(draft)
-        noteAudit(request, `${rule.project}/${rule.rule_id}`)
-        await changed('rule.proposed', rule)
+      async ({ body, audit }) => {
+        const rule = await proposeRule(ctx, audit, checkRule(body))
         return { project: rule.project, rule_id: rule.rule_id, status: 'proposed' as const }
       },
       {
@@ -105,11 +103,9 @@ export function rulesRoutes(ctx: Ctx) {
     )
     .post(
       '/api/rules/import',
-      async ({ body, request }) => {
+      async ({ body, audit }) => {
         if (Array.isArray(body) && body.length === 0) throw invalid('rules array is empty')
-        const imported = await ctx.store.rules.import(checkRules(body))
-        noteAudit(request, `${imported} rules`)
-        return { imported }
+        return { imported: await importRules(ctx, audit, checkRules(body)) }
       },
       {
         body: RuleList('each rule names its project; source and status in the objects are ignored'),

@@ -1,30 +1,22 @@
 // /api/specs: per-project named JSON documents.
 import { t } from 'elysia'
-import { invalid, notFound } from '../lib/errors'
-import type { Ctx } from '../lib/context'
-import { noteAudit, readBody, routes } from './http'
-import { keyParam, rawResponse, writeCondition } from './documents'
+import type { Ctx } from '../services/context'
+import { deleteSpec, putSpec } from '../services/specs'
+import { audited } from '../http/audit'
+import { readJsonBody } from '../http/body'
+import { DocReadQuery, keyParam, readDocument, writeCondition } from '../http/documents'
 
 const SpecParams = t.Object({ project: t.String(), name: t.String() })
 const CasQuery = t.Object({ if_version: t.Optional(t.String({ description: 'compare-and-swap on the current version' })) })
 
-/** Validates a JSON body for a spec write; shared with contracts. */
-export async function readJsonBody(request: Request): Promise<{ bytes: Uint8Array; json: unknown }> {
-  const bytes = await readBody(request)
-  if (bytes.byteLength === 0) throw invalid('request body is empty')
-  try {
-    return { bytes, json: JSON.parse(new TextDecoder().decode(bytes)) }
-  } catch {
-    throw invalid('request body is not valid JSON')
-  }
-}
+/** project and name from the path, decoded and checked. */
+export const specNames = (params: { project: string; name: string }) => ({
+  project: keyParam(params.project, 'project'),
+  name: keyParam(params.name, 'name'),
+})
 
 export function specsRoutes(ctx: Ctx) {
-  const names = (params: { project: string; name: string }) => ({
-    project: keyParam(params.project, 'project'),
-    name: keyParam(params.name, 'name'),
-  })
-  return routes(ctx)
+  return audited(ctx)
     .get(
       '/api/specs/:project',
       async ({ params }) => {
@@ -35,24 +27,32 @@ export function specsRoutes(ctx: Ctx) {
     )
     .get(
       '/api/specs/:project/:name',
-      async ({ params, request }) => {
-        const { project, name } = names(params)
-        const doc = await ctx.store.specs.get(project, name)
-        if (!doc) throw notFound('spec not found')
-        return rawResponse(request, doc)
+      ({ params, query, request }) => {
+        const { project, name } = specNames(params)
+        const source = {
+          get: () => ctx.store.specs.get(project, name),
+          getVersion: (v: number) => ctx.store.specs.getVersion(project, name, v),
+          history: (limit: number) => ctx.store.specs.history(project, name, limit),
+        }
+        return readDocument(source, query, request, 'spec', { project, name })
       },
-      { params: SpecParams, detail: { summary: 'Read a spec (raw JSON)', tags: ['specs'] } },
+      {
+        params: SpecParams,
+        query: DocReadQuery,
+        detail: {
+          summary: 'Read a spec (raw JSON), its history, a version, or a diff',
+          description: 'Precedence when combined: history, then diff, then version.',
+          tags: ['specs'],
+        },
+      },
     )
     .put(
       '/api/specs/:project/:name',
-      async ({ params, query, request }) => {
-        const { project, name } = names(params)
+      async ({ params, query, request, audit }) => {
+        const { project, name } = specNames(params)
         const cond = writeCondition(request, query, true)
         const { bytes } = await readJsonBody(request)
-        const meta = await ctx.store.specs.put(project, name, bytes, cond)
-        noteAudit(request, `version ${meta.version}`)
-        ctx.bus.notify('spec.changed', { project, name, version: meta.version, operation: 'put' }, 'specs')
-        return meta
+        return putSpec(ctx, audit, project, name, bytes, cond)
       },
       {
         parse: 'none',
@@ -64,11 +64,9 @@ export function specsRoutes(ctx: Ctx) {
     )
     .delete(
       '/api/specs/:project/:name',
-      async ({ params, query, request }) => {
-        const { project, name } = names(params)
-        if (!(await ctx.store.specs.delete(project, name, writeCondition(request, query, false))))
-          throw notFound('spec not found')
-        ctx.bus.notify('spec.changed', { project, name, version: 0, operation: 'delete' }, 'specs')
+      async ({ params, query, request, audit }) => {
+        const { project, name } = specNames(params)
+        await deleteSpec(ctx, audit, project, name, writeCondition(request, query, false))
         return { deleted: `${project}/${name}` }
       },
       { params: SpecParams, query: CasQuery, audit: 'spec.delete', detail: { summary: 'Delete a spec', tags: ['specs'] } },

@@ -1,14 +1,14 @@
-// /api/templates: reusable rules, contracts and specs, applied to a project.
-// Applying writes contracts and specs through the API itself (ctx.handle), so
-// their validation, versioning, events and audit entries are the usual ones.
+// /api/templates: reusable rules, contracts and specs, applied to a project
+// (services/templates.ts writes every part in one unit).
 import { t } from 'elysia'
-import { AppError, invalid, notFound } from '../lib/errors'
-import type { Ctx } from '../lib/context'
-import { checkRules } from '../lib/rules'
+import { invalid, notFound } from '../lib/errors'
+import type { Ctx } from '../services/context'
 import { defaultData, templateParts } from '../lib/templates'
 import { TEMPLATE_KINDS, type Template, type TemplateInput } from '../store/templates'
-import { callAs, enumParam, kindOfStatus, noteAudit, routes } from './http'
-import { keyParam } from './documents'
+import { enumParam } from '../http/params'
+import { audited } from '../http/audit'
+import { applyTemplate, createTemplate, deleteTemplate, updateTemplate } from '../services/templates'
+import { keyParam } from '../http/documents'
 
 const tags = ['templates']
 const IdParams = t.Object({ id: t.String() })
@@ -38,23 +38,13 @@ export function templatesRoutes(ctx: Ctx) {
     return template
   }
 
-  /** PUT of a JSON document through the API as the caller; an error answer becomes the same error here, named. */
-  const putThrough = async (request: Request, path: string, what: string, doc: unknown) => {
-    const res = await callAs(ctx, request, 'PUT', path, doc)
-    if (res.ok) return
-    const body = (await res.json().catch(() => ({}))) as { error?: string }
-    throw new AppError(kindOfStatus(res.status) ?? 'invalid', `${what}: ${body.error ?? `status ${res.status}`}`)
-  }
-
-  return routes(ctx)
+  return audited(ctx)
     .post(
       '/api/templates',
-      async ({ body, request }) => {
+      ({ body, audit }) => {
         const id = body.id.trim()
         if (!id) throw invalid('id is required')
-        const template = await ctx.store.templates.create(checked({ ...body, id }))
-        noteAudit(request, `${template.kind} template`)
-        return template
+        return createTemplate(ctx, audit, checked({ ...body, id }))
       },
       {
         body: t.Object({ id: t.String(), ...Fields }),
@@ -79,12 +69,14 @@ export function templatesRoutes(ctx: Ctx) {
     })
     .put(
       '/api/templates/:id',
-      async ({ params, body, request }) => {
+      async ({ params, body, audit }) => {
         const current = await stored(keyParam(params.id, 'id'))
         // Omitted fields keep their value; a new kind without new data starts from that kind's default.
         const kind = body.kind ?? current.kind
         const data = body.data !== undefined ? body.data : kind === current.kind ? current.data : undefined
-        const template = await ctx.store.templates.update(
+        return updateTemplate(
+          ctx,
+          audit,
           checked({
             id: current.id,
             name: body.name ?? current.name,
@@ -94,8 +86,6 @@ export function templatesRoutes(ctx: Ctx) {
             tags: body.tags ?? current.tags,
           }),
         )
-        noteAudit(request, `version ${template.version}`)
-        return template
       },
       {
         params: IdParams,
@@ -106,38 +96,16 @@ export function templatesRoutes(ctx: Ctx) {
     )
     .delete(
       '/api/templates/:id',
-      async ({ params }) => {
+      async ({ params, audit }) => {
         const id = keyParam(params.id, 'id')
-        if (!(await ctx.store.templates.delete(id))) throw notFound('template not found')
+        await deleteTemplate(ctx, audit, id)
         return { deleted: id }
       },
       { params: IdParams, audit: 'template.delete', detail: { summary: 'Delete a template', tags } },
     )
     .post(
       '/api/templates/:id/apply',
-      async ({ params, body, request }) => {
-        const template = await stored(keyParam(params.id, 'id'))
-        const project = body.project.trim()
-        if (!project) throw invalid('project is required')
-        const parts = templateParts(template.kind, template.data, template.id)
-        const rules = checkRules(parts.rules, { project, allowEmpty: true })
-        const at = `/${encodeURIComponent(project)}/`
-        for (const [name, doc] of Object.entries(parts.contracts))
-          await putThrough(request, `/api/contracts${at}${encodeURIComponent(name)}`, `contract ${name}`, doc)
-        for (const [name, doc] of Object.entries(parts.specs))
-          await putThrough(request, `/api/specs${at}${encodeURIComponent(name)}`, `spec ${name}`, doc)
-        if (rules.length) await ctx.store.rules.import(rules)
-        const result = {
-          applied: template.id,
-          project,
-          kind: template.kind,
-          rules: rules.length,
-          contracts: Object.keys(parts.contracts),
-          specs: Object.keys(parts.specs),
-        }
-        noteAudit(request, `${template.id} v${template.version} → ${project}: ${rules.length} rules, ${result.contracts.length} contracts, ${result.specs.length} specs`)
-        return result
-      },
+      async ({ params, body, audit }) => applyTemplate(ctx, audit, await stored(keyParam(params.id, 'id')), body.project.trim()),
       {
         params: IdParams,
         body: t.Object({ project: t.String() }),
@@ -145,7 +113,7 @@ export function templatesRoutes(ctx: Ctx) {
         detail: {
           summary: 'Apply a template to a project',
           description:
-            'rules: imported as rules of the project (external, accepted). contracts: stored as the spec named after the template id (through /api/contracts when it is a contract). bundle: each part written. Contracts and specs are written first, then rules; a failing write stops there (earlier writes stay).',
+            'rules: imported as rules of the project (external, accepted). contracts: stored as the spec named after the template id (checked as a contract when it is one). bundle: each part written. All or nothing: the parts commit together, each with its change event and audit entry.',
           tags,
         },
       },

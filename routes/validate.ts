@@ -1,18 +1,20 @@
 // /api/validate: a project's rules (read, replace) and validating content
 // against the accepted rules of the project and of _global.
 import { t } from 'elysia'
-import type { Ctx } from '../lib/context'
+import type { Ctx } from '../services/context'
+import { replaceRules } from '../services/rules'
 import { checkRules } from '../lib/rules'
 import { validate } from '../lib/validation'
-import { countForCaller, noteAudit, routes } from './http'
-import { keyParam } from './documents'
+import { countForCaller } from '../http/caller'
+import { noteAudit, audited } from '../http/audit'
+import { keyParam } from '../http/documents'
 import { RuleList } from './rules'
 
 const tags = ['validation']
 const ProjectParams = t.Object({ project: t.String() })
 
 export function validateRoutes(ctx: Ctx) {
-  return routes(ctx)
+  return audited(ctx)
     .get(
       '/api/validate/:project/rules',
       async ({ params, query }) => {
@@ -30,12 +32,10 @@ export function validateRoutes(ctx: Ctx) {
     )
     .put(
       '/api/validate/:project/rules',
-      async ({ params, body, request }) => {
+      async ({ params, body, audit }) => {
         const project = keyParam(params.project, 'project')
         const rules = checkRules(body, { project, allowEmpty: true })
-        const count = await ctx.store.rules.replace(project, rules)
-        noteAudit(request, `${count} rules`)
-        return { project, count }
+        return { project, count: await replaceRules(ctx, audit, project, rules) }
       },
       {
         params: ProjectParams,

@@ -2,10 +2,11 @@
 // The secret is write-only: no answer ever contains it.
 import { t } from 'elysia'
 import { invalid, notFound } from '../lib/errors'
-import type { Ctx } from '../lib/context'
+import type { Ctx } from '../services/context'
 import { now } from '../store/db'
 import { deliver } from '../jobs/webhooks'
-import { routes } from './http'
+import { audited } from '../http/audit'
+import { createWebhook, deleteWebhook, setWebhookActive } from '../services/webhooks'
 
 const WebhookSchema = t.Object({
   id: t.String(),
@@ -48,13 +49,11 @@ function found<T>(hook: T | null): T {
 }
 
 export function webhooksRoutes(ctx: Ctx) {
-  const setActive = async (id: string, active: boolean) => found(await ctx.store.webhooks.setActive(id, active))
-
-  return routes(ctx)
+  return audited(ctx)
     .post(
       '/api/webhooks',
-      ({ body }) =>
-        ctx.store.webhooks.create({
+      ({ body, audit }) =>
+        createWebhook(ctx, audit, {
           id: checkId(body.id),
           url: checkUrl(body.url),
           patterns: checkPatterns(body.patterns),
@@ -83,8 +82,8 @@ export function webhooksRoutes(ctx: Ctx) {
     )
     .delete(
       '/api/webhooks/:id',
-      async ({ params }) => {
-        if (!(await ctx.store.webhooks.delete(params.id))) throw notFound('webhook not found')
+      async ({ params, audit }) => {
+        await deleteWebhook(ctx, audit, params.id)
         return { deleted: params.id }
       },
       { params: IdParams, audit: 'webhook.delete', detail: { summary: 'Delete a webhook', tags: ['webhooks'] } },
@@ -107,13 +106,13 @@ export function webhooksRoutes(ctx: Ctx) {
         },
       },
     )
-    .post('/api/webhooks/:id/enable', ({ params }) => setActive(params.id, true), {
+    .post('/api/webhooks/:id/enable', ({ params, audit }) => setWebhookActive(ctx, audit, params.id, true), {
       params: IdParams,
       response: { 200: WebhookSchema },
       audit: 'webhook.enable',
       detail: { summary: 'Re-enable a webhook and reset fail_count', tags: ['webhooks'] },
     })
-    .post('/api/webhooks/:id/disable', ({ params }) => setActive(params.id, false), {
+    .post('/api/webhooks/:id/disable', ({ params, audit }) => setWebhookActive(ctx, audit, params.id, false), {
       params: IdParams,
       response: { 200: WebhookSchema },
       audit: 'webhook.disable',

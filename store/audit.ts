@@ -1,6 +1,6 @@
 // Audit log: append-only record of every mutating API call.
 import type { Database } from 'bun:sqlite'
-import { groupCommit, now } from './db'
+import { now } from './db'
 
 export interface AuditEntry {
   id: number
@@ -28,8 +28,9 @@ export interface AuditSummary {
   unique_resources: number
 }
 
+export type AuditDraft = Omit<AuditEntry, 'id' | 'timestamp'>
+
 export interface AuditStore {
-  append(entry: Omit<AuditEntry, 'id' | 'timestamp'>): Promise<void>
   list(filter: AuditFilter): Promise<AuditEntry[]>
   summary(from?: string, to?: string): Promise<AuditSummary>
 }
@@ -43,14 +44,20 @@ function window(from?: string, to?: string): { sql: string[]; args: string[] } {
   return { sql, args }
 }
 
-export function auditStore(db: Database): AuditStore {
+/** Audit writes, inside a unit of work: an entry commits with the change it records. */
+export interface AuditWrites {
+  append(entry: AuditDraft): void
+}
+
+export function auditWrites(db: Database): AuditWrites {
   const insert = db.query(
     'INSERT INTO audit (timestamp, actor, action, resource, detail, outcome) VALUES (?, ?, ?, ?, ?, ?)',
   )
+  return { append: (e) => void insert.run(now(), e.actor, e.action, e.resource, e.detail, e.outcome) }
+}
+
+export function auditStore(db: Database): AuditStore {
   return {
-    async append(e) {
-      await groupCommit(db).write(() => insert.run(now(), e.actor, e.action, e.resource, e.detail, e.outcome))
-    },
     async list(f) {
       const { sql, args } = window(f.from, f.to)
       const all: (string | number)[] = [...args]

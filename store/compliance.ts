@@ -1,6 +1,6 @@
 // Compliance runs: one row per (instance, contract) check.
 import type { Database } from 'bun:sqlite'
-import { groupCommit, now } from './db'
+import { now } from './db'
 
 export interface ComplianceViolation {
   field: string
@@ -20,11 +20,14 @@ export interface ComplianceRun {
 }
 
 export interface ComplianceStore {
-  record(run: Omit<ComplianceRun, 'id' | 'run_at' | 'pass'>): Promise<ComplianceRun>
   /** Newest first. */
   history(filter: { instance_id?: string; limit: number }): Promise<ComplianceRun[]>
+}
+
+export interface ComplianceWrites {
+  record(run: Omit<ComplianceRun, 'id' | 'run_at' | 'pass'>): ComplianceRun
   /** Deletes all but the newest `keep` runs of each (instance, project, contract); returns how many went. */
-  prune(keep: number): Promise<number>
+  prune(keep: number): number
 }
 
 interface Row {
@@ -39,13 +42,9 @@ interface Row {
 
 const toRun = (r: Row): ComplianceRun => ({ ...r, pass: r.pass === 1, violations: JSON.parse(r.violations) })
 
-export function complianceStore(db: Database): ComplianceStore {
+export function complianceWrites(db: Database): ComplianceWrites {
   const insert = db.query<{ id: number }, [string, string, string, number, string, string]>(
     'INSERT INTO compliance_runs (instance_id, project, contract, pass, violations, run_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id',
-  )
-  const all = db.query<Row, [number]>('SELECT * FROM compliance_runs ORDER BY id DESC LIMIT ?')
-  const byInstance = db.query<Row, [string, number]>(
-    'SELECT * FROM compliance_runs WHERE instance_id = ? ORDER BY id DESC LIMIT ?',
   )
   const prune = db.query<unknown, [number]>(
     `DELETE FROM compliance_runs WHERE id IN (
@@ -53,15 +52,22 @@ export function complianceStore(db: Database): ComplianceStore {
        WHERE n > ?)`,
   )
   return {
-    async record(run) {
+    record(run) {
       const pass = run.violations.length === 0
       const run_at = now()
-      const { id } = await groupCommit(db).write(
-        () => insert.get(run.instance_id, run.project, run.contract, pass ? 1 : 0, JSON.stringify(run.violations), run_at)!,
-      )
+      const { id } = insert.get(run.instance_id, run.project, run.contract, pass ? 1 : 0, JSON.stringify(run.violations), run_at)!
       return { id, instance_id: run.instance_id, project: run.project, contract: run.contract, pass, violations: run.violations, run_at }
     },
+    prune: (keep) => prune.run(Math.max(1, keep)).changes,
+  }
+}
+
+export function complianceStore(db: Database): ComplianceStore {
+  const all = db.query<Row, [number]>('SELECT * FROM compliance_runs ORDER BY id DESC LIMIT ?')
+  const byInstance = db.query<Row, [string, number]>(
+    'SELECT * FROM compliance_runs WHERE instance_id = ? ORDER BY id DESC LIMIT ?',
+  )
+  return {
     history: async (f) => (f.instance_id ? byInstance.all(f.instance_id, f.limit) : all.all(f.limit)).map(toRun),
-    prune: (keep) => groupCommit(db).write(() => prune.run(Math.max(1, keep)).changes),
   }
 }

@@ -110,39 +110,76 @@ export function now(): string {
   return new Date().toISOString()
 }
 
+/** Opens a second connection for reads: in WAL mode it only ever sees committed transactions. */
+export function openReader(dataDir: string, file = 'muster.db'): Database {
+  const db = new Database(join(dataDir, file), { readonly: true, strict: true })
+  db.exec('PRAGMA busy_timeout = 5000')
+  db.exec('PRAGMA cache_size = -65536')
+  return db
+}
+
+/** What one unit of work may do besides its SQL: run code once its batch has committed. */
+export interface UnitHooks {
+  /** Runs after the COMMIT that makes this unit durable; dropped if the unit rolls back. */
+  afterCommit(fn: () => void): void
+}
+
 /**
- * Group commit: writes made within about a millisecond share one transaction.
- * Each write runs as a savepoint, so one failing write rolls back alone; its promise resolves only after the COMMIT, so nothing is
- * acknowledged before it is durable. One COMMIT per batch instead of per write
- * is what makes concurrent writes cheap.
+ * Group commit: units of work that arrive within about a millisecond share one
+ * transaction. Each unit runs as a savepoint, so one failing unit rolls back alone
+ * (with every row it wrote: its events and audit entry included); its promise
+ * resolves only after the COMMIT, so nothing is acknowledged before it is durable,
+ * and its after-commit hooks (event fan-out, cache updates) run only then. Units
+ * run one at a time: an asynchronous unit holds the others back until it settles,
+ * so no other unit's writes can land inside its savepoint.
  */
 export class GroupCommit {
   private open = false
+  private busy = false
+  private queue: (() => void)[] = []
   private waiters: { resolve: () => void; reject: (err: unknown) => void }[] = []
+  private hooks: (() => void)[] = []
+  private commitWanted = false
+  /** Sizes of the last committed batches (units per COMMIT), for metrics. */
+  lastBatchSize = 0
 
   constructor(private db: Database) {}
 
-  write<T>(fn: () => T): Promise<T> {
+  run<T>(fn: (unit: UnitHooks) => T | Promise<T>): Promise<T> {
+    if (this.busy) return new Promise<T>((resolve, reject) => this.queue.push(() => void this.run(fn).then(resolve, reject)))
     if (!this.open) {
       this.db.exec('BEGIN IMMEDIATE')
       this.open = true
       // 1 ms rather than setImmediate: batches grow enough to cut the commit cost
-      // per write (bench/state PUT ~13k → ~15k req/s) for at most 1 ms of latency.
+      // per write for at most 1 ms of latency.
       setTimeout(() => this.commit(), 1)
     }
-    let result: T
+    const hooks: (() => void)[] = []
+    const unit: UnitHooks = { afterCommit: (hook) => void hooks.push(hook) }
+    this.db.exec('SAVEPOINT unit')
+    let out: T | Promise<T>
     try {
-      result = this.db.transaction(fn)()
+      out = fn(unit)
     } catch (err) {
+      this.rollbackUnit()
       return Promise.reject(err)
     }
-    return new Promise<T>((resolve, reject) => this.waiters.push({ resolve: () => resolve(result), reject }))
-  }
-
-  /** Resolves once no batch is open (the current one committed). */
-  idle(): Promise<void> {
-    if (!this.open) return Promise.resolve()
-    return new Promise((resolve) => this.waiters.push({ resolve, reject: () => resolve() }))
+    if (!(out instanceof Promise)) return this.settled(out, hooks)
+    this.busy = true
+    return out.then(
+      (result) => {
+        this.busy = false
+        const done = this.settled(result, hooks)
+        this.next()
+        return done
+      },
+      (err) => {
+        this.busy = false
+        this.rollbackUnit()
+        this.next()
+        throw err
+      },
+    )
   }
 
   /** Commits the open batch now (shutdown, or before work that cannot run inside a transaction). */
@@ -150,10 +187,30 @@ export class GroupCommit {
     if (this.open) this.commit()
   }
 
+  private settled<T>(result: T, hooks: (() => void)[]): Promise<T> {
+    this.db.exec('RELEASE unit')
+    this.hooks.push(...hooks)
+    return new Promise<T>((resolve, reject) => this.waiters.push({ resolve: () => resolve(result), reject }))
+  }
+
+  private rollbackUnit(): void {
+    this.db.exec('ROLLBACK TO unit')
+    this.db.exec('RELEASE unit')
+  }
+
+  private next(): void {
+    while (!this.busy && this.queue.length) this.queue.shift()!()
+    if (!this.busy && this.commitWanted) this.commit()
+  }
+
   private commit(): void {
     if (!this.open) return
+    if (this.busy) return void (this.commitWanted = true)
+    this.commitWanted = false
     const waiters = this.waiters
+    const hooks = this.hooks
     this.waiters = []
+    this.hooks = []
     this.open = false
     try {
       this.db.exec('COMMIT')
@@ -165,15 +222,14 @@ export class GroupCommit {
       for (const w of waiters) w.reject(err)
       return
     }
+    this.lastBatchSize = waiters.length
+    for (const hook of hooks) {
+      try {
+        hook()
+      } catch (err) {
+        console.error('after-commit hook failed:', err)
+      }
+    }
     for (const w of waiters) w.resolve()
   }
-}
-
-const groups = new WeakMap<Database, GroupCommit>()
-
-/** The group-commit writer of a database (one per connection). */
-export function groupCommit(db: Database): GroupCommit {
-  let g = groups.get(db)
-  if (!g) groups.set(db, (g = new GroupCommit(db)))
-  return g
 }

@@ -1,6 +1,6 @@
 // Event history: every published event, ids strictly increasing.
 import type { Database } from 'bun:sqlite'
-import { groupCommit, now } from './db'
+import { now } from './db'
 import { globToSql } from '../lib/glob'
 
 export interface Event {
@@ -23,33 +23,43 @@ export interface EventQuery {
 }
 
 export interface EventsStore {
-  append(topic: string, data: unknown, source: string): Promise<Event>
   lastId(): Promise<number>
   /** Every filter runs in SQL before the LIMIT, so `limit` counts matching events. */
   query(q: EventQuery): Promise<Event[]>
+}
+
+/** Event writes, inside a unit of work: an event commits with the change it reports. */
+export interface EventsWrites {
+  append(topic: string, data: unknown, source: string): Event
   /** Deletes all but the newest `keep` events; returns how many went. */
-  prune(keep: number): Promise<number>
+  prune(keep: number): number
 }
 
 type Row = { id: number; topic: string; data: string; source: string; created_at: string }
 const toEvent = (r: Row): Event => ({ id: r.id, topic: r.topic, data: JSON.parse(r.data), source: r.source, created_at: r.created_at })
 
-export function eventsStore(db: Database): EventsStore {
+export function eventsWrites(db: Database): EventsWrites {
   const insert = db.query<{ id: number }, [string, string, string, string]>(
     'INSERT INTO events (topic, data, source, created_at) VALUES (?, ?, ?, ?) RETURNING id',
   )
-  const last = db.query<{ id: number | null }, []>('SELECT MAX(id) AS id FROM events')
   const pruneBelow = db.query<unknown, [number]>(
     'DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)',
   )
+  return {
+    append(topic, data, source) {
+      const created_at = now()
+      const { id } = insert.get(topic, JSON.stringify(data ?? null), source, created_at)!
+      return { id, topic, data: data ?? null, source, created_at }
+    },
+    prune: (keep) => pruneBelow.run(Math.max(0, keep)).changes,
+  }
+}
+
+export function eventsStore(db: Database): EventsStore {
+  const last = db.query<{ id: number | null }, []>('SELECT MAX(id) AS id FROM events')
   // Queries differ only in which filters are present: prepare each shape once.
   const shapes = new Map<string, ReturnType<typeof db.query<Row, (string | number)[]>>>()
   return {
-    async append(topic, data, source) {
-      const created_at = now()
-      const { id } = await groupCommit(db).write(() => insert.get(topic, JSON.stringify(data ?? null), source, created_at)!)
-      return { id, topic, data: data ?? null, source, created_at }
-    },
     lastId: async () => last.get()?.id ?? 0,
     async query(q) {
       const where: string[] = []
@@ -68,9 +78,6 @@ export function eventsStore(db: Database): EventsStore {
       let stmt = shapes.get(sql)
       if (!stmt) shapes.set(sql, (stmt = db.query<Row, (string | number)[]>(sql)))
       return stmt.all(...args).map(toEvent)
-    },
-    async prune(keep) {
-      return groupCommit(db).write(() => pruneBelow.run(Math.max(0, keep)).changes)
     },
   }
 }

@@ -5,23 +5,45 @@
 import { workerUrl } from '../lib/workers'
 import type { Database } from 'bun:sqlite'
 import { join } from 'node:path'
-import { SCHEMA_VERSION, groupCommit, openDatabase } from './db'
-import { auditStore, type AuditStore } from './audit'
+import { GroupCommit, SCHEMA_VERSION, openDatabase, openReader, type UnitHooks } from './db'
+import { auditStore, auditWrites, type AuditStore, type AuditWrites } from './audit'
 import { checkBackup, removeStaleTemps, snapshot, swapIn, SwapFailed, tempPath } from './backup'
-import { complianceStore, type ComplianceStore } from './compliance'
-import { eventsStore, type EventsStore } from './events'
-import { instancesStore, type InstancesStore } from './instances'
-import { llmStore, type LlmStore } from './llm'
-import { metricsStore, type MetricsStore } from './metrics'
-import { rulesStore, type RulesStore } from './rules'
-import { specsStore, type SpecsStore } from './specs'
+import { complianceStore, complianceWrites, type ComplianceStore, type ComplianceWrites } from './compliance'
+import { eventsStore, eventsWrites, type Event, type EventsStore, type EventsWrites } from './events'
+import { instancesStore, instancesWrites, type InstancesStore, type InstancesWrites } from './instances'
+import { llmStore, llmWrites, type LlmStore, type LlmWrites } from './llm'
+import { metricsStore, metricsWrites, type MetricsStore, type MetricsWrites } from './metrics'
+import { rulesStore, rulesWrites, type RulesStore, type RulesWrites } from './rules'
+import { specsStore, specsWrites, type SpecsStore, type SpecsWrites } from './specs'
+import { stateStore, stateWrites, type StateStore, type StateWrites } from './state'
+import { webhooksStore, webhooksWrites, type WebhooksStore, type WebhooksWrites } from './webhooks'
+import { templatesStore, templatesWrites, type TemplatesStore, type TemplatesWrites } from './templates'
+import { VersionedDocs } from './versioned'
 export type { Event } from './events'
-import { stateStore, type StateStore } from './state'
-import { webhooksStore, type WebhooksStore } from './webhooks'
-import { templatesStore, type TemplatesStore } from './templates'
 
 const DB_FILE = 'muster.db'
 
+/**
+ * One unit of work: every write method of every table group, synchronous, all in
+ * one transaction. `emit` appends an event that commits with the unit and reaches
+ * subscribers only after that COMMIT (never for a unit that rolled back).
+ */
+export interface Tx {
+  state: StateWrites
+  specs: SpecsWrites
+  audit: AuditWrites
+  events: EventsWrites
+  instances: InstancesWrites
+  metrics: MetricsWrites
+  llm: LlmWrites
+  rules: RulesWrites
+  templates: TemplatesWrites
+  compliance: ComplianceWrites
+  webhooks: WebhooksWrites
+  emit(topic: string, data: unknown, source: string): Event
+}
+
+/** Reads see committed data only. Every write goes through `write`. */
 export interface Store {
   state: StateStore
   specs: SpecsStore
@@ -32,6 +54,15 @@ export interface Store {
   llm: LlmStore
   rules: RulesStore
   templates: TemplatesStore
+  compliance: ComplianceStore
+  webhooks: WebhooksStore
+  /**
+   * Runs `fn` as one unit of work in the group commit and resolves with its result
+   * once it is durable. A throw rolls the whole unit back.
+   */
+  write<T>(fn: (tx: Tx) => T | Promise<T>): Promise<T>
+  /** Calls `listener` with every event, in id order, right after the COMMIT that made it durable. */
+  onEvent(listener: (event: Event) => void): void
   readonly schemaVersion: number
   /** A fresh temp path in the data dir, e.g. to receive an upload for replaceWith. */
   tempFile(kind: 'backup' | 'restore'): string
@@ -39,12 +70,12 @@ export interface Store {
   snapshot(): Promise<string>
   /**
    * Checks that `file` is a sound backup of this schema (else throws invalid and
-   * changes nothing), then makes it the live database: the sub-stores of this
-   * object are rebuilt in place over it. `file` is moved, not copied.
+   * changes nothing), then makes it the live database: reads and writes are
+   * rebuilt in place over it. `file` is moved, not copied.
    */
   replaceWith(file: string): Promise<void>
-  compliance: ComplianceStore
-  webhooks: WebhooksStore
+  /** Size of the last committed batch (units per COMMIT). */
+  lastBatchSize(): number
   close(): void
 }
 
@@ -56,27 +87,61 @@ function startCheckpointer(file: string): Worker {
   return worker
 }
 
-function build(db: Database) {
-  return {
-    state: stateStore(db),
-    specs: specsStore(db),
-    audit: auditStore(db),
-    events: eventsStore(db),
-    instances: instancesStore(db),
-    metrics: metricsStore(db),
-    llm: llmStore(db),
-    compliance: complianceStore(db),
-    webhooks: webhooksStore(db),
-    rules: rulesStore(db),
-    templates: templatesStore(db),
+type Listener = (event: Event) => void
+
+/** The reading and writing halves over one writer connection and one reader connection. */
+function build(writer: Database, reader: Database, unit: UnitHooks, listeners: Listener[]) {
+  const docs = new VersionedDocs(reader, writer, unit)
+  const webhooks = webhooksStore(reader)
+  const events = eventsWrites(writer)
+  const tx: Tx = {
+    state: stateWrites(docs),
+    specs: specsWrites(docs),
+    audit: auditWrites(writer),
+    events,
+    instances: instancesWrites(writer),
+    metrics: metricsWrites(writer),
+    llm: llmWrites(writer),
+    rules: rulesWrites(writer),
+    templates: templatesWrites(writer),
+    compliance: complianceWrites(writer),
+    webhooks: webhooksWrites(writer, unit, webhooks.changed),
+    emit(topic, data, source) {
+      const event = events.append(topic, data, source)
+      unit.afterCommit(() => {
+        for (const listener of listeners) listener(event)
+      })
+      return event
+    },
   }
+  const reads = {
+    state: stateStore(docs),
+    specs: specsStore(docs),
+    audit: auditStore(reader),
+    events: eventsStore(reader),
+    instances: instancesStore(reader),
+    metrics: metricsStore(reader),
+    llm: llmStore(reader),
+    compliance: complianceStore(reader),
+    webhooks,
+    rules: rulesStore(reader),
+    templates: templatesStore(reader),
+  }
+  return { reads, tx }
 }
 
 export function openStore(dataDir: string): Store {
   let db = openDatabase(dataDir, DB_FILE)
+  let reader = openReader(dataDir, DB_FILE)
   const dbPath = join(dataDir, DB_FILE)
   removeStaleTemps(dataDir)
   let checkpointer = startCheckpointer(dbPath)
+  let group = new GroupCommit(db)
+  // Units run one at a time, so the unit the tx's hooks belong to is always the running one.
+  let current: UnitHooks | null = null
+  const unit: UnitHooks = { afterCommit: (fn) => current!.afterCommit(fn) }
+  const listeners: Listener[] = []
+  let built = build(db, reader, unit, listeners)
   // Snapshots and restores take turns: a snapshot's reader must never straddle a swap.
   let turn: Promise<unknown> = Promise.resolve()
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -84,8 +149,18 @@ export function openStore(dataDir: string): Store {
     turn = run.catch(() => {})
     return run
   }
+  const rebuild = () => {
+    built = build(db, reader, unit, listeners)
+    Object.assign(store, built.reads)
+  }
   const store: Store = {
-    ...build(db),
+    ...built.reads,
+    write: (fn) =>
+      group.run((u) => {
+        current = u
+        return fn(built.tx)
+      }),
+    onEvent: (listener) => void listeners.push(listener),
     schemaVersion: SCHEMA_VERSION,
     tempFile: (kind) => tempPath(dataDir, kind),
     snapshot: () =>
@@ -97,24 +172,28 @@ export function openStore(dataDir: string): Store {
     replaceWith: (file) =>
       exclusive(async () => {
         await checkBackup(file)
-        // The swap needs the only connection: commit the open batch and stop the checkpointer first.
-        groupCommit(db).commitNow()
+        // The swap needs the only connection: commit the open batch, close the reader and stop the checkpointer first.
+        group.commitNow()
         checkpointer.terminate()
+        reader.close()
         try {
           db = swapIn(db, dbPath, file)
         } catch (err) {
           if (!(err instanceof SwapFailed)) throw err
           db = err.db
-          Object.assign(store, build(db))
           throw err.reason
         } finally {
+          reader = openReader(dataDir, DB_FILE)
+          group = new GroupCommit(db)
+          rebuild()
           checkpointer = startCheckpointer(dbPath)
         }
-        Object.assign(store, build(db))
       }),
+    lastBatchSize: () => group.lastBatchSize,
     close: () => {
       checkpointer.terminate()
-      groupCommit(db).commitNow()
+      group.commitNow()
+      reader.close()
       db.close()
     },
   }

@@ -1,7 +1,7 @@
 // Instance registry: agents that registered with the service. Only a SHA-256 of
 // each instance token is kept; the token itself is shown once, at registration.
 import type { Database } from 'bun:sqlite'
-import { groupCommit, now } from './db'
+import { now } from './db'
 
 export type InstanceStatus = 'active' | 'stale'
 
@@ -35,22 +35,25 @@ export interface InstanceFilter {
 }
 
 export interface InstancesStore {
-  register(i: NewInstance, tokenHash: string): Promise<Instance>
   list(filter: InstanceFilter): Promise<Instance[]>
   get(id: string): Promise<Instance | null>
-  /** Refreshes last_seen; a stale instance becomes active again. Null when unknown. */
-  heartbeat(id: string): Promise<Instance | null>
-  activate(id: string): Promise<Instance | null>
-  setCapabilities(id: string, capabilities: string[]): Promise<Instance | null>
-  /** Sets the current task and refreshes last_seen (it is a sign of life too). */
-  setIntent(id: string, intent: string): Promise<Instance | null>
   stale(): Promise<Instance[]>
-  delete(id: string): Promise<Instance | null>
-  /** Marks active instances last seen before `cutoff` as stale; returns those that changed. */
-  markStale(cutoff: string): Promise<Instance[]>
-  /** The id of the instance whose token hashes to tokenHash, or null. */
   idByTokenHash(tokenHash: string): Promise<string | null>
   count(): Promise<number>
+}
+
+export interface InstancesWrites {
+  register(i: NewInstance, tokenHash: string): Instance
+  get(id: string): Instance | null
+  /** Refreshes last_seen and makes a stale instance active again. */
+  heartbeat(id: string): Instance | null
+  activate(id: string): Instance | null
+  setCapabilities(id: string, capabilities: string[]): Instance | null
+  /** Sets the intent; counts as a sign of life (last_seen). */
+  setIntent(id: string, intent: string): Instance | null
+  delete(id: string): Instance | null
+  /** Active instances last seen before `cutoff` become stale; returns them. */
+  markStale(cutoff: string): Instance[]
 }
 
 type Row = Omit<Instance, 'capabilities'> & { capabilities: string }
@@ -58,7 +61,7 @@ const COLUMNS = 'id, name, workspace, intent, stack, capabilities, status, regis
 const toInstance = (r: Row): Instance => ({ ...r, capabilities: JSON.parse(r.capabilities) })
 const maybe = (r: Row | null): Instance | null => (r ? toInstance(r) : null)
 
-export function instancesStore(db: Database): InstancesStore {
+export function instancesWrites(db: Database): InstancesWrites {
   const insert = db.query<Row, [string, string, string, string, string, string, string, string, string]>(
     `INSERT INTO instances (id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen, token_hash)
      VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?) RETURNING ${COLUMNS}`,
@@ -68,36 +71,34 @@ export function instancesStore(db: Database): InstancesStore {
   const activate = db.query<Row, [string]>(`UPDATE instances SET status = 'active' WHERE id = ? RETURNING ${COLUMNS}`)
   const capabilities = db.query<Row, [string, string]>(`UPDATE instances SET capabilities = ? WHERE id = ? RETURNING ${COLUMNS}`)
   const intent = db.query<Row, [string, string, string]>(`UPDATE instances SET intent = ?, last_seen = ? WHERE id = ? RETURNING ${COLUMNS}`)
-  const stale = db.query<Row, []>(`SELECT ${COLUMNS} FROM instances WHERE status = 'stale' ORDER BY last_seen, id`)
   const remove = db.query<Row, [string]>(`DELETE FROM instances WHERE id = ? RETURNING ${COLUMNS}`)
   const markStale = db.query<Row, [string]>(
     `UPDATE instances SET status = 'stale' WHERE status = 'active' AND last_seen < ? RETURNING ${COLUMNS}`,
   )
+  return {
+    register(i, tokenHash) {
+      const at = now()
+      const caps = JSON.stringify(i.capabilities ?? [])
+      return toInstance(insert.get(crypto.randomUUID(), i.name, i.workspace ?? '', i.intent ?? '', i.stack ?? '', caps, at, at, tokenHash)!)
+    },
+    get: (id) => maybe(one.get(id)),
+    heartbeat: (id) => maybe(beat.get(now(), id)),
+    activate: (id) => maybe(activate.get(id)),
+    setCapabilities: (id, caps) => maybe(capabilities.get(JSON.stringify(caps), id)),
+    setIntent: (id, text) => maybe(intent.get(text, now(), id)),
+    delete: (id) => maybe(remove.get(id)),
+    markStale: (cutoff) => markStale.all(cutoff).map(toInstance),
+  }
+}
+
+export function instancesStore(db: Database): InstancesStore {
+  const one = db.query<Row, [string]>(`SELECT ${COLUMNS} FROM instances WHERE id = ?`)
+  const stale = db.query<Row, []>(`SELECT ${COLUMNS} FROM instances WHERE status = 'stale' ORDER BY last_seen, id`)
   const byHash = db.query<{ id: string }, [string]>('SELECT id FROM instances WHERE token_hash = ?')
   const count = db.query<{ n: number }, []>('SELECT COUNT(*) AS n FROM instances')
   // Each filter combination is one statement shape: prepare it once.
   const shapes = new Map<string, ReturnType<typeof db.query<Row, string[]>>>()
-  // Writes join the group commit so an acknowledged change is a committed one.
-  const write = <T>(fn: () => T) => groupCommit(db).write(fn)
-
   return {
-    async register(i, tokenHash) {
-      const at = now()
-      const row = await write(() =>
-        insert.get(
-          crypto.randomUUID(),
-          i.name,
-          i.workspace ?? '',
-          i.intent ?? '',
-          i.stack ?? '',
-          JSON.stringify(i.capabilities ?? []),
-          at,
-          at,
-          tokenHash,
-        )!,
-      )
-      return toInstance(row)
-    },
     async list(filter) {
       const where: string[] = []
       const args: string[] = []
@@ -114,13 +115,7 @@ export function instancesStore(db: Database): InstancesStore {
       return stmt.all(...args).map(toInstance)
     },
     get: async (id) => maybe(one.get(id)),
-    heartbeat: async (id) => maybe(await write(() => beat.get(now(), id))),
-    activate: async (id) => maybe(await write(() => activate.get(id))),
-    setCapabilities: async (id, caps) => maybe(await write(() => capabilities.get(JSON.stringify(caps), id))),
-    setIntent: async (id, text) => maybe(await write(() => intent.get(text, now(), id))),
     stale: async () => stale.all().map(toInstance),
-    delete: async (id) => maybe(await write(() => remove.get(id))),
-    markStale: async (cutoff) => (await write(() => markStale.all(cutoff))).map(toInstance),
     idByTokenHash: async (h) => byHash.get(h)?.id ?? null,
     count: async () => count.get()!.n,
   }

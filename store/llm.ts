@@ -32,8 +32,11 @@ export interface LlmTotals {
   request_count: number
 }
 
+export interface LlmWrites {
+  record(input: LlmUsageInput): number
+}
+
 export interface LlmStore {
-  record(input: LlmUsageInput): Promise<number>
   list(filter: LlmFilter, from: string | undefined, to: string | undefined, limit: number): Promise<LlmUsage[]>
   summary(groupBy: GroupBy, from?: string, to?: string): Promise<{ groups: Record<string, LlmTotals>; total: LlmTotals }>
 }
@@ -50,13 +53,13 @@ function window(from?: string, to?: string): { sql: string[]; args: string[] } {
 const TOTALS = `COALESCE(SUM(tokens_in), 0) AS total_tokens_in, COALESCE(SUM(tokens_out), 0) AS total_tokens_out,
   ROUND(COALESCE(SUM(cost_usd), 0), 9) AS total_cost_usd, COUNT(*) AS request_count`
 
-export function llmStore(db: Database): LlmStore {
+export function llmWrites(db: Database): LlmWrites {
   const insert = db.query<{ id: number }, [string, string, string, string, number, number, number, string, string, string]>(
     `INSERT INTO llm_usage (instance_id, project, provider, model, tokens_in, tokens_out, cost_usd, request_type, session_tag, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
   )
   return {
-    async record(u) {
+    record(u) {
       return insert.get(
         u.instance_id ?? '',
         u.project ?? '',
@@ -70,6 +73,11 @@ export function llmStore(db: Database): LlmStore {
         now(),
       )!.id
     },
+  }
+}
+
+export function llmStore(db: Database): LlmStore {
+  return {
     async list(filter, from, to, limit) {
       const { sql, args } = window(from, to)
       const all: (string | number)[] = [...args]

@@ -16,9 +16,12 @@ export interface MetricsFilter {
   period?: string
 }
 
+export interface MetricsWrites {
+  /** Adds every row's value to its counter. */
+  add(rows: MetricRow[]): void
+}
+
 export interface MetricsStore {
-  /** Adds every row's value to its counter, all in one transaction. */
-  add(rows: MetricRow[]): Promise<void>
   /** Rows ordered by instance, period, name. */
   list(filter: MetricsFilter): Promise<MetricRow[]>
   /** Per instance, each metric summed over the matching periods. */
@@ -33,18 +36,20 @@ function where(f: MetricsFilter): { sql: string; args: string[] } {
   return { sql: parts.length ? `WHERE ${parts.join(' AND ')}` : '', args }
 }
 
-export function metricsStore(db: Database): MetricsStore {
+export function metricsWrites(db: Database): MetricsWrites {
   const bump = db.query<unknown, [string, string, string, number]>(
     `INSERT INTO agent_metrics (instance_id, period, metric_name, metric_value) VALUES (?, ?, ?, ?)
      ON CONFLICT (instance_id, period, metric_name) DO UPDATE SET metric_value = metric_value + excluded.metric_value`,
   )
-  const addAll = db.transaction((rows: MetricRow[]) => {
-    for (const r of rows) bump.run(r.instance_id, r.period, r.metric_name, r.metric_value)
-  })
   return {
-    async add(rows) {
-      if (rows.length) addAll(rows)
+    add(rows) {
+      for (const r of rows) bump.run(r.instance_id, r.period, r.metric_name, r.metric_value)
     },
+  }
+}
+
+export function metricsStore(db: Database): MetricsStore {
+  return {
     async list(f) {
       const { sql, args } = where(f)
       return db

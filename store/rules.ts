@@ -3,7 +3,7 @@
 import type { Database } from 'bun:sqlite'
 import { conflict, notFound } from '../lib/errors'
 import { GLOBAL_PROJECT, type Rule, type RuleDraft, type Source, type Status } from '../lib/rules'
-import { groupCommit, now } from './db'
+import { now } from './db'
 
 export interface RuleFilter {
   project?: string
@@ -11,19 +11,22 @@ export interface RuleFilter {
 }
 
 export interface RulesStore {
-  /** The project's accepted rules become exactly `rules` (source local); proposed and rejected ones stay unless overwritten by id. */
-  replace(project: string, rules: RuleDraft[]): Promise<number>
   /** Accepted rules of the project and of _global, each once: the project's first, then _global's, by rule_id. */
   forValidation(project: string): Promise<Rule[]>
-  /** Stores a proposal (learned, proposed); 409 when the project already has that rule_id. */
-  propose(rule: RuleDraft): Promise<Rule>
-  /** proposed → accepted or rejected; 404 when the rule is missing or not proposed. */
-  decide(project: string, ruleId: string, status: 'accepted' | 'rejected'): Promise<Rule>
   /** Accepted rules of the given sources, by project and rule_id. */
   export(sources: Source[]): Promise<Rule[]>
-  /** Upserts every rule as external and accepted, in one transaction. */
-  import(rules: RuleDraft[]): Promise<number>
   list(filter: RuleFilter): Promise<Rule[]>
+}
+
+export interface RulesWrites {
+  /** The project's accepted rules become exactly `rules` (source local); proposed and rejected ones stay unless overwritten by id. */
+  replace(project: string, rules: RuleDraft[]): number
+  /** Stores a proposal (learned, proposed); 409 when the project already has that rule_id. */
+  propose(rule: RuleDraft): Rule
+  /** proposed → accepted or rejected; 404 when the rule is missing or not proposed. */
+  decide(project: string, ruleId: string, status: 'accepted' | 'rejected'): Rule
+  /** Upserts every rule as external and accepted. */
+  import(rules: RuleDraft[]): number
 }
 
 type Row = Omit<Rule, 'applies_to'> & { applies_to: string }
@@ -47,8 +50,13 @@ const toRule = (r: Row): Rule => ({
 
 const ORDER = 'ORDER BY project, rule_id'
 
-export function rulesStore(db: Database): RulesStore {
-  type Args = [string, string, string, string, string, string, string, string, string, string, string, string, string, string]
+type Args = [string, string, string, string, string, string, string, string, string, string, string, string, string, string]
+const args = (r: RuleDraft, source: Source, status: Status, at: string): Args => [
+  r.project, r.rule_id, r.severity, r.match_type, r.pattern, r.message, JSON.stringify(r.applies_to),
+  r.stack, source, status, r.proposed_by, r.context, at, at,
+]
+
+export function rulesWrites(db: Database): RulesWrites {
   const upsert = db.query<Row, Args>(
     `INSERT INTO rules (project, rule_id, severity, match_type, pattern, message, applies_to, stack, source, status, proposed_by, context, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -62,37 +70,41 @@ export function rulesStore(db: Database): RulesStore {
     `INSERT INTO rules (project, rule_id, severity, match_type, pattern, message, applies_to, stack, source, status, proposed_by, context, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING *`,
   )
-  const args = (r: RuleDraft, source: Source, status: Status, at: string): Args => [
-    r.project, r.rule_id, r.severity, r.match_type, r.pattern, r.message, JSON.stringify(r.applies_to),
-    r.stack, source, status, r.proposed_by, r.context, at, at,
-  ]
   const dropAccepted = db.query<void, [string]>("DELETE FROM rules WHERE project = ? AND status = 'accepted'")
-  const validation = db.query<Row, [string, string]>(
-    `SELECT * FROM rules WHERE status = 'accepted' AND project IN (?, ?) ORDER BY project = '${GLOBAL_PROJECT}', rule_id`,
-  )
   const decide = db.query<Row, [string, string, string, string]>(
     "UPDATE rules SET status = ?, updated_at = ? WHERE project = ? AND rule_id = ? AND status = 'proposed' RETURNING *",
   )
-
   return {
-    replace: (project, rules) =>
-      groupCommit(db).write(() => {
-        const at = now()
-        dropAccepted.run(project)
-        for (const r of rules) upsert.get(...args({ ...r, project }, 'local', 'accepted', at))
-        return rules.length
-      }),
-    forValidation: async (project) => validation.all(project, GLOBAL_PROJECT).map(toRule),
-    async propose(rule) {
-      const row = await groupCommit(db).write(() => insert.get(...args(rule, 'learned', 'proposed', now())))
+    replace(project, rules) {
+      const at = now()
+      dropAccepted.run(project)
+      for (const r of rules) upsert.get(...args({ ...r, project }, 'local', 'accepted', at))
+      return rules.length
+    },
+    propose(rule) {
+      const row = insert.get(...args(rule, 'learned', 'proposed', now()))
       if (!row) throw conflict(`rule ${rule.rule_id} already exists in project ${rule.project}`)
       return toRule(row)
     },
-    async decide(project, ruleId, status) {
-      const row = await groupCommit(db).write(() => decide.get(status, now(), project, ruleId))
+    decide(project, ruleId, status) {
+      const row = decide.get(status, now(), project, ruleId)
       if (!row) throw notFound(`rule ${ruleId} not found in project ${project} or not proposed`)
       return toRule(row)
     },
+    import(rules) {
+      const at = now()
+      for (const r of rules) upsert.get(...args(r, 'external', 'accepted', at))
+      return rules.length
+    },
+  }
+}
+
+export function rulesStore(db: Database): RulesStore {
+  const validation = db.query<Row, [string, string]>(
+    `SELECT * FROM rules WHERE status = 'accepted' AND project IN (?, ?) ORDER BY project = '${GLOBAL_PROJECT}', rule_id`,
+  )
+  return {
+    forValidation: async (project) => validation.all(project, GLOBAL_PROJECT).map(toRule),
     export: async (sources) => {
       if (!sources.length) return []
       const marks = sources.map(() => '?').join(', ')
@@ -101,12 +113,6 @@ export function rulesStore(db: Database): RulesStore {
         .all(...sources)
         .map(toRule)
     },
-    import: (rules) =>
-      groupCommit(db).write(() => {
-        const at = now()
-        for (const r of rules) upsert.get(...args(r, 'external', 'accepted', at))
-        return rules.length
-      }),
     list: async (filter) => {
       const where: string[] = []
       const values: string[] = []

@@ -1,6 +1,5 @@
 // Spec registry: per-project named JSON documents (contracts are specs too).
-import type { Database } from 'bun:sqlite'
-import { VersionedDocs, type Doc, type DocMeta, type HistoryItem, type WriteCondition } from './versioned'
+import type { VersionedDocs, Doc, DocMeta, HistoryItem, WriteCondition } from './versioned'
 
 const space = (project: string) => `spec:${project}`
 
@@ -17,27 +16,31 @@ export interface SpecsStore {
   get(project: string, name: string): Promise<Doc | null>
   getVersion(project: string, name: string, version: number): Promise<Doc | null>
   history(project: string, name: string, limit: number): Promise<HistoryItem[] | null>
-  put(project: string, name: string, data: Uint8Array, cond?: WriteCondition): Promise<SpecMeta>
-  delete(project: string, name: string, cond?: WriteCondition): Promise<boolean>
 }
 
-export function specsStore(db: Database): SpecsStore {
-  const docs = new VersionedDocs(db)
-  const toSpec = (project: string, m: DocMeta): SpecMeta => ({
-    project,
-    name: m.key,
-    version: m.version,
-    hash: m.hash,
-    updated_at: m.updated_at,
-  })
+/** Spec writes, run inside a unit of work (Store.write). */
+export interface SpecsWrites {
+  /** The current document as this unit sees it. */
+  current(project: string, name: string): Doc | null
+  put(project: string, name: string, data: Uint8Array, cond?: WriteCondition): SpecMeta
+  delete(project: string, name: string, cond?: WriteCondition): boolean
+}
+
+export function specsStore(docs: VersionedDocs): SpecsStore {
   return {
     list: async (project) =>
       docs.list(space(project)).map((d) => ({ name: d.key, version: d.version, updated_at: d.updated_at })),
     get: async (project, name) => docs.get(space(project), name),
     getVersion: async (project, name, version) => docs.getVersion(space(project), name, version),
     history: async (project, name, limit) => docs.history(space(project), name, limit),
-    put: async (project, name, data, cond) =>
-      toSpec(project, await docs.put(space(project), name, data, 'application/json', cond)),
-    delete: async (project, name, cond) => docs.delete(space(project), name, cond),
+  }
+}
+
+export function specsWrites(docs: VersionedDocs): SpecsWrites {
+  const toSpec = (project: string, m: DocMeta): SpecMeta => ({ project, name: m.key, version: m.version, hash: m.hash, updated_at: m.updated_at })
+  return {
+    current: (project, name) => docs.current(space(project), name),
+    put: (project, name, data, cond) => toSpec(project, docs.put(space(project), name, data, 'application/json', cond)),
+    delete: (project, name, cond) => docs.delete(space(project), name, cond),
   }
 }

@@ -1,6 +1,5 @@
 // State store: a flat key/value space of versioned documents.
-import type { Database } from 'bun:sqlite'
-import { VersionedDocs, type Doc, type DocMeta, type HistoryItem, type WriteCondition } from './versioned'
+import type { VersionedDocs, Doc, DocMeta, HistoryItem, WriteCondition } from './versioned'
 
 const SPACE = 'state'
 
@@ -11,13 +10,16 @@ export interface StateStore {
   meta(key: string): Promise<DocMeta | null>
   getVersion(key: string, version: number): Promise<Doc | null>
   history(key: string, limit: number): Promise<HistoryItem[] | null>
-  put(key: string, value: Uint8Array, contentType: string, cond?: WriteCondition): Promise<DocMeta>
-  rollback(key: string, version: number, cond?: WriteCondition): Promise<DocMeta & { rolled_back: number }>
-  delete(key: string, cond?: WriteCondition): Promise<boolean>
 }
 
-export function stateStore(db: Database): StateStore {
-  const docs = new VersionedDocs(db)
+/** State writes, run inside a unit of work (Store.write). */
+export interface StateWrites {
+  put(key: string, value: Uint8Array, contentType: string, cond?: WriteCondition): DocMeta
+  rollback(key: string, version: number, cond?: WriteCondition): DocMeta & { rolled_back: number }
+  delete(key: string, cond?: WriteCondition): boolean
+}
+
+export function stateStore(docs: VersionedDocs): StateStore {
   return {
     list: async () => docs.list(SPACE),
     count: async () => docs.count(SPACE),
@@ -25,8 +27,13 @@ export function stateStore(db: Database): StateStore {
     meta: async (key) => docs.meta(SPACE, key),
     getVersion: async (key, version) => docs.getVersion(SPACE, key, version),
     history: async (key, limit) => docs.history(SPACE, key, limit),
-    put: async (key, value, contentType, cond) => docs.put(SPACE, key, value, contentType, cond),
-    rollback: async (key, version, cond) => docs.rollback(SPACE, key, version, cond),
-    delete: async (key, cond) => docs.delete(SPACE, key, cond),
+  }
+}
+
+export function stateWrites(docs: VersionedDocs): StateWrites {
+  return {
+    put: (key, value, contentType, cond) => docs.put(SPACE, key, value, contentType, cond),
+    rollback: (key, version, cond) => docs.rollback(SPACE, key, version, cond),
+    delete: (key, cond) => docs.delete(SPACE, key, cond),
   }
 }

@@ -3,7 +3,7 @@
 // appends to document_history; the documents row is the current version.
 import type { Database } from 'bun:sqlite'
 import { AppError, notFound } from '../lib/errors'
-import { groupCommit, now } from './db'
+import { now, type UnitHooks } from './db'
 
 export interface DocMeta {
   key: string
@@ -35,7 +35,8 @@ export function sha256(value: Uint8Array): string {
 /**
  * Current documents kept in memory, least recently used dropped first, so hot
  * reads skip SQLite. This process is the database's only writer, and every write
- * goes through VersionedDocs, which updates the cache after the commit.
+ * goes through VersionedDocs, which updates the cache only after its COMMIT (reads
+ * come from the read connection, which never sees an uncommitted write).
  */
 class DocCache {
   private map = new Map<string, Doc | null>()
@@ -71,47 +72,60 @@ class DocCache {
 const cacheId = (space: string, key: string) => `${space}\u0000${key}`
 
 export class VersionedDocs {
-  private q
+  private r
+  private w
   private cache = new DocCache(64 * 1024 * 1024)
 
-  constructor(private db: Database) {
-    this.q = {
-      get: db.query<Doc, [string, string]>(
+  /** `reader` serves reads (committed data only); `writer` the writes, inside the unit `unit`. */
+  constructor(reader: Database, writer: Database, private unit: UnitHooks) {
+    this.r = {
+      get: reader.query<Doc, [string, string]>(
         'SELECT key, version, hash, content_type, updated_at, value FROM documents WHERE space = ? AND key = ?',
       ),
-      meta: db.query<DocMeta, [string, string]>(
-        'SELECT key, version, hash, content_type, updated_at FROM documents WHERE space = ? AND key = ?',
-      ),
-      list: db.query<Omit<DocMeta, 'hash'>, [string]>(
+      exists: reader.query<{ version: number }, [string, string]>('SELECT version FROM documents WHERE space = ? AND key = ?'),
+      list: reader.query<Omit<DocMeta, 'hash'>, [string]>(
         'SELECT key, version, content_type, updated_at FROM documents WHERE space = ? ORDER BY key',
       ),
-      version: db.query<Doc, [string, string, number]>(
+      version: reader.query<Doc, [string, string, number]>(
         'SELECT key, version, hash, content_type, updated_at, value FROM document_history WHERE space = ? AND key = ? AND version = ?',
       ),
-      history: db.query<HistoryItem, [string, string, number]>(
+      history: reader.query<HistoryItem, [string, string, number]>(
         'SELECT version, hash, updated_at FROM document_history WHERE space = ? AND key = ? ORDER BY version DESC LIMIT ?',
       ),
-      upsert: db.query(
+      count: reader.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM documents WHERE space = ?'),
+    }
+    this.w = {
+      get: writer.query<Doc, [string, string]>(
+        'SELECT key, version, hash, content_type, updated_at, value FROM documents WHERE space = ? AND key = ?',
+      ),
+      meta: writer.query<DocMeta, [string, string]>(
+        'SELECT key, version, hash, content_type, updated_at FROM documents WHERE space = ? AND key = ?',
+      ),
+      version: writer.query<Doc, [string, string, number]>(
+        'SELECT key, version, hash, content_type, updated_at, value FROM document_history WHERE space = ? AND key = ? AND version = ?',
+      ),
+      upsert: writer.query(
         `INSERT INTO documents (space, key, version, hash, content_type, updated_at, value) VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (space, key) DO UPDATE SET version = excluded.version, hash = excluded.hash,
            content_type = excluded.content_type, updated_at = excluded.updated_at, value = excluded.value`,
       ),
-      append: db.query(
+      append: writer.query(
         'INSERT INTO document_history (space, key, version, hash, content_type, updated_at, value) VALUES (?, ?, ?, ?, ?, ?, ?)',
       ),
-      maxVersion: db.query<{ v: number | null }, [string, string]>(
+      maxVersion: writer.query<{ v: number | null }, [string, string]>(
         'SELECT MAX(version) AS v FROM document_history WHERE space = ? AND key = ?',
       ),
-      delete: db.query('DELETE FROM documents WHERE space = ? AND key = ?'),
-      deleteHistory: db.query('DELETE FROM document_history WHERE space = ? AND key = ?'),
-      count: db.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM documents WHERE space = ?'),
+      delete: writer.query('DELETE FROM documents WHERE space = ? AND key = ?'),
+      deleteHistory: writer.query('DELETE FROM document_history WHERE space = ? AND key = ?'),
     }
   }
+
+  // ---- reads (committed data) ----
 
   get(space: string, key: string): Doc | null {
     const id = cacheId(space, key)
     let doc = this.cache.get(id)
-    if (doc === undefined) this.cache.set(id, (doc = this.q.get.get(space, key)))
+    if (doc === undefined) this.cache.set(id, (doc = this.r.get.get(space, key)))
     return doc
   }
   meta(space: string, key: string): DocMeta | null {
@@ -119,72 +133,69 @@ export class VersionedDocs {
     return doc && { key: doc.key, version: doc.version, hash: doc.hash, content_type: doc.content_type, updated_at: doc.updated_at }
   }
   list(space: string): Omit<DocMeta, 'hash'>[] {
-    return this.q.list.all(space)
+    return this.r.list.all(space)
   }
   count(space: string): number {
-    return this.q.count.get(space)!.n
+    return this.r.count.get(space)!.n
   }
   getVersion(space: string, key: string, version: number): Doc | null {
-    return this.q.version.get(space, key, version)
+    return this.r.version.get(space, key, version)
   }
   /** null when the document does not exist. */
   history(space: string, key: string, limit: number): HistoryItem[] | null {
-    if (!this.q.meta.get(space, key)) return null
-    return this.q.history.all(space, key, limit)
+    if (!this.r.exists.get(space, key)) return null
+    return this.r.history.all(space, key, limit)
   }
 
-  put(space: string, key: string, value: Uint8Array, contentType: string, cond: WriteCondition = {}): Promise<DocMeta> {
-    return this.committed(space, key, () => {
-      const current = this.q.meta.get(space, key)
-      checkCondition(current, cond)
-      return this.write(space, key, value, contentType, current)
-    })
+  // ---- writes (synchronous, inside the current unit of work) ----
+
+  /** The current document as the running unit sees it (uncommitted writes included). */
+  current(space: string, key: string): Doc | null {
+    return this.w.get.get(space, key)
   }
 
-  /** Runs a write in the group commit; the cached copy is dropped whatever the outcome, so the next read sees the write. */
-  private committed<T>(space: string, key: string, fn: () => T): Promise<T> {
-    return groupCommit(this.db).write(() => {
-      try {
-        return fn()
-      } finally {
-        this.cache.drop(cacheId(space, key))
-      }
-    })
+  put(space: string, key: string, value: Uint8Array, contentType: string, cond: WriteCondition = {}): DocMeta {
+    const current = this.w.meta.get(space, key)
+    checkCondition(current, cond)
+    return this.write(space, key, value, contentType, current)
   }
 
   /** Stores version `version`'s value as a new, higher version. */
-  rollback(space: string, key: string, version: number, cond: WriteCondition = {}): Promise<DocMeta & { rolled_back: number }> {
-    return this.committed(space, key, () => {
-      const current = this.q.meta.get(space, key)
-      if (!current) throw notFound('key not found')
-      const old = this.q.version.get(space, key, version)
-      if (!old) throw notFound(`version ${version} not found`)
-      checkCondition(current, cond)
-      return { ...this.write(space, key, old.value, old.content_type, current), rolled_back: version }
-    })
+  rollback(space: string, key: string, version: number, cond: WriteCondition = {}): DocMeta & { rolled_back: number } {
+    const current = this.w.meta.get(space, key)
+    if (!current) throw notFound('key not found')
+    const old = this.w.version.get(space, key, version)
+    if (!old) throw notFound(`version ${version} not found`)
+    checkCondition(current, cond)
+    return { ...this.write(space, key, old.value, old.content_type, current), rolled_back: version }
   }
 
-  delete(space: string, key: string, cond: WriteCondition = {}): Promise<boolean> {
-    return this.committed(space, key, () => {
-      const current = this.q.meta.get(space, key)
-      if (!current) return false
-      checkCondition(current, cond)
-      this.q.delete.run(space, key)
-      this.q.deleteHistory.run(space, key)
-      return true
-    })
+  delete(space: string, key: string, cond: WriteCondition = {}): boolean {
+    const current = this.w.meta.get(space, key)
+    if (!current) return false
+    checkCondition(current, cond)
+    this.w.delete.run(space, key)
+    this.w.deleteHistory.run(space, key)
+    this.unit.afterCommit(() => this.cache.set(cacheId(space, key), null))
+    return true
+  }
+
+  /** Forgets every cached document (after a restore replaced the data). */
+  clearCache(): void {
+    this.cache = new DocCache(64 * 1024 * 1024)
   }
 
   private write(space: string, key: string, value: Uint8Array, contentType: string, current: DocMeta | null): DocMeta {
     // History can outlive a row only if deleted mid-way; max() keeps versions strictly increasing.
-    const version = current ? current.version + 1 : (this.q.maxVersion.get(space, key)?.v ?? 0) + 1
+    const version = current ? current.version + 1 : (this.w.maxVersion.get(space, key)?.v ?? 0) + 1
     const meta: DocMeta = { key, version, hash: sha256(value), content_type: contentType, updated_at: now() }
-    this.q.upsert.run(space, key, version, meta.hash, contentType, meta.updated_at, value)
-    this.q.append.run(space, key, version, meta.hash, contentType, meta.updated_at, value)
+    this.w.upsert.run(space, key, version, meta.hash, contentType, meta.updated_at, value)
+    this.w.append.run(space, key, version, meta.hash, contentType, meta.updated_at, value)
+    // The committed document is known here: cache it then, so the next read needs no query.
+    this.unit.afterCommit(() => this.cache.set(cacheId(space, key), { ...meta, value }))
     return meta
   }
 }
-
 function checkCondition(current: DocMeta | null, cond: WriteCondition): void {
   const fail = (why: string) => new AppError('precondition', why, { current_version: current?.version ?? 0 })
   if (cond.createOnly && current) throw fail('precondition failed: the key already exists')

@@ -2,7 +2,7 @@
 // target() returns it, for signing deliveries.
 import type { Database } from 'bun:sqlite'
 import { conflict } from '../lib/errors'
-import { groupCommit, now } from './db'
+import { now, type UnitHooks } from './db'
 
 export interface Webhook {
   id: string
@@ -26,23 +26,28 @@ export interface NewWebhook {
   secret: string
 }
 
-export interface WebhooksStore {
+export interface WebhooksWrites {
   /** Throws conflict when the id exists. */
-  create(w: NewWebhook): Promise<Webhook>
+  create(w: NewWebhook): Webhook
+  delete(id: string): boolean
+  /** Enables (resetting fail_count) or disables; null when unknown. */
+  setActive(id: string, active: boolean): Webhook | null
+  /**
+   * Records one delivery attempt: success resets fail_count, failure increments it
+   * and disables the webhook at `maxFailures`. Null when the webhook is gone.
+   */
+  recordDelivery(id: string, ok: boolean, maxFailures: number): Webhook | null
+}
+
+export interface WebhooksStore {
   list(): Promise<Webhook[]>
   get(id: string): Promise<Webhook | null>
   /** The webhook with its secret, for delivery. */
   target(id: string): Promise<WebhookTarget | null>
   /** The active webhooks, cached between writes: treat the array as read-only. */
   active(): Promise<readonly Webhook[]>
-  delete(id: string): Promise<boolean>
-  /** Enables (resetting fail_count) or disables; null when unknown. */
-  setActive(id: string, active: boolean): Promise<Webhook | null>
-  /**
-   * Records one delivery attempt: success resets fail_count, failure increments it
-   * and disables the webhook at `maxFailures`. Null when the webhook is gone.
-   */
-  recordDelivery(id: string, ok: boolean, maxFailures: number): Promise<Webhook | null>
+  /** Forgets the cached active list (a webhook write committed). */
+  changed(): void
 }
 
 type Row = { id: string; url: string; patterns: string; secret: string; active: number; created_at: string; last_fired: string | null; fail_count: number }
@@ -53,13 +58,11 @@ function toWebhook(r: Row): Webhook {
   return w
 }
 
-export function webhooksStore(db: Database): WebhooksStore {
+/** Webhook writes; `changed` runs after the commit (it drops the reader's cached active list). */
+export function webhooksWrites(db: Database, unit: UnitHooks, changed: () => void): WebhooksWrites {
   const insert = db.query<Row, [string, string, string, string, string]>(
     'INSERT INTO webhooks (id, url, patterns, secret, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING *',
   )
-  const all = db.query<Row, []>('SELECT * FROM webhooks ORDER BY id')
-  const active = db.query<Row, []>('SELECT * FROM webhooks WHERE active = 1')
-  const one = db.query<Row, [string]>('SELECT * FROM webhooks WHERE id = ?')
   const remove = db.query<unknown, [string]>('DELETE FROM webhooks WHERE id = ?')
   const enable = db.query<Row, [string]>('UPDATE webhooks SET active = 1, fail_count = 0 WHERE id = ? RETURNING *')
   const disable = db.query<Row, [string]>('UPDATE webhooks SET active = 0 WHERE id = ? RETURNING *')
@@ -69,20 +72,35 @@ export function webhooksStore(db: Database): WebhooksStore {
        active = CASE WHEN fail_count + 1 >= ?2 THEN 0 ELSE active END
      WHERE id = ?3 RETURNING *`,
   )
-  // Every published event asks for the active webhooks: keep them in memory, dropped by any write.
-  let activeCache: Webhook[] | null = null
-  // Writes join the group commit so an acknowledged change is a committed one. The
-  // statement runs synchronously inside write(), so clearing the cache first is enough.
-  const write = <T>(fn: () => T) => {
-    activeCache = null
-    return groupCommit(db).write(fn)
+  const write = <T>(fn: () => T): T => {
+    unit.afterCommit(changed)
+    return fn()
   }
   return {
-    async create(w) {
-      const row = await write(() => insert.get(w.id, w.url, JSON.stringify(w.patterns), w.secret, now()))
+    create(w) {
+      const row = write(() => insert.get(w.id, w.url, JSON.stringify(w.patterns), w.secret, now()))
       if (!row) throw conflict(`webhook ${w.id} already exists`)
       return toWebhook(row)
     },
+    delete: (id) => write(() => remove.run(id).changes) > 0,
+    setActive(id, on) {
+      const row = write(() => (on ? enable : disable).get(id))
+      return row ? toWebhook(row) : null
+    },
+    recordDelivery(id, ok, maxFailures) {
+      const row = write(() => (ok ? succeeded.get(now(), id) : failed.get(now(), maxFailures, id)))
+      return row ? toWebhook(row) : null
+    },
+  }
+}
+
+export function webhooksStore(db: Database): WebhooksStore {
+  const all = db.query<Row, []>('SELECT * FROM webhooks ORDER BY id')
+  const active = db.query<Row, []>('SELECT * FROM webhooks WHERE active = 1')
+  const one = db.query<Row, [string]>('SELECT * FROM webhooks WHERE id = ?')
+  // Every published event asks for the active webhooks: keep them in memory, dropped after any committed write.
+  let activeCache: Webhook[] | null = null
+  return {
     list: async () => all.all().map(toWebhook),
     active: async () => (activeCache ??= active.all().map(toWebhook)),
     async get(id) {
@@ -93,14 +111,6 @@ export function webhooksStore(db: Database): WebhooksStore {
       const row = one.get(id)
       return row ? { ...toWebhook(row), secret: row.secret } : null
     },
-    delete: async (id) => (await write(() => remove.run(id).changes)) > 0,
-    async setActive(id, on) {
-      const row = await write(() => (on ? enable : disable).get(id))
-      return row ? toWebhook(row) : null
-    },
-    async recordDelivery(id, ok, maxFailures) {
-      const row = await write(() => (ok ? succeeded.get(now(), id) : failed.get(now(), maxFailures, id)))
-      return row ? toWebhook(row) : null
-    },
+    changed: () => void (activeCache = null),
   }
 }

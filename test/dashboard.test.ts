@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
-import { assets } from '../dashboard-assets'
+import { assets } from '../public/assets'
 import { call, eventually, startServer, tempDir } from './helpers'
 
 const ROOT = join(import.meta.dir, '..')
@@ -81,9 +81,12 @@ async function expectSettled(page: Page) {
   await page.waitForFunction(() => document.querySelectorAll('.state-box.loading').length === 0, null, { timeout: 10_000 })
 }
 
+/** The manifest that lists the files for embedding (public/assets.js and its types) is not itself served. */
+const MANIFEST = new Set(['assets.js', 'assets.d.ts'])
+
 function publicFiles(dir = PUBLIC): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? publicFiles(join(dir, e.name)) : [relative(PUBLIC, join(dir, e.name))],
+    e.isDirectory() ? publicFiles(join(dir, e.name)) : [relative(PUBLIC, join(dir, e.name))].filter((f) => !MANIFEST.has(f)),
   )
 }
 const urlOf = (file: string) => (file === 'index.html' ? '/' : file === 'rules.html' ? '/rules' : `/${file}`)

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { connect, type Socket } from 'node:net'
 import { rmSync } from 'node:fs'
-import { Bus, SUBSCRIBER_BUFFER } from '../bus'
+import { Bus, SUBSCRIBER_BUFFER } from '../services/bus'
 import { openStore } from '../store'
 import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
 

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { globToSql, matchesAny, topicMatcher, topicMatches } from '../lib/glob'
 import { openDatabase } from '../store/db'
-import { eventsStore } from '../store/events'
+import { eventsStore, eventsWrites } from '../store/events'
 import { tempDir } from './helpers'
 
 // [pattern, topic, matches]
@@ -80,6 +80,7 @@ describe('SQL translation agrees with the matcher', () => {
   const dir = tempDir()
   const db = openDatabase(dir)
   const events = eventsStore(db)
+  const writes = eventsWrites(db)
   afterAll(() => {
     db.close()
     rmSync(dir, { recursive: true, force: true })
@@ -87,7 +88,7 @@ describe('SQL translation agrees with the matcher', () => {
 
   test('every pattern of the table selects exactly the matching topics', async () => {
     const topics = [...new Set(TABLE.map(([, topic]) => topic))]
-    for (const topic of topics) await events.append(topic, null, '')
+    for (const topic of topics) writes.append(topic, null, '')
     for (const pattern of new Set(TABLE.map(([p]) => p))) {
       const fromSql = (await events.query({ topic: pattern, limit: 1000 })).map((e) => e.topic).sort()
       expect({ pattern, topics: fromSql }).toEqual({ pattern, topics: topics.filter((t) => topicMatches(pattern, t)).sort() })

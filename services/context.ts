@@ -1,8 +1,8 @@
 // What the composition root hands to every route module and job.
-import type { Bus } from '../bus'
-import type { Config } from './config'
+import type { Bus } from './bus'
+import type { Config } from '../lib/config'
 import type { Store } from '../store'
-import type { AgentMetrics } from './metrics'
+import type { AgentMetrics } from '../lib/metrics'
 
 export interface Ctx {
   config: Config
@@ -16,6 +16,4 @@ export interface Ctx {
   /** "host:port" as bound, or "" when the dashboard is disabled */
   apiBind: string
   dashboardBind: string
-  /** Runs a request through the API in-process (auth and audit included), e.g. for MCP tools that reuse REST routes. */
-  handle(request: Request): Promise<Response>
 }

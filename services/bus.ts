@@ -1,9 +1,11 @@
-// The event bus: publishing stores the event, fans it out to the live
-// subscriptions (WebSocket clients, each with its own bounded buffer) and hands it
-// to every listener (the webhook dispatcher). Nothing here ever waits on a client.
-import type { Event, Store } from './store'
-import { track } from './lib/background'
-import { topicMatcher } from './lib/glob'
+// The event bus: events are written by services inside the unit of the change they
+// report (Tx.emit); once that unit's COMMIT is done, the store hands each event
+// here, in id order, and the bus fans it out to the live subscriptions (WebSocket
+// clients, each with its own bounded buffer) and to every listener (the webhook
+// dispatcher, long-poll waiters). Nothing here ever waits on a client, and nothing
+// is fanned out that did not commit.
+import type { Event, Store } from '../store'
+import { topicMatcher } from '../lib/glob'
 
 export type Listener = (event: Event) => void
 
@@ -154,10 +156,17 @@ export class Bus {
   private subscriptions = new Set<Subscription>()
   private nextSubscriptionId = 1
 
-  constructor(private store: Store) {}
+  constructor(private store: Store) {
+    store.onEvent((event) => this.fanOut(event))
+  }
 
-  async publish(topic: string, data: unknown, source = ''): Promise<Event> {
-    const event = await this.store.events.append(topic, data, source)
+  /** Publishes an event on its own (REST publish, jobs): it commits, then fans out. */
+  publish(topic: string, data: unknown, source = ''): Promise<Event> {
+    return this.store.write((tx) => tx.emit(topic, data, source))
+  }
+
+  /** Hands a committed event to subscribers and listeners. */
+  private fanOut(event: Event): void {
     if (this.subscriptions.size) {
       const frame = JSON.stringify(event)
       for (const s of this.subscriptions) {
@@ -175,15 +184,6 @@ export class Bus {
         console.error('event listener failed:', err)
       }
     }
-    return event
-  }
-
-  /**
-   * Publishes a change event without holding up the caller's response: the event
-   * joins the next group commit instead of costing the write a second one.
-   */
-  notify(topic: string, data: unknown, source: string): void {
-    track(this.publish(topic, data, source).catch((err) => console.error(`publishing ${topic} failed:`, err)))
   }
 
   /** Returns the function that removes the listener. */

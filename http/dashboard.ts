@@ -3,11 +3,11 @@
 // (Authorization included) — plain HTTP and the events WebSocket alike — so the
 // API's auth covers the dashboard too.
 import { Elysia } from 'elysia'
-import type { Ctx } from './lib/context'
-import { authorized } from './api'
-import { errorResponse } from './routes/http'
-import { healthRoutes } from './routes/health'
-import { assets } from './dashboard-assets'
+import type { Ctx } from '../services/context'
+import { authorized } from './caller'
+import { errorResponse } from './errors'
+import { healthRoutes } from '../routes/health'
+import { assets } from '../public/assets'
 
 const HOP_BY_HOP = ['host', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'content-length']
 

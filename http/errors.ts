@@ -1,0 +1,82 @@
+// Error answers: every non-2xx is {error, code}; the status of each error kind.
+import { AppError, type ErrorKind } from '../lib/errors'
+
+export const STATUS: Record<ErrorKind, number> = {
+  invalid: 400,
+  unauthorized: 401,
+  not_found: 404,
+  method: 405,
+  conflict: 409,
+  precondition: 412,
+  too_large: 413,
+}
+
+/** The error kind an HTTP status stands for (STATUS read backwards), e.g. to re-raise an in-process call's error. */
+export const kindOfStatus = (status: number): ErrorKind | undefined =>
+  (Object.keys(STATUS) as ErrorKind[]).find((kind) => STATUS[kind] === status)
+
+export function errorResponse(status: number, message: string, extra: Record<string, unknown> = {}): Response {
+  return Response.json({ error: message, code: status, ...extra }, { status })
+}
+
+
+/** Human message for a TypeBox validation failure: "topic is required", "invalid limit: ...". */
+function validationMessage(error: any): string {
+  const first = error?.valueError ?? error?.all?.[0]
+  // No body at all where an object with required fields is expected: name the first one, as `{}` would.
+  if (error?.type === 'body' && (error.value === undefined || error.value === '')) {
+    const schema = error.validator?.schema ?? error.validator
+    const required = schema?.required?.[0] ?? schema?.allOf?.find((s: any) => s.required)?.required?.[0]
+    if (typeof required === 'string') return `${required} is required`
+  }
+  if (!first) return 'invalid request'
+  const name = String(first.path ?? '').replace(/^\//, '').replace(/\//g, '.')
+  const where = error?.type === 'body' ? 'request body' : `${error?.type ?? 'request'}`
+  if (!name) return `invalid ${where}: ${first.message}`
+  if (first.value === undefined) return `${name} is required`
+  return `invalid ${name}: ${first.message}`
+}
+
+/** The {error, code} answer for anything a handler threw (the API app's onError). */
+export function errorAnswer(
+  code: string | number,
+  error: unknown,
+  set: { status?: number | string; headers: Record<string, string | number> },
+  request: Request,
+  allowedMethods: (path: string) => string[],
+) {
+      let status = 500
+      let message = 'internal server error'
+      let extra: Record<string, unknown> = {}
+      // A body stream cut off for size surfaces from the JSON parser wrapped in a parse error.
+      const appError: AppError | null = error instanceof AppError ? error : (error as any)?.cause instanceof AppError ? (error as any).cause : null
+      if (appError) {
+        status = STATUS[appError.kind as keyof typeof STATUS]
+        message = appError.message
+        extra = appError.extra
+      } else if (code === 'NOT_FOUND') {
+        const allowed = allowedMethods(new URL(request.url).pathname).filter((m) => m !== request.method)
+        if (allowed.length) {
+          status = 405
+          message = `method ${request.method} not allowed`
+          set.headers['allow'] = allowed.join(', ')
+        } else {
+          status = 404
+          message = 'not found'
+        }
+      } else if (code === 'PARSE') {
+        status = 400
+        message = 'malformed request body: expected valid JSON'
+      } else if (code === 'VALIDATION') {
+        status = 400
+        message = validationMessage(error)
+      } else if (typeof (error as any)?.status === 'number' && (error as any).status < 500) {
+        status = (error as any).status
+        message = (error as any).message || message
+      } else {
+        console.error(`internal error on ${request.method} ${request.url}:`, (error as Error)?.stack ?? error)
+      }
+      set.status = status
+      set.headers['content-type'] = 'application/json'
+      return { error: message, code: status, ...extra }
+    }

@@ -1,0 +1,27 @@
+// Query and path parameters: integers, enums, instants, keys, and the
+// compare-and-swap conditions of a versioned write.
+import { invalid } from '../lib/errors'
+import type { WriteCondition } from '../store/versioned'
+
+/** A non-negative (or >= min) integer parameter; absent gives the default, garbage gives 400. */
+export function intParam(value: string | undefined, name: string, def: number, min = 0): number {
+  if (value === undefined || value === '') return def
+  if (!/^\d+$/.test(value) || Number(value) < min) throw invalid(`invalid ${name}: expected an integer >= ${min}`)
+  return Number(value)
+}
+
+/** One of `allowed`, or `def` when absent or empty; anything else is 400 "invalid <name>: expected a, b". */
+export function enumParam<T extends string, D extends T | undefined>(value: string | undefined, name: string, allowed: readonly T[], def: D): T | D {
+  if (value === undefined || value === '') return def
+  if (!allowed.includes(value as T)) throw invalid(`invalid ${name}: expected ${allowed.join(', ')}`)
+  return value as T
+}
+
+/** An RFC 3339 / ISO 8601 instant, normalised to the stored format; garbage gives 400. */
+export function timeParam(value: string | undefined, name: string): string | undefined {
+  if (value === undefined || value === '') return undefined
+  const ms = Date.parse(value)
+  if (Number.isNaN(ms)) throw invalid(`invalid ${name}: expected an RFC 3339 timestamp`)
+  return new Date(ms).toISOString()
+}
+

@@ -1,0 +1,39 @@
+// Every file of public/ and the URL it is served at. Imported `with { type: 'file' }`,
+// so `bun build --compile` embeds each file in the binary (the value is then a
+// path inside the binary) while `bun app.ts` reads them from public/ directly.
+// A file added to public/ must be listed here (test/dashboard.test.ts checks it).
+import index from './index.html' with { type: 'file' }
+import rules from './rules.html' with { type: 'file' }
+import favicon from './favicon.svg' with { type: 'file' }
+import css from './css/muster.css' with { type: 'file' }
+import apiJs from './js/api.js' with { type: 'file' }
+import uiJs from './js/ui.js' with { type: 'file' }
+import shellJs from './js/shell.js' with { type: 'file' }
+import chartJs from './js/chart.js' with { type: 'file' }
+import overviewJs from './js/overview.js' with { type: 'file' }
+import rulesJs from './js/rules.js' with { type: 'file' }
+import metricsJs from './js/panels/metrics.js' with { type: 'file' }
+import instancesJs from './js/panels/instances.js' with { type: 'file' }
+import stateJs from './js/panels/state.js' with { type: 'file' }
+import eventsJs from './js/panels/events.js' with { type: 'file' }
+import llmJs from './js/panels/llm.js' with { type: 'file' }
+import auditJs from './js/panels/audit.js' with { type: 'file' }
+
+export const assets = {
+  '/': index,
+  '/rules': rules,
+  '/favicon.svg': favicon,
+  '/css/muster.css': css,
+  '/js/api.js': apiJs,
+  '/js/ui.js': uiJs,
+  '/js/shell.js': shellJs,
+  '/js/chart.js': chartJs,
+  '/js/overview.js': overviewJs,
+  '/js/rules.js': rulesJs,
+  '/js/panels/metrics.js': metricsJs,
+  '/js/panels/instances.js': instancesJs,
+  '/js/panels/state.js': stateJs,
+  '/js/panels/events.js': eventsJs,
+  '/js/panels/llm.js': llmJs,
+  '/js/panels/audit.js': auditJs,
+}

@@ -1,0 +1,118 @@
+// Instance use cases: registration, signs of life, deregistration and the liveness
+// check. Each change commits with its event and audit entry. When an instance goes
+// stale or deregisters, every `GoneHandler` runs inside that same unit, so whatever
+// it held (locks, reservations, task claims) is released atomically with the change.
+import { randomBytes } from 'node:crypto'
+import type { Ctx } from './context'
+import type { Tx } from '../store'
+import type { Instance, NewInstance } from '../store/instances'
+import { hashToken } from '../lib/token'
+import { invalid, notFound } from '../lib/errors'
+import { recordAudit, type AuditScope } from './audit'
+
+const MAX_TEXT = 1000
+const MAX_CAPABILITIES = 100
+
+export type GoneReason = 'holder_stale' | 'holder_deregistered'
+/** Releases what an instance holds; runs inside the unit that marks it stale or deletes it. */
+export type GoneHandler = (tx: Tx, instance: Instance, reason: GoneReason) => void
+
+const goneHandlers: GoneHandler[] = []
+
+/** Registers a release step (called once per primitive at start-up). */
+export function onInstanceGone(handler: GoneHandler): void {
+  goneHandlers.push(handler)
+}
+
+function released(tx: Tx, instance: Instance, reason: GoneReason): void {
+  for (const handler of goneHandlers) handler(tx, instance, reason)
+}
+
+function checkText(field: string, value: string | undefined): void {
+  if (value !== undefined && value.length > MAX_TEXT) throw invalid(`invalid ${field}: at most ${MAX_TEXT} characters`)
+}
+
+export function checkCapabilities(caps: string[] | undefined): string[] | undefined {
+  if (caps === undefined) return undefined
+  if (caps.length > MAX_CAPABILITIES) throw invalid(`invalid capabilities: at most ${MAX_CAPABILITIES}`)
+  if (caps.some((c) => c.trim() === '' || c.length > 200)) throw invalid('invalid capabilities: each must be 1 to 200 characters')
+  return [...new Set(caps)]
+}
+
+const found = <T>(instance: T | null): T => {
+  if (!instance) throw notFound('instance not found')
+  return instance
+}
+
+/** Registers and announces an instance; returns it with its token (the only time the token is shown). */
+export function registerInstance(ctx: Ctx, scope: AuditScope | undefined, body: NewInstance): Promise<Instance & { token: string }> {
+  if (!body.name?.trim()) throw invalid('name is required')
+  for (const field of ['name', 'workspace', 'intent', 'stack'] as const) checkText(field, body[field])
+  const input = { ...body, capabilities: checkCapabilities(body.capabilities) }
+  const token = randomBytes(32).toString('hex')
+  return ctx.store.write((tx) => {
+    const instance = tx.instances.register(input, hashToken(token))
+    tx.emit('instance.registered', { id: instance.id, name: instance.name, workspace: instance.workspace, stack: instance.stack }, 'instances')
+    recordAudit(tx, scope, `${instance.id} (${instance.name})`)
+    return { ...instance, token }
+  })
+}
+
+/** A sign of life: refreshes last_seen and turns stale into active. */
+export function heartbeat(ctx: Ctx, scope: AuditScope | undefined, id: string): Promise<Instance> {
+  return ctx.store.write((tx) => {
+    const instance = found(tx.instances.heartbeat(id))
+    recordAudit(tx, scope)
+    return instance
+  })
+}
+
+export function activateInstance(ctx: Ctx, scope: AuditScope | undefined, id: string): Promise<Instance> {
+  return ctx.store.write((tx) => {
+    const instance = found(tx.instances.activate(id))
+    recordAudit(tx, scope)
+    return instance
+  })
+}
+
+export function setCapabilities(ctx: Ctx, scope: AuditScope | undefined, id: string, capabilities: string[]): Promise<Instance> {
+  const caps = checkCapabilities(capabilities)!
+  return ctx.store.write((tx) => {
+    const instance = found(tx.instances.setCapabilities(id, caps))
+    recordAudit(tx, scope, instance.capabilities.join(', '))
+    return instance
+  })
+}
+
+export function setIntent(ctx: Ctx, scope: AuditScope | undefined, id: string, intent: string): Promise<Instance> {
+  checkText('intent', intent)
+  return ctx.store.write((tx) => {
+    const instance = found(tx.instances.setIntent(id, intent))
+    recordAudit(tx, scope)
+    return instance
+  })
+}
+
+/** Deregisters: what it held is released in the same unit, then instance.deregistered. */
+export function deregisterInstance(ctx: Ctx, scope: AuditScope | undefined, id: string): Promise<Instance> {
+  return ctx.store.write((tx) => {
+    const gone = found(tx.instances.delete(id))
+    released(tx, gone, 'holder_deregistered')
+    tx.emit('instance.deregistered', { id: gone.id, name: gone.name }, 'instances')
+    recordAudit(tx, scope)
+    return gone
+  })
+}
+
+/** One liveness check (the job and POST /api/liveness/check): returns the newly stale instances. */
+export function checkLiveness(ctx: Ctx): Promise<Instance[]> {
+  const cutoff = new Date(Date.now() - ctx.config.staleTimeoutMs).toISOString()
+  return ctx.store.write((tx) => {
+    const stale = tx.instances.markStale(cutoff)
+    for (const i of stale) {
+      released(tx, i, 'holder_stale')
+      tx.emit('instance.stale', { id: i.id, name: i.name, workspace: i.workspace, last_seen: i.last_seen }, 'liveness')
+    }
+    return stale
+  })
+}
