@@ -12,6 +12,7 @@ import { startComplianceJob } from './jobs/compliance'
 import { startPruneJob } from './jobs/prune'
 import { startWebhookDispatcher } from './jobs/webhooks'
 import { startLivenessJob } from './jobs/liveness'
+import { startExpiryJob } from './jobs/expiry'
 
 export interface Server {
   ctx: Ctx
@@ -25,12 +26,14 @@ const urlOf = (host: string, port: number) => `http://${formatHostPort({ host: r
 
 export async function startServer(config: Config): Promise<Server> {
   const store = openStore(config.dataDir)
+  const stopping = new AbortController()
   const ctx: Ctx = {
     config,
     store,
     bus: undefined as unknown as Bus,
-    metrics: new AgentMetrics((rows) => store.write((tx) => tx.metrics.add(rows))),
+    metrics: new AgentMetrics((rows) => store.write(async (tx) => await tx.metrics.add(rows))),
     startedAt: Date.now(),
+    shutdown: stopping.signal,
     apiUrl: '',
     apiBind: '',
     dashboardBind: '',
@@ -42,6 +45,7 @@ export async function startServer(config: Config): Promise<Server> {
   stopJobs.push(startPruneJob(ctx))
   stopJobs.push(startWebhookDispatcher(ctx))
   stopJobs.push(startLivenessJob(ctx))
+  stopJobs.push(startExpiryJob(ctx))
   stopJobs.push(() => ctx.bus.closeSubscriptions())
 
   const api = createApi(ctx).listen({ hostname: config.bind.host, port: config.bind.port })
@@ -63,6 +67,7 @@ export async function startServer(config: Config): Promise<Server> {
     apiUrl: ctx.apiUrl,
     dashboardUrl,
     async stop() {
+      stopping.abort()
       for (const stop of stopJobs) await stop()
       await Promise.all([api.stop(), dashboard?.stop()])
       await settleBackground()

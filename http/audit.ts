@@ -40,8 +40,8 @@ async function writeLeftover(ctx: Ctx, request: Request, action: string, status:
   try {
     const scope = await scopeOf(ctx, request, action)
     if (scope.written && status < 400) return
-    await ctx.store.write((tx) =>
-      tx.audit.append({
+    await ctx.store.write(async (tx) =>
+      await tx.audit.append({
         actor: scope.actor,
         action,
         resource: scope.resource,

@@ -4,6 +4,7 @@ import { AppError, type ErrorKind } from '../lib/errors'
 export const STATUS: Record<ErrorKind, number> = {
   invalid: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   method: 405,
   conflict: 409,

@@ -1,9 +1,10 @@
 // Domain errors: thrown by the store and the logic modules, which know nothing of
-// HTTP; the API layer maps each kind to its status code in one place (routes/http.ts).
+// HTTP; the API layer maps each kind to its status code in one place (http/errors.ts).
 
 export type ErrorKind =
   | 'invalid' // 400
   | 'unauthorized' // 401
+  | 'forbidden' // 403
   | 'not_found' // 404
   | 'method' // 405
   | 'conflict' // 409
@@ -23,4 +24,5 @@ export class AppError extends Error {
 
 export const invalid = (message: string, extra?: Record<string, unknown>) => new AppError('invalid', message, extra)
 export const notFound = (message: string) => new AppError('not_found', message)
-export const conflict = (message: string) => new AppError('conflict', message)
+export const conflict = (message: string, extra?: Record<string, unknown>) => new AppError('conflict', message, extra)
+export const forbidden = (message: string) => new AppError('forbidden', message)

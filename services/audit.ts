@@ -26,8 +26,8 @@ export const SYSTEM: Caller = { actor: 'system', instanceId: null }
 export const scopeFor = (caller: Caller, action: string, resource: string): AuditScope => ({ ...caller, action, resource, written: false })
 
 /** Appends the success entry of `scope` in the current unit; a no-op without a scope. */
-export function recordAudit(tx: Tx, scope: AuditScope | undefined, detail = ''): void {
+export async function recordAudit(tx: Tx, scope: AuditScope | undefined, detail = ''): Promise<void> {
   if (!scope) return
-  tx.audit.append({ actor: scope.actor, action: scope.action, resource: scope.resource, detail, outcome: 'success' })
+  await tx.audit.append({ actor: scope.actor, action: scope.action, resource: scope.resource, detail, outcome: 'success' })
   scope.written = true
 }

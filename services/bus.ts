@@ -162,7 +162,7 @@ export class Bus {
 
   /** Publishes an event on its own (REST publish, jobs): it commits, then fans out. */
   publish(topic: string, data: unknown, source = ''): Promise<Event> {
-    return this.store.write((tx) => tx.emit(topic, data, source))
+    return this.store.write(async (tx) => await tx.emit(topic, data, source))
   }
 
   /** Hands a committed event to subscribers and listeners. */

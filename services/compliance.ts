@@ -51,9 +51,9 @@ export async function runCompliance(ctx: Ctx, cancel?: AbortSignal): Promise<Com
       if (!checked.has(project)) checked.set(project, checkProject(ctx, project, cancel))
       for (const { name, violations } of await checked.get(project)!) {
         if (cancel?.aborted) return runs
-        const run = await ctx.store.write((tx) => {
-          const run = tx.compliance.record({ instance_id: instance.id, project, contract: name, violations })
-          if (!run.pass) tx.emit('compliance.violation', { run_id: run.id, instance_id: run.instance_id, project, contract: name, violations }, 'compliance')
+        const run = await ctx.store.write(async (tx) => {
+          const run = await tx.compliance.record({ instance_id: instance.id, project, contract: name, violations })
+          if (!run.pass) await tx.emit('compliance.violation', { run_id: run.id, instance_id: run.instance_id, project, contract: name, violations }, 'compliance')
           return run
         })
         runs.push(run)
@@ -64,4 +64,4 @@ export async function runCompliance(ctx: Ctx, cancel?: AbortSignal): Promise<Com
 }
 
 /** Keeps the newest `keep` runs of each (instance, contract). */
-export const pruneCompliance = (ctx: Ctx, keep: number) => ctx.store.write((tx) => tx.compliance.prune(keep))
+export const pruneCompliance = (ctx: Ctx, keep: number) => ctx.store.write(async (tx) => await tx.compliance.prune(keep))

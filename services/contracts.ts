@@ -10,11 +10,11 @@ import { recordAudit, type AuditScope } from './audit'
 import { deleteSpec, writeSpec } from './specs'
 
 /** Stores a compiled contract inside the caller's unit; 409 when that spec exists and is not a contract. */
-export function writeContract(tx: Tx, project: string, name: string, bytes: Uint8Array, compiled: CompiledContract, cond?: WriteCondition): SpecMeta {
-  const current = tx.specs.current(project, name)
+export async function writeContract(tx: Tx, project: string, name: string, bytes: Uint8Array, compiled: CompiledContract, cond?: WriteCondition): Promise<SpecMeta> {
+  const current = await tx.specs.current(project, name)
   if (current && !isContractDoc(decodeJson(current.value)))
     throw conflict(`spec ${project}/${name} exists and is not a contract; delete it first or choose another name`)
-  const meta = writeSpec(tx, project, name, bytes, cond)
+  const meta = await writeSpec(tx, project, name, bytes, cond)
   contractCache.set(project, name, meta.hash, { compiled, problems: [] })
   return meta
 }
@@ -22,9 +22,9 @@ export function writeContract(tx: Tx, project: string, name: string, bytes: Uint
 /** Checks and compiles `json` (400 naming the problems), then stores it. */
 export function putContract(ctx: Ctx, scope: AuditScope | undefined, project: string, name: string, bytes: Uint8Array, json: unknown, cond?: WriteCondition): Promise<SpecMeta> {
   const compiled = compileContract(json)
-  return ctx.store.write((tx) => {
-    const meta = writeContract(tx, project, name, bytes, compiled, cond)
-    recordAudit(tx, scope, `version ${meta.version}`)
+  return ctx.store.write(async (tx) => {
+    const meta = await writeContract(tx, project, name, bytes, compiled, cond)
+    await recordAudit(tx, scope, `version ${meta.version}`)
     return meta
   })
 }

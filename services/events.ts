@@ -6,12 +6,12 @@ import { recordAudit, type AuditScope } from './audit'
 
 /** Publishes an event of a client (source ""); it commits, then reaches subscribers. */
 export function publishEvent(ctx: Ctx, scope: AuditScope | undefined, topic: string, data: unknown): Promise<Event> {
-  return ctx.store.write((tx) => {
-    const event = tx.emit(topic, data, '')
-    recordAudit(tx, scope, `event ${event.id}`)
+  return ctx.store.write(async (tx) => {
+    const event = await tx.emit(topic, data, '')
+    await recordAudit(tx, scope, `event ${event.id}`)
     return event
   })
 }
 
 /** Keeps the newest `keep` events. */
-export const pruneEvents = (ctx: Ctx, keep: number) => ctx.store.write((tx) => tx.events.prune(keep))
+export const pruneEvents = (ctx: Ctx, keep: number) => ctx.store.write(async (tx) => await tx.events.prune(keep))

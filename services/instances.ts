@@ -15,7 +15,7 @@ const MAX_CAPABILITIES = 100
 
 export type GoneReason = 'holder_stale' | 'holder_deregistered'
 /** Releases what an instance holds; runs inside the unit that marks it stale or deletes it. */
-export type GoneHandler = (tx: Tx, instance: Instance, reason: GoneReason) => void
+export type GoneHandler = (tx: Tx, instance: Instance, reason: GoneReason) => Promise<void>
 
 const goneHandlers: GoneHandler[] = []
 
@@ -24,8 +24,8 @@ export function onInstanceGone(handler: GoneHandler): void {
   goneHandlers.push(handler)
 }
 
-function released(tx: Tx, instance: Instance, reason: GoneReason): void {
-  for (const handler of goneHandlers) handler(tx, instance, reason)
+async function released(tx: Tx, instance: Instance, reason: GoneReason): Promise<void> {
+  for (const handler of goneHandlers) await handler(tx, instance, reason)
 }
 
 function checkText(field: string, value: string | undefined): void {
@@ -50,56 +50,56 @@ export function registerInstance(ctx: Ctx, scope: AuditScope | undefined, body: 
   for (const field of ['name', 'workspace', 'intent', 'stack'] as const) checkText(field, body[field])
   const input = { ...body, capabilities: checkCapabilities(body.capabilities) }
   const token = randomBytes(32).toString('hex')
-  return ctx.store.write((tx) => {
-    const instance = tx.instances.register(input, hashToken(token))
-    tx.emit('instance.registered', { id: instance.id, name: instance.name, workspace: instance.workspace, stack: instance.stack }, 'instances')
-    recordAudit(tx, scope, `${instance.id} (${instance.name})`)
+  return ctx.store.write(async (tx) => {
+    const instance = await tx.instances.register(input, hashToken(token))
+    await tx.emit('instance.registered', { id: instance.id, name: instance.name, workspace: instance.workspace, stack: instance.stack }, 'instances')
+    await recordAudit(tx, scope, `${instance.id} (${instance.name})`)
     return { ...instance, token }
   })
 }
 
 /** A sign of life: refreshes last_seen and turns stale into active. */
 export function heartbeat(ctx: Ctx, scope: AuditScope | undefined, id: string): Promise<Instance> {
-  return ctx.store.write((tx) => {
-    const instance = found(tx.instances.heartbeat(id))
-    recordAudit(tx, scope)
+  return ctx.store.write(async (tx) => {
+    const instance = found(await tx.instances.heartbeat(id))
+    await recordAudit(tx, scope)
     return instance
   })
 }
 
 export function activateInstance(ctx: Ctx, scope: AuditScope | undefined, id: string): Promise<Instance> {
-  return ctx.store.write((tx) => {
-    const instance = found(tx.instances.activate(id))
-    recordAudit(tx, scope)
+  return ctx.store.write(async (tx) => {
+    const instance = found(await tx.instances.activate(id))
+    await recordAudit(tx, scope)
     return instance
   })
 }
 
 export function setCapabilities(ctx: Ctx, scope: AuditScope | undefined, id: string, capabilities: string[]): Promise<Instance> {
   const caps = checkCapabilities(capabilities)!
-  return ctx.store.write((tx) => {
-    const instance = found(tx.instances.setCapabilities(id, caps))
-    recordAudit(tx, scope, instance.capabilities.join(', '))
+  return ctx.store.write(async (tx) => {
+    const instance = found(await tx.instances.setCapabilities(id, caps))
+    await recordAudit(tx, scope, instance.capabilities.join(', '))
     return instance
   })
 }
 
 export function setIntent(ctx: Ctx, scope: AuditScope | undefined, id: string, intent: string): Promise<Instance> {
   checkText('intent', intent)
-  return ctx.store.write((tx) => {
-    const instance = found(tx.instances.setIntent(id, intent))
-    recordAudit(tx, scope)
+  return ctx.store.write(async (tx) => {
+    const instance = found(await tx.instances.setIntent(id, intent))
+    await recordAudit(tx, scope)
     return instance
   })
 }
 
 /** Deregisters: what it held is released in the same unit, then instance.deregistered. */
 export function deregisterInstance(ctx: Ctx, scope: AuditScope | undefined, id: string): Promise<Instance> {
-  return ctx.store.write((tx) => {
-    const gone = found(tx.instances.delete(id))
-    released(tx, gone, 'holder_deregistered')
-    tx.emit('instance.deregistered', { id: gone.id, name: gone.name }, 'instances')
-    recordAudit(tx, scope)
+  return ctx.store.write(async (tx) => {
+    const gone = found(await tx.instances.delete(id))
+    await released(tx, gone, 'holder_deregistered')
+    await tx.emit('instance.deregistered', { id: gone.id, name: gone.name }, 'instances')
+    await recordAudit(tx, scope)
     return gone
   })
 }
@@ -107,11 +107,11 @@ export function deregisterInstance(ctx: Ctx, scope: AuditScope | undefined, id: 
 /** One liveness check (the job and POST /api/liveness/check): returns the newly stale instances. */
 export function checkLiveness(ctx: Ctx): Promise<Instance[]> {
   const cutoff = new Date(Date.now() - ctx.config.staleTimeoutMs).toISOString()
-  return ctx.store.write((tx) => {
-    const stale = tx.instances.markStale(cutoff)
+  return ctx.store.write(async (tx) => {
+    const stale = await tx.instances.markStale(cutoff)
     for (const i of stale) {
-      released(tx, i, 'holder_stale')
-      tx.emit('instance.stale', { id: i.id, name: i.name, workspace: i.workspace, last_seen: i.last_seen }, 'liveness')
+      await released(tx, i, 'holder_stale')
+      await tx.emit('instance.stale', { id: i.id, name: i.name, workspace: i.workspace, last_seen: i.last_seen }, 'liveness')
     }
     return stale
   })

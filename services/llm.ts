@@ -4,9 +4,9 @@ import type { LlmUsageInput } from '../store/llm'
 import { recordAudit, type AuditScope } from './audit'
 
 export function recordLlmUsage(ctx: Ctx, scope: AuditScope | undefined, u: LlmUsageInput): Promise<number> {
-  return ctx.store.write((tx) => {
-    const id = tx.llm.record(u)
-    recordAudit(tx, scope, `${u.provider}/${u.model}: ${u.tokens_in ?? 0} in, ${u.tokens_out ?? 0} out, $${u.cost_usd ?? 0}`)
+  return ctx.store.write(async (tx) => {
+    const id = await tx.llm.record(u)
+    await recordAudit(tx, scope, `${u.provider}/${u.model}: ${u.tokens_in ?? 0} in, ${u.tokens_out ?? 0} out, $${u.cost_usd ?? 0}`)
     return id
   })
 }

@@ -9,46 +9,46 @@ const SOURCE = 'rules'
 
 export function proposeRule(ctx: Ctx, scope: AuditScope | undefined, draft: RuleDraft): Promise<Rule> {
   if (!draft.proposed_by) draft.proposed_by = scope?.instanceId ?? ''
-  return ctx.store.write((tx) => {
-    const rule = tx.rules.propose(draft)
-    tx.emit('rule.proposed', rule, SOURCE)
-    recordAudit(tx, scope, `${rule.project}/${rule.rule_id}`)
+  return ctx.store.write(async (tx) => {
+    const rule = await tx.rules.propose(draft)
+    await tx.emit('rule.proposed', rule, SOURCE)
+    await recordAudit(tx, scope, `${rule.project}/${rule.rule_id}`)
     return rule
   })
 }
 
 /** proposed → accepted or rejected. */
 export function decideRule(ctx: Ctx, scope: AuditScope | undefined, project: string, ruleId: string, verdict: 'accepted' | 'rejected'): Promise<Rule> {
-  return ctx.store.write((tx) => {
-    const rule = tx.rules.decide(project, ruleId, verdict)
-    tx.emit(`rule.${verdict}`, rule, SOURCE)
-    recordAudit(tx, scope)
+  return ctx.store.write(async (tx) => {
+    const rule = await tx.rules.decide(project, ruleId, verdict)
+    await tx.emit(`rule.${verdict}`, rule, SOURCE)
+    await recordAudit(tx, scope)
     return rule
   })
 }
 
 /** The project's accepted rules become exactly `rules` (rules.replaced). */
 export function replaceRules(ctx: Ctx, scope: AuditScope | undefined, project: string, rules: RuleDraft[]): Promise<number> {
-  return ctx.store.write((tx) => {
-    const count = tx.rules.replace(project, rules)
-    tx.emit('rules.replaced', { project, count, rule_ids: rules.map((r) => r.rule_id) }, SOURCE)
-    recordAudit(tx, scope, `${count} rules`)
+  return ctx.store.write(async (tx) => {
+    const count = await tx.rules.replace(project, rules)
+    await tx.emit('rules.replaced', { project, count, rule_ids: rules.map((r) => r.rule_id) }, SOURCE)
+    await recordAudit(tx, scope, `${count} rules`)
     return count
   })
 }
 
 /** Imports rules as external and accepted, inside the caller's unit (import route, template apply). */
-export function importRulesIn(tx: Tx, rules: RuleDraft[]): number {
-  const count = tx.rules.import(rules)
+export async function importRulesIn(tx: Tx, rules: RuleDraft[]): Promise<number> {
+  const count = await tx.rules.import(rules)
   const projects = [...new Set(rules.map((r) => r.project))]
-  tx.emit('rules.imported', { projects, count, rule_ids: rules.map((r) => `${r.project}/${r.rule_id}`) }, SOURCE)
+  await tx.emit('rules.imported', { projects, count, rule_ids: rules.map((r) => `${r.project}/${r.rule_id}`) }, SOURCE)
   return count
 }
 
 export function importRules(ctx: Ctx, scope: AuditScope | undefined, rules: RuleDraft[]): Promise<number> {
-  return ctx.store.write((tx) => {
-    const count = importRulesIn(tx, rules)
-    recordAudit(tx, scope, `${count} rules`)
+  return ctx.store.write(async (tx) => {
+    const count = await importRulesIn(tx, rules)
+    await recordAudit(tx, scope, `${count} rules`)
     return count
   })
 }

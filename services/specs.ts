@@ -7,25 +7,25 @@ import { notFound } from '../lib/errors'
 import { recordAudit, type AuditScope } from './audit'
 
 /** Writes a spec inside a unit: the event goes with it. For callers composing larger units (contracts, template apply). */
-export function writeSpec(tx: Tx, project: string, name: string, bytes: Uint8Array, cond?: WriteCondition): SpecMeta {
-  const meta = tx.specs.put(project, name, bytes, cond)
-  tx.emit('spec.changed', { project, name, version: meta.version, operation: 'put' }, 'specs')
+export async function writeSpec(tx: Tx, project: string, name: string, bytes: Uint8Array, cond?: WriteCondition): Promise<SpecMeta> {
+  const meta = await tx.specs.put(project, name, bytes, cond)
+  await tx.emit('spec.changed', { project, name, version: meta.version, operation: 'put' }, 'specs')
   return meta
 }
 
 export function putSpec(ctx: Ctx, scope: AuditScope | undefined, project: string, name: string, bytes: Uint8Array, cond?: WriteCondition): Promise<SpecMeta> {
-  return ctx.store.write((tx) => {
-    const meta = writeSpec(tx, project, name, bytes, cond)
-    recordAudit(tx, scope, `version ${meta.version}`)
+  return ctx.store.write(async (tx) => {
+    const meta = await writeSpec(tx, project, name, bytes, cond)
+    await recordAudit(tx, scope, `version ${meta.version}`)
     return meta
   })
 }
 
 /** Deletes a spec; 404 (`what` not found) when missing. */
 export function deleteSpec(ctx: Ctx, scope: AuditScope | undefined, project: string, name: string, cond?: WriteCondition, what = 'spec'): Promise<void> {
-  return ctx.store.write((tx) => {
-    if (!tx.specs.delete(project, name, cond)) throw notFound(`${what} not found`)
-    tx.emit('spec.changed', { project, name, version: 0, operation: 'delete' }, 'specs')
-    recordAudit(tx, scope)
+  return ctx.store.write(async (tx) => {
+    if (!await tx.specs.delete(project, name, cond)) throw notFound(`${what} not found`)
+    await tx.emit('spec.changed', { project, name, version: 0, operation: 'delete' }, 'specs')
+    await recordAudit(tx, scope)
   })
 }

@@ -7,7 +7,7 @@ import { AppError, invalid, notFound } from '../lib/errors'
 import { checkRules } from '../lib/rules'
 import { compileContract } from '../lib/contract'
 import { templateParts } from '../lib/templates'
-import { recordAudit, scopeFor, type AuditScope } from './audit'
+import { SYSTEM, recordAudit, scopeFor, type AuditScope } from './audit'
 import { writeContract } from './contracts'
 import { writeSpec } from './specs'
 import { importRulesIn } from './rules'
@@ -16,28 +16,28 @@ const SOURCE = 'templates'
 const summary = (t: Template) => ({ id: t.id, kind: t.kind, version: t.version })
 
 export function createTemplate(ctx: Ctx, scope: AuditScope | undefined, input: TemplateInput): Promise<Template> {
-  return ctx.store.write((tx) => {
-    const template = tx.templates.create(input)
-    tx.emit('template.created', summary(template), SOURCE)
-    recordAudit(tx, scope, `${template.kind} template`)
+  return ctx.store.write(async (tx) => {
+    const template = await tx.templates.create(input)
+    await tx.emit('template.created', summary(template), SOURCE)
+    await recordAudit(tx, scope, `${template.kind} template`)
     return template
   })
 }
 
 export function updateTemplate(ctx: Ctx, scope: AuditScope | undefined, input: TemplateInput): Promise<Template> {
-  return ctx.store.write((tx) => {
-    const template = tx.templates.update(input)
-    tx.emit('template.updated', summary(template), SOURCE)
-    recordAudit(tx, scope, `version ${template.version}`)
+  return ctx.store.write(async (tx) => {
+    const template = await tx.templates.update(input)
+    await tx.emit('template.updated', summary(template), SOURCE)
+    await recordAudit(tx, scope, `version ${template.version}`)
     return template
   })
 }
 
 export function deleteTemplate(ctx: Ctx, scope: AuditScope | undefined, id: string): Promise<void> {
-  return ctx.store.write((tx) => {
-    if (!tx.templates.delete(id)) throw notFound('template not found')
-    tx.emit('template.deleted', { id }, SOURCE)
-    recordAudit(tx, scope)
+  return ctx.store.write(async (tx) => {
+    if (!await tx.templates.delete(id)) throw notFound('template not found')
+    await tx.emit('template.deleted', { id }, SOURCE)
+    await recordAudit(tx, scope)
   })
 }
 
@@ -64,28 +64,28 @@ export function applyTemplate(ctx: Ctx, scope: AuditScope | undefined, template:
     }
   })
   // Each part is audited as the caller's own write of it, beside the template.apply entry.
-  const partScope = (action: string, resource: string) => scopeFor(scope ?? { actor: 'system', instanceId: null }, action, resource)
+  const partScope = (action: string, resource: string) => scopeFor(scope ?? SYSTEM, action, resource)
   // A part's error names the part: "contract api: spec p/api exists and is not a contract".
-  const named = <T>(what: string, write: () => T): T => {
+  const named = async <T>(what: string, write: () => Promise<T>): Promise<T> => {
     try {
-      return write()
+      return await write()
     } catch (err) {
       if (err instanceof AppError) throw new AppError(err.kind, `${what}: ${err.message}`, err.extra)
       throw err
     }
   }
-  return ctx.store.write((tx) => {
+  return ctx.store.write(async (tx) => {
     for (const c of contracts) {
-      const meta = named(`contract ${c.name}`, () => writeContract(tx, project, c.name, c.bytes, c.compiled))
-      recordAudit(tx, partScope('contract.put', `contracts/${project}/${c.name}`), `version ${meta.version} (template ${template.id})`)
+      const meta = await named(`contract ${c.name}`, () => writeContract(tx, project, c.name, c.bytes, c.compiled))
+      await recordAudit(tx, partScope('contract.put', `contracts/${project}/${c.name}`), `version ${meta.version} (template ${template.id})`)
     }
     for (const [name, doc] of Object.entries(parts.specs)) {
-      const meta = named(`spec ${name}`, () => writeSpec(tx, project, name, encode(doc)))
-      recordAudit(tx, partScope('spec.put', `specs/${project}/${name}`), `version ${meta.version} (template ${template.id})`)
+      const meta = await named(`spec ${name}`, () => writeSpec(tx, project, name, encode(doc)))
+      await recordAudit(tx, partScope('spec.put', `specs/${project}/${name}`), `version ${meta.version} (template ${template.id})`)
     }
     if (rules.length) {
-      importRulesIn(tx, rules)
-      recordAudit(tx, partScope('rules.import', 'rules/import'), `${rules.length} rules (template ${template.id})`)
+      await importRulesIn(tx, rules)
+      await recordAudit(tx, partScope('rules.import', 'rules/import'), `${rules.length} rules (template ${template.id})`)
     }
     const result: Applied = {
       applied: template.id,
@@ -95,8 +95,8 @@ export function applyTemplate(ctx: Ctx, scope: AuditScope | undefined, template:
       contracts: contracts.map((c) => c.name),
       specs: Object.keys(parts.specs),
     }
-    tx.emit('template.applied', { id: template.id, version: template.version, project, rules: result.rules, contracts: result.contracts, specs: result.specs }, SOURCE)
-    recordAudit(tx, scope, `${template.id} v${template.version} → ${project}: ${rules.length} rules, ${result.contracts.length} contracts, ${result.specs.length} specs`)
+    await tx.emit('template.applied', { id: template.id, version: template.version, project, rules: result.rules, contracts: result.contracts, specs: result.specs }, SOURCE)
+    await recordAudit(tx, scope, `${template.id} v${template.version} → ${project}: ${rules.length} rules, ${result.contracts.length} contracts, ${result.specs.length} specs`)
     return result
   })
 }

@@ -15,38 +15,38 @@ const found = <T>(hook: T | null): T => {
 }
 
 export function createWebhook(ctx: Ctx, scope: AuditScope | undefined, input: NewWebhook): Promise<Webhook> {
-  return ctx.store.write((tx) => {
-    const hook = tx.webhooks.create(input)
-    tx.emit('webhook.created', { id: hook.id, url: hook.url, patterns: hook.patterns }, SOURCE)
-    recordAudit(tx, scope, hook.url)
+  return ctx.store.write(async (tx) => {
+    const hook = await tx.webhooks.create(input)
+    await tx.emit('webhook.created', { id: hook.id, url: hook.url, patterns: hook.patterns }, SOURCE)
+    await recordAudit(tx, scope, hook.url)
     return hook
   })
 }
 
 export function deleteWebhook(ctx: Ctx, scope: AuditScope | undefined, id: string): Promise<void> {
-  return ctx.store.write((tx) => {
-    if (!tx.webhooks.delete(id)) throw notFound('webhook not found')
-    tx.emit('webhook.deleted', { id }, SOURCE)
-    recordAudit(tx, scope)
+  return ctx.store.write(async (tx) => {
+    if (!await tx.webhooks.delete(id)) throw notFound('webhook not found')
+    await tx.emit('webhook.deleted', { id }, SOURCE)
+    await recordAudit(tx, scope)
   })
 }
 
 /** Enables (resetting fail_count) or disables a webhook. */
 export function setWebhookActive(ctx: Ctx, scope: AuditScope | undefined, id: string, active: boolean): Promise<Webhook> {
-  return ctx.store.write((tx) => {
-    const hook = found(tx.webhooks.setActive(id, active))
-    tx.emit(active ? 'webhook.enabled' : 'webhook.disabled', { id, reason: 'api' }, SOURCE)
-    recordAudit(tx, scope)
+  return ctx.store.write(async (tx) => {
+    const hook = found(await tx.webhooks.setActive(id, active))
+    await tx.emit(active ? 'webhook.enabled' : 'webhook.disabled', { id, reason: 'api' }, SOURCE)
+    await recordAudit(tx, scope)
     return hook
   })
 }
 
 /** Records one delivery attempt; `maxFailures` consecutive failures disable the webhook (webhook.disabled). */
 export function recordDelivery(ctx: Ctx, id: string, ok: boolean, maxFailures: number): Promise<Webhook | null> {
-  return ctx.store.write((tx) => {
-    const hook = tx.webhooks.recordDelivery(id, ok, maxFailures)
+  return ctx.store.write(async (tx) => {
+    const hook = await tx.webhooks.recordDelivery(id, ok, maxFailures)
     if (hook && !ok && !hook.active && hook.fail_count === maxFailures)
-      tx.emit('webhook.disabled', { id, reason: 'failures', fail_count: hook.fail_count }, SOURCE)
+      await tx.emit('webhook.disabled', { id, reason: 'failures', fail_count: hook.fail_count }, SOURCE)
     return hook
   })
 }

@@ -71,6 +71,11 @@ export const MIGRATIONS: string[] = [
   );
   CREATE INDEX llm_created ON llm_usage (created_at);
   `,
+  // Coordination: one server-wide fence counter for every grant (locks, reservations, task claims).
+  `
+  CREATE TABLE fence_counter (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
+  INSERT INTO fence_counter (id, value) VALUES (1, 0);
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length

@@ -19,28 +19,47 @@ import { stateStore, stateWrites, type StateStore, type StateWrites } from './st
 import { webhooksStore, webhooksWrites, type WebhooksStore, type WebhooksWrites } from './webhooks'
 import { templatesStore, templatesWrites, type TemplatesStore, type TemplatesWrites } from './templates'
 import { VersionedDocs } from './versioned'
+import { holdersStore, holdersWrites, type HoldersStore, type HoldersWrites } from './holders'
 export type { Event } from './events'
 
 const DB_FILE = 'muster.db'
 
+/** The Promise-returning face of a table group's writes (SQLite runs them synchronously; another backend need not). */
+export type Async<T> = { [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : T[K] }
+
+function async<T extends object>(writes: T): Async<T> {
+  const out: Record<string, unknown> = {}
+  for (const [name, fn] of Object.entries(writes)) {
+    out[name] = (...args: unknown[]) => {
+      try {
+        return Promise.resolve((fn as (...a: unknown[]) => unknown)(...args))
+      } catch (err) {
+        return Promise.reject(err)
+      }
+    }
+  }
+  return out as Async<T>
+}
+
 /**
- * One unit of work: every write method of every table group, synchronous, all in
- * one transaction. `emit` appends an event that commits with the unit and reaches
+ * One unit of work: every write method of every table group, all in one
+ * transaction. `emit` appends an event that commits with the unit and reaches
  * subscribers only after that COMMIT (never for a unit that rolled back).
  */
 export interface Tx {
-  state: StateWrites
-  specs: SpecsWrites
-  audit: AuditWrites
-  events: EventsWrites
-  instances: InstancesWrites
-  metrics: MetricsWrites
-  llm: LlmWrites
-  rules: RulesWrites
-  templates: TemplatesWrites
-  compliance: ComplianceWrites
-  webhooks: WebhooksWrites
-  emit(topic: string, data: unknown, source: string): Event
+  state: Async<StateWrites>
+  specs: Async<SpecsWrites>
+  audit: Async<AuditWrites>
+  events: Async<EventsWrites>
+  instances: Async<InstancesWrites>
+  metrics: Async<MetricsWrites>
+  llm: Async<LlmWrites>
+  rules: Async<RulesWrites>
+  templates: Async<TemplatesWrites>
+  compliance: Async<ComplianceWrites>
+  webhooks: Async<WebhooksWrites>
+  holders: Async<HoldersWrites>
+  emit(topic: string, data: unknown, source: string): Promise<Event>
 }
 
 /** Reads see committed data only. Every write goes through `write`. */
@@ -56,11 +75,13 @@ export interface Store {
   templates: TemplatesStore
   compliance: ComplianceStore
   webhooks: WebhooksStore
+  holders: HoldersStore
   /**
    * Runs `fn` as one unit of work in the group commit and resolves with its result
-   * once it is durable. A throw rolls the whole unit back.
+   * once it is durable. A throw (or rejection) rolls the whole unit back. Units run
+   * one at a time: keep slow work (network, workers) outside `fn`.
    */
-  write<T>(fn: (tx: Tx) => T | Promise<T>): Promise<T>
+  write<T>(fn: (tx: Tx) => Promise<T>): Promise<T>
   /** Calls `listener` with every event, in id order, right after the COMMIT that made it durable. */
   onEvent(listener: (event: Event) => void): void
   readonly schemaVersion: number
@@ -95,18 +116,19 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
   const webhooks = webhooksStore(reader)
   const events = eventsWrites(writer)
   const tx: Tx = {
-    state: stateWrites(docs),
-    specs: specsWrites(docs),
-    audit: auditWrites(writer),
-    events,
-    instances: instancesWrites(writer),
-    metrics: metricsWrites(writer),
-    llm: llmWrites(writer),
-    rules: rulesWrites(writer),
-    templates: templatesWrites(writer),
-    compliance: complianceWrites(writer),
-    webhooks: webhooksWrites(writer, unit, webhooks.changed),
-    emit(topic, data, source) {
+    state: async(stateWrites(docs)),
+    specs: async(specsWrites(docs)),
+    audit: async(auditWrites(writer)),
+    events: async(events),
+    instances: async(instancesWrites(writer)),
+    metrics: async(metricsWrites(writer)),
+    llm: async(llmWrites(writer)),
+    rules: async(rulesWrites(writer)),
+    templates: async(templatesWrites(writer)),
+    compliance: async(complianceWrites(writer)),
+    webhooks: async(webhooksWrites(writer, unit, webhooks.changed)),
+    holders: async(holdersWrites(writer)),
+    async emit(topic, data, source) {
       const event = events.append(topic, data, source)
       unit.afterCommit(() => {
         for (const listener of listeners) listener(event)
@@ -126,6 +148,7 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
     webhooks,
     rules: rulesStore(reader),
     templates: templatesStore(reader),
+    holders: holdersStore(reader),
   }
   return { reads, tx }
 }

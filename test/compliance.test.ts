@@ -209,12 +209,12 @@ test('pruning keeps the newest runs of each (instance, contract) and nothing els
   const store = openStore(dir)
   try {
     const record = (instance_id: string, contract: string) =>
-      store.write((tx) => tx.compliance.record({ instance_id, project: 'p', contract, violations: [] }))
+      store.write(async (tx) => await tx.compliance.record({ instance_id, project: 'p', contract, violations: [] }))
     for (let i = 0; i < 7; i++) await record('a', 'api')
     for (let i = 0; i < 2; i++) await record('a', 'other')
     for (let i = 0; i < 4; i++) await record('b', 'api')
     const before = await store.compliance.history({ limit: 100 })
-    expect(await store.write((tx) => tx.compliance.prune(3))).toBe(4 + 1)
+    expect(await store.write(async (tx) => await tx.compliance.prune(3))).toBe(4 + 1)
     const after = await store.compliance.history({ limit: 100 })
     const kept = (instance: string, contract: string) =>
       after.filter((r) => r.instance_id === instance && r.contract === contract).map((r) => r.id)
@@ -223,7 +223,7 @@ test('pruning keeps the newest runs of each (instance, contract) and nothing els
     expect(kept('a', 'api')).toEqual(newest('a', 'api', 3))
     expect(kept('a', 'other')).toEqual(newest('a', 'other', 2))
     expect(kept('b', 'api')).toEqual(newest('b', 'api', 3))
-    expect(await store.write((tx) => tx.compliance.prune(3))).toBe(0)
+    expect(await store.write(async (tx) => await tx.compliance.prune(3))).toBe(0)
   } finally {
     store.close()
     rmSync(dir, { recursive: true, force: true })

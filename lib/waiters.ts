@@ -1,0 +1,74 @@
+// Held requests: a caller waits on a key until something wakes it, its time runs
+// out, or the server shuts down. Waking is done by the write itself (after its
+// COMMIT), never by polling. First come, first served within a key.
+
+export type WakeReason = 'woken' | 'timeout' | 'shutdown'
+
+interface Waiter {
+  resolve(reason: WakeReason): void
+}
+
+export class Waiters<K = string> {
+  private byKey = new Map<K, Set<Waiter>>()
+
+  constructor(private shutdown: AbortSignal) {}
+
+  /**
+   * Resolves 'woken' at the next wake(key), 'timeout' after `ms`, 'shutdown' when the
+   * server stops. Register before re-checking the condition: a change committed
+   * between the check and the wait then still wakes it (no missed wake-up).
+   */
+  wait(key: K, ms: number): { done: Promise<WakeReason>; cancel(): void } {
+    let waiter!: Waiter
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const onShutdown = () => waiter.resolve('shutdown')
+    const done = new Promise<WakeReason>((resolve) => {
+      waiter = {
+        resolve: (reason) => {
+          clearTimeout(timer)
+          this.shutdown.removeEventListener('abort', onShutdown)
+          const set = this.byKey.get(key)
+          set?.delete(waiter)
+          if (set && !set.size) this.byKey.delete(key)
+          resolve(reason)
+        },
+      }
+    })
+    if (this.shutdown.aborted) waiter.resolve('shutdown')
+    else {
+      let set = this.byKey.get(key)
+      if (!set) this.byKey.set(key, (set = new Set()))
+      set.add(waiter)
+      timer = setTimeout(() => waiter.resolve('timeout'), ms)
+      this.shutdown.addEventListener('abort', onShutdown, { once: true })
+    }
+    return { done, cancel: () => waiter.resolve('timeout') }
+  }
+
+  /** Wakes every waiter of `key` (they re-check; whoever loses waits again). */
+  wake(key: K): void {
+    const set = this.byKey.get(key)
+    if (!set) return
+    for (const w of [...set]) w.resolve('woken')
+  }
+
+  /** Wakes the first waiter of `key` only (first come, first served). */
+  wakeFirst(key: K): boolean {
+    const first = this.byKey.get(key)?.values().next().value
+    if (!first) return false
+    first.resolve('woken')
+    return true
+  }
+
+  /** Wakes every waiter of every key. */
+  wakeAll(): void {
+    for (const key of [...this.byKey.keys()]) this.wake(key)
+  }
+
+  /** Held requests right now (for metrics and benchmarks). */
+  get size(): number {
+    let n = 0
+    for (const set of this.byKey.values()) n += set.size
+    return n
+  }
+}

@@ -1,0 +1,95 @@
+// The holder machinery every coordination primitive shares (locks, reservations,
+// task claims): the calling instance from X-Instance-Token (each call a sign of
+// life), TTLs and their expiry, fences, and the 409 view of who is in the way.
+// Release when a holder goes stale or deregisters is services/instances.ts's
+// onInstanceGone; expiry is registered here with onExpiry and run by jobs/expiry.ts.
+import type { Ctx } from './context'
+import type { Tx } from '../store'
+import type { Instance } from '../store/instances'
+import { hashToken } from '../lib/token'
+import { forbidden, invalid } from '../lib/errors'
+import { parseDuration } from '../lib/config'
+import { scopeFor, type AuditScope } from './audit'
+
+export const SOURCE = 'coordination'
+export const TTL_MIN_MS = 1_000
+export const TTL_MAX_MS = 604_800_000
+export const WAIT_MAX_MS = 60_000
+
+/** How a grant ended, as its release event says. */
+export type ReleaseReason = 'released' | 'expired' | 'holder_stale' | 'holder_deregistered' | 'forced'
+
+/** The instance calling: 400 without X-Instance-Token, 403 for a token of no registered instance. */
+export async function holderOf(ctx: Ctx, request: Request): Promise<Instance> {
+  const token = request.headers.get('x-instance-token')
+  if (!token) throw invalid('X-Instance-Token is required')
+  const id = await ctx.store.instances.idByTokenHash(hashToken(token))
+  const instance = id ? await ctx.store.instances.get(id) : null
+  if (!instance) throw forbidden('unknown instance token: register again')
+  return instance
+}
+
+/** The instance of an optional X-Instance-Token (null without one; 403 for an unknown one). */
+export async function optionalHolder(ctx: Ctx, request: Request): Promise<Instance | null> {
+  return request.headers.has('x-instance-token') ? holderOf(ctx, request) : null
+}
+
+/**
+ * Every call a holder makes counts as a heartbeat: inside the unit of its call,
+ * last_seen is refreshed and a stale instance turns active (holding nothing: what it
+ * held went when it turned stale). 403 when it deregistered meanwhile.
+ */
+export async function touch(tx: Tx, instanceId: string): Promise<void> {
+  if (!(await tx.instances.heartbeat(instanceId))) throw forbidden('unknown instance token: register again')
+}
+
+/** The audit scope of a holder's call: the actor is the instance id. */
+export const holderScope = (instance: Instance, action: string, resource: string): AuditScope =>
+  scopeFor({ actor: instance.id, instanceId: instance.id }, action, resource)
+
+/** An optional ttl_ms: undefined, or an integer within the contract's bounds (else 400). */
+export function ttlParam(ttl: unknown): number | undefined {
+  if (ttl === undefined || ttl === null) return undefined
+  if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < TTL_MIN_MS || ttl > TTL_MAX_MS)
+    throw invalid(`invalid ttl_ms: expected an integer from ${TTL_MIN_MS} to ${TTL_MAX_MS}`)
+  return ttl
+}
+
+/** An optional wait_ms (or any *_ms bounded by WAIT_MAX_MS): 0 when absent. */
+export function waitMsParam(value: unknown, name = 'wait_ms', max = WAIT_MAX_MS): number {
+  if (value === undefined || value === null) return 0
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max)
+    throw invalid(`invalid ${name}: expected an integer from 0 to ${max}`)
+  return value
+}
+
+/** A `wait=DUR` query parameter (500ms, 25s): at most 60 s, else 400; absent: undefined. */
+export function waitParam(value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined
+  const ms = parseDuration(value)
+  if (ms === null) throw invalid('invalid wait: expected a duration like 500ms or 25s')
+  if (ms > WAIT_MAX_MS) throw invalid('invalid wait: at most 60s')
+  return ms
+}
+
+/** expires_at for a TTL from now: RFC 3339 UTC with ms, or null without a TTL. */
+export const expiresAt = (ttl: number | undefined, now = Date.now()): string | null =>
+  ttl === undefined ? null : new Date(now + ttl).toISOString()
+
+/** Releases grants whose expires_at has passed; runs inside one unit per expiry pass. */
+export type ExpiryHandler = (tx: Tx, now: string) => Promise<void>
+const expiryHandlers: ExpiryHandler[] = []
+
+/** Registers a primitive's expiry step (once, at start-up). */
+export function onExpiry(handler: ExpiryHandler): void {
+  expiryHandlers.push(handler)
+}
+
+/** One expiry pass over every primitive, in one unit (jobs/expiry.ts runs it every 250 ms). */
+export function expireGrants(ctx: Ctx): Promise<void> {
+  if (!expiryHandlers.length) return Promise.resolve()
+  const now = new Date().toISOString()
+  return ctx.store.write(async (tx) => {
+    for (const handler of expiryHandlers) await handler(tx, now)
+  })
+}
