@@ -3,7 +3,7 @@
 import { Elysia } from 'elysia'
 import { openapi } from '@elysiajs/openapi'
 import type { Ctx } from '../services/context'
-import { MAX_ANY_BODY, bodyLimit, boundedRequest, tooLarge } from './body'
+import { MAX_ANY_BODY, MAX_BODY, boundedRequest, tooLarge } from './body'
 import { authorized, countForCaller } from './caller'
 import { errorAnswer, errorResponse } from './errors'
 import { healthRoutes } from '../routes/health'
@@ -27,14 +27,20 @@ import { templatesRoutes } from '../routes/templates'
 export function createApi(ctx: Ctx) {
   // The server-level cap admits the largest route limit; each request is held to its own route's limit below.
   const app = new Elysia({ serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 } })
-  // Routes as regexes, to tell 405 (path exists, other method) from 404.
-  let table: { method: string; re: RegExp }[] | null = null
-  const allowedMethods = (path: string) => {
-    table ??= app.routes.map((r) => ({
+  // Routes as regexes, to tell 405 (path exists, other method) from 404, with their declared body limits.
+  let table: { method: string; re: RegExp; maxBody?: number }[] | null = null
+  const routeTable = () =>
+    (table ??= app.routes.map((r) => ({
       method: r.method,
       re: new RegExp(`^${r.path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}$`),
-    }))
-    return [...new Set(table.filter((r) => r.re.test(path)).map((r) => r.method))]
+      maxBody: (r.hooks as { maxBody?: number } | undefined)?.maxBody,
+    })))
+  const allowedMethods = (path: string) => [...new Set(routeTable().filter((r) => r.re.test(path)).map((r) => r.method))]
+  // Only routes that declare maxBody differ from MAX_BODY: look those up, the rest need no match.
+  let large: { method: string; re: RegExp; maxBody: number }[] | null = null
+  const bodyLimit = (method: string, path: string) => {
+    large ??= routeTable().filter((r): r is { method: string; re: RegExp; maxBody: number } => r.maxBody !== undefined)
+    return large.find((r) => r.method === method && r.re.test(path))?.maxBody ?? MAX_BODY
   }
 
   return app
@@ -42,7 +48,7 @@ export function createApi(ctx: Ctx) {
     .onRequest((c) => {
       const url = new URL(c.request.url)
       if (!authorized(ctx, c.request, url)) return errorResponse(401, 'invalid or missing bearer token')
-      const limit = bodyLimit(url.pathname)
+      const limit = bodyLimit(c.request.method, url.pathname)
       const declared = c.request.headers.get('content-length')
       if (Number(declared ?? 0) > limit) return errorResponse(413, tooLarge(limit).message)
       // A body without Content-Length is cut off with 413 as soon as it passes the limit, whoever reads it.

@@ -1,16 +1,24 @@
 // Request bodies: size limits enforced while streaming, raw and JSON readers.
+import { Elysia } from 'elysia'
 import { AppError, invalid } from '../lib/errors'
+import { StreamTooLarge, readUpTo } from '../lib/stream'
 
 export const MAX_BODY = 10 * 1024 * 1024
 
-/** Routes that take larger raw bodies than MAX_BODY (they stream them to disk, never into memory). */
-const LARGE_BODY_ROUTES: Record<string, number> = { '/api/restore': 1024 * 1024 * 1024 }
+/** The most a route may declare with `maxBody` (the server-level cap). */
+export const MAX_ANY_BODY = 1024 * 1024 * 1024
 
-/** The body limit of a request path. */
-export const bodyLimit = (path: string): number => LARGE_BODY_ROUTES[path] ?? MAX_BODY
-
-/** The largest body any route accepts: the server-level cap. */
-export const MAX_ANY_BODY = Math.max(MAX_BODY, ...Object.values(LARGE_BODY_ROUTES))
+/**
+ * The `maxBody: bytes` route option, for routes that take more than MAX_BODY (and
+ * stream it to disk, never into memory). The API app reads the declared limits off
+ * its route table and holds each request to its route's limit before any parsing.
+ */
+export const bodyLimits = new Elysia({ name: 'body-limits' }).macro({
+  maxBody(limit: number) {
+    if (limit > MAX_ANY_BODY) throw new Error(`maxBody ${limit} exceeds the server cap ${MAX_ANY_BODY}`)
+    return {}
+  },
+})
 
 /** The same request whose body stream fails with 413 once it passes `limit` bytes (for bodies without Content-Length). */
 export function boundedRequest(request: Request, limit: number): Request {
@@ -35,18 +43,11 @@ export async function readBody(request: Request, limit = MAX_BODY): Promise<Uint
   if (!request.body) return new Uint8Array(0)
   // A declared length within the limit cannot grow past it (Bun enforces it), so read it whole.
   if (declared >= 0) return new Uint8Array(await request.arrayBuffer())
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength
-    if (size > limit) throw tooLarge(limit)
-    chunks.push(chunk)
+  try {
+    return await readUpTo(request.body, limit)
+  } catch (err) {
+    throw err instanceof StreamTooLarge ? tooLarge(limit) : err
   }
-  if (chunks.length === 1) return chunks[0]
-  const out = new Uint8Array(size)
-  let at = 0
-  for (const c of chunks) out.set(c, at), (at += c.byteLength)
-  return out
 }
 
 export const tooLarge = (limit = MAX_BODY) =>

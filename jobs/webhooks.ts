@@ -1,4 +1,4 @@
-// The webhook dispatcher (spec 6.7, design.md "Webhooks"): every published event
+// The webhook dispatcher (README "Webhooks"): every published event
 // that matches an active webhook's patterns is POSTed to its url. Each webhook has
 // its own queue worked one delivery at a time, so a slow receiver delays only
 // itself; 10 consecutive failures disable the webhook.

@@ -2,6 +2,8 @@
 // body checked against the contract. Transport failures (refused, DNS, timeout)
 // become a failing result, never an exception.
 import { invalid } from './errors'
+import { StreamTooLarge, readUpTo } from './stream'
+import { isObject } from './values'
 import {
   BODY_METHODS,
   endpointUrl,
@@ -34,7 +36,6 @@ export interface LiveResult {
   violations: Violation[]
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /**
  * Turns a `test` call's test_data into a request: for POST, PUT and PATCH it is
@@ -81,18 +82,12 @@ function transportError(err: unknown, timeoutMs: number): string {
 
 /** Reads at most `limit` bytes of a body; null when it is longer. */
 async function readLimited(res: Response, limit: number): Promise<string | null> {
-  if (!res.body) return ''
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    size += chunk.byteLength
-    if (size > limit) {
-      await res.body.cancel().catch(() => {})
-      return null
-    }
-    chunks.push(chunk)
+  try {
+    return new TextDecoder().decode(await readUpTo(res.body, limit))
+  } catch (err) {
+    if (err instanceof StreamTooLarge) return null
+    throw err
   }
-  return new TextDecoder().decode(Buffer.concat(chunks))
 }
 
 const describeStatuses = (endpoint: Endpoint) => (endpoint.responseStatus ? endpoint.responseStatus.join(' or ') : '2xx')

@@ -4,6 +4,8 @@
 // A contract is {kind: "contract", version, base_url?, title?, description?,
 // endpoints: {"METHOD /path": {query?, request?, response?, response_status?, description?}}}.
 import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020'
+import { httpUrl, isObject } from './values'
+import { Lru } from './lru'
 import addFormats from 'ajv-formats'
 import { invalid } from './errors'
 
@@ -54,7 +56,6 @@ const pointer = (...segments: string[]) => segments.map((s) => `/${escapePointer
 const TOP_KEYS = new Set(['kind', 'version', 'base_url', 'endpoints', 'title', 'description'])
 const ENDPOINT_KEYS = new Set(['query', 'request', 'response', 'response_status', 'description'])
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** True when a stored spec is meant as a contract (kind "contract"), valid or not. */
 export function isContractDoc(doc: unknown): boolean {
@@ -131,16 +132,9 @@ export function parseContract(doc: unknown): { contract: Contract | null; proble
 
 /** The base URL without a trailing slash, or null when it is not an absolute http(s) URL. */
 export function checkBaseUrl(value: unknown): string | null {
-  if (typeof value !== 'string') return null
-  let url: URL
-  try {
-    url = new URL(value)
-  } catch {
-    return null
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null
-  if (url.search || url.hash) return null
-  return value.replace(/\/+$/, '')
+  const url = httpUrl(value)
+  if (!url || url.search || url.hash) return null
+  return (value as string).replace(/\/+$/, '')
 }
 
 // ---- compiling ----------------------------------------------------------------
@@ -331,19 +325,16 @@ export type CacheEntry = { compiled: CompiledContract | null; problems: Violatio
  * kept, and the least recently used contracts go first beyond `capacity`.
  */
 export class ContractCache {
-  private entries = new Map<string, { hash: string; entry: CacheEntry }>()
+  private entries: Lru<string, { hash: string; entry: CacheEntry }>
   compilations = 0
 
-  constructor(private capacity = 1000) {}
+  constructor(capacity = 1000) {
+    this.entries = new Lru(capacity)
+  }
 
   get(project: string, name: string, hash: string, load: () => unknown): CacheEntry {
-    const id = `${project}\0${name}`
-    const hit = this.entries.get(id)
-    this.entries.delete(id)
-    if (hit && hit.hash === hash) {
-      this.entries.set(id, hit) // most recently used last
-      return hit.entry
-    }
+    const hit = this.entries.get(`${project}\0${name}`)
+    if (hit && hit.hash === hash) return hit.entry
     this.compilations++
     const entry = checkContract(load())
     this.set(project, name, hash, entry)
@@ -352,10 +343,7 @@ export class ContractCache {
 
   /** Stores an entry compiled elsewhere (a write compiles before storing; no need to do it twice). */
   set(project: string, name: string, hash: string, entry: CacheEntry): void {
-    const id = `${project}\0${name}`
-    this.entries.delete(id)
-    this.entries.set(id, { hash, entry })
-    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value!)
+    this.entries.set(`${project}\0${name}`, { hash, entry })
   }
 
   forget(project: string, name: string): void {

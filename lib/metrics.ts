@@ -1,9 +1,16 @@
 // Agent metric counting off the request path: counts accumulate in memory per
 // (instance, hourly bucket, name) and reach the database in one batch per flush
 // (every few seconds, before metric reads and backups, and on shutdown).
-import type { MetricRow } from '../store/metrics'
 
-/** The counters design.md names; `count` accepts any name, these are the ones the service emits. */
+export interface MetricRow {
+  instance_id: string
+  metric_name: string
+  metric_value: number
+  /** Hourly bucket, YYYY-MM-DDTHH (UTC). */
+  period: string
+}
+
+/** The counters the README lists; `count` accepts any name, these are the ones the service emits. */
 export type MetricName = 'rest_calls' | 'mcp_calls' | 'violations' | 'rollbacks'
 
 export const METRICS_FLUSH_MS = 2000

@@ -7,6 +7,8 @@
 // The price is RE2's dialect: no backreferences and no lookaround; such patterns
 // are refused with 400 when the rule is written.
 import picomatch from 'picomatch'
+import { isObject } from './values'
+import { Lru } from './lru'
 import { RE2JS } from 're2js'
 import { invalid } from './errors'
 
@@ -73,39 +75,21 @@ export const customCheck = (rule: Pick<RuleDraft, 'match_type' | 'pattern'>) =>
 
 // ---- compiled caches ------------------------------------------------------------
 
-/** A Map that forgets its oldest entry past `limit` (insertion order, refreshed on hit). */
-class Bounded<V> {
-  private map = new Map<string, V>()
-  constructor(private limit: number) {}
-  get(key: string, make: () => V): V {
-    let v = this.map.get(key)
-    if (v !== undefined) {
-      this.map.delete(key)
-      this.map.set(key, v)
-      return v
-    }
-    v = make()
-    this.map.set(key, v)
-    if (this.map.size > this.limit) this.map.delete(this.map.keys().next().value!)
-    return v
-  }
-}
-
 interface Compiled {
   re: RE2JS
   /** Whether a search of a block of lines can rule out every line in it (see regexViolations). */
   wholeSearch: boolean
 }
 
-const patterns = new Bounded<Compiled | string>(2000)
-const globs = new Bounded<(path: string) => boolean>(2000)
+const patterns = new Lru<string, Compiled | string>(2000)
+const globs = new Lru<string, (path: string) => boolean>(2000)
 
 // \A, \z and a flag group turning multi-line off make a match depend on the text around the line.
 const TEXT_ANCHORED = /\\[Az]|\(\?[a-zA-Z]*-[a-zA-Z]*m/
 
 /** The compiled pattern, or the RE2 error message for one that does not compile. */
 function compileCached(pattern: string): Compiled | string {
-  return patterns.get(pattern, () => {
+  return patterns.getOr(pattern, () => {
     try {
       // MULTILINE: ^ and $ mean line start and end, the same on a single line as in the whole content.
       return { re: RE2JS.compile(pattern, RE2JS.MULTILINE), wholeSearch: !TEXT_ANCHORED.test(pattern) }
@@ -131,14 +115,13 @@ function compiled(pattern: string): Compiled {
 
 function globMatcher(glob: string): (path: string) => boolean {
   // dot: the default "*" must cover dotfiles (.env) too.
-  return globs.get(glob, () => picomatch(glob, { dot: true }))
+  return globs.getOr(glob, () => picomatch(glob, { dot: true }))
 }
 
 // ---- checking rules -------------------------------------------------------------
 
 type Raw = Record<string, unknown>
 
-const isObject = (v: unknown): v is Raw => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 function text(raw: Raw, field: string, where: string, def = ''): string {
   const v = raw[field]

@@ -1,9 +1,12 @@
 // What a template's data must look like for its kind (pure, no I/O). Checked on
 // create and update, so applying a stored template cannot fail on its shape.
 import { compileContract, isContractDoc } from './contract'
+import { isObject } from './values'
 import { invalid } from './errors'
 import { checkRules } from './rules'
-import type { TemplateKind } from '../store/templates'
+
+export const TEMPLATE_KINDS = ['rules', 'contracts', 'bundle'] as const
+export type TemplateKind = (typeof TEMPLATE_KINDS)[number]
 
 /** The parts a template writes into a project. */
 export interface TemplateParts {
@@ -18,7 +21,6 @@ export interface TemplateParts {
 const PLACEHOLDER_PROJECT = 'template'
 const BUNDLE_PARTS = ['rules', 'contracts', 'specs']
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** The data a template of this kind gets when none is given. */
 export const defaultData = (kind: TemplateKind): unknown => (kind === 'rules' ? [] : kind === 'bundle' ? {} : undefined)

@@ -4,10 +4,13 @@ import { open, unlink } from 'node:fs/promises'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { removeTemp } from '../store/backup'
-import { bodyLimit, tooLarge } from '../http/body'
+import { StreamTooLarge, chunksUpTo } from '../lib/stream'
+import { bodyLimits, tooLarge } from '../http/body'
 import { noteAudit, audited } from '../http/audit'
 
 const CHUNK = 1024 * 1024
+/** Backups are streamed to disk, never held in memory: far larger than other bodies. */
+const RESTORE_MAX = 1024 * 1024 * 1024
 
 /** Streams the request body into `file`, refusing (413) once it passes `limit`; returns the size. */
 async function receiveToFile(request: Request, file: string, limit: number): Promise<number> {
@@ -16,12 +19,13 @@ async function receiveToFile(request: Request, file: string, limit: number): Pro
   let size = 0
   try {
     if (request.body)
-      for await (const chunk of request.body as unknown as AsyncIterable<Uint8Array>) {
+      for await (const chunk of chunksUpTo(request.body, limit)) {
         size += chunk.byteLength
-        if (size > limit) throw tooLarge(limit)
         sink.write(chunk)
         await sink.flush()
       }
+  } catch (err) {
+    throw err instanceof StreamTooLarge ? tooLarge(limit) : err
   } finally {
     await sink.end()
   }
@@ -56,6 +60,7 @@ async function streamAndRemove(file: string): Promise<{ body: ReadableStream<Uin
 
 export function backupRoutes(ctx: Ctx) {
   return audited(ctx)
+    .use(bodyLimits)
     .get(
       '/api/backup',
       async ({ request }) => {
@@ -87,7 +92,7 @@ export function backupRoutes(ctx: Ctx) {
       async ({ request }) => {
         const file = ctx.store.tempFile('restore')
         try {
-          const bytes = await receiveToFile(request, file, bodyLimit('/api/restore'))
+          const bytes = await receiveToFile(request, file, RESTORE_MAX)
           if (bytes === 0) throw invalid('request body is empty: send a file made by GET /api/backup')
           // Counts made so far belong to the database being replaced.
           await ctx.metrics.flush()
@@ -100,6 +105,7 @@ export function backupRoutes(ctx: Ctx) {
       },
       {
         parse: 'none',
+        maxBody: RESTORE_MAX,
         response: t.Object({ restored: t.Literal(true), bytes: t.Integer(), schema_version: t.Integer() }),
         audit: 'backup.restore',
         detail: {

@@ -1,6 +1,7 @@
 // /api/webhooks: register receivers for matching events; test and re-enable them.
 // The secret is write-only: no answer ever contains it.
 import { t } from 'elysia'
+import { httpUrl } from '../lib/values'
 import { invalid, notFound } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { now } from '../store/db'
@@ -27,13 +28,7 @@ function checkId(id: string): string {
 }
 
 function checkUrl(url: string): string {
-  let parsed: URL
-  try {
-    parsed = new URL(url)
-  } catch {
-    throw invalid('invalid url: expected an absolute http or https URL')
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw invalid('invalid url: expected an absolute http or https URL')
+  if (!httpUrl(url)) throw invalid('invalid url: expected an absolute http or https URL')
   return url
 }
 

@@ -9,7 +9,7 @@ import { topicMatcher } from '../lib/glob'
 
 export type Listener = (event: Event) => void
 
-/** Spec 8: events held per subscriber while its connection is backed up. */
+/** Events held per subscriber while its connection is backed up. */
 export const SUBSCRIBER_BUFFER = 64
 const REPLAY_PAGE = 256
 
@@ -199,7 +199,7 @@ export class Bus {
     return s
   }
 
-  /** Spec 6.4: subscriptions end when the server shuts down (and would otherwise hold the shutdown open). */
+  /** Subscriptions end when the server shuts down (and would otherwise hold the shutdown open). */
   closeSubscriptions(): void {
     for (const s of [...this.subscriptions]) s.end(1001, 'server shutting down')
   }

@@ -140,18 +140,22 @@ export interface UnitHooks {
  */
 export class GroupCommit {
   private open = false
+  /** An asynchronous unit is running: later units wait in `queue`. */
   private busy = false
+  /** Paused for a restore: units wait in `queue` until resume(). */
+  private held = false
+  private running: Promise<void> | null = null
   private queue: (() => void)[] = []
   private waiters: { resolve: () => void; reject: (err: unknown) => void }[] = []
   private hooks: (() => void)[] = []
   private commitWanted = false
-  /** Sizes of the last committed batches (units per COMMIT), for metrics. */
+  /** Units in the last committed batch, for metrics. */
   lastBatchSize = 0
 
   constructor(private db: Database) {}
 
   run<T>(fn: (unit: UnitHooks) => T | Promise<T>): Promise<T> {
-    if (this.busy) return new Promise<T>((resolve, reject) => this.queue.push(() => void this.run(fn).then(resolve, reject)))
+    if (this.busy || this.held) return new Promise<T>((resolve, reject) => this.queue.push(() => void this.run(fn).then(resolve, reject)))
     if (!this.open) {
       this.db.exec('BEGIN IMMEDIATE')
       this.open = true
@@ -171,25 +175,44 @@ export class GroupCommit {
     }
     if (!(out instanceof Promise)) return this.settled(out, hooks)
     this.busy = true
-    return out.then(
-      (result) => {
-        this.busy = false
-        const done = this.settled(result, hooks)
-        this.next()
-        return done
-      },
+    // The unit is done when `fn` settles (released or rolled back); its promise resolves later, at COMMIT.
+    let committed!: Promise<T>
+    this.running = out.then(
+      (result) => void (committed = this.settled(result, hooks)),
       (err) => {
-        this.busy = false
         this.rollbackUnit()
-        this.next()
-        throw err
+        committed = Promise.reject(err)
       },
-    )
+    ).finally(() => this.unbusy())
+    return this.running.then(() => committed)
   }
 
   /** Commits the open batch now (shutdown, or before work that cannot run inside a transaction). */
   commitNow(): void {
     if (this.open) this.commit()
+  }
+
+  /**
+   * Lets a running unit finish, commits, and holds every later unit back until
+   * resume(): the connection is then idle and may be closed or swapped (restore).
+   */
+  async pause(): Promise<void> {
+    this.held = true
+    while (this.running) await this.running
+    this.commit()
+  }
+
+  /** Runs the held-back units on `db` (the same connection, or the one that replaced it). */
+  resume(db: Database): void {
+    this.db = db
+    this.held = false
+    this.next()
+  }
+
+  private unbusy(): void {
+    this.running = null
+    this.busy = false
+    this.next()
   }
 
   private settled<T>(result: T, hooks: (() => void)[]): Promise<T> {
@@ -204,7 +227,7 @@ export class GroupCommit {
   }
 
   private next(): void {
-    while (!this.busy && this.queue.length) this.queue.shift()!()
+    while (!this.busy && !this.held && this.queue.length) this.queue.shift()!()
     if (!this.busy && this.commitWanted) this.commit()
   }
 

@@ -159,7 +159,7 @@ export function openStore(dataDir: string): Store {
   const dbPath = join(dataDir, DB_FILE)
   removeStaleTemps(dataDir)
   let checkpointer = startCheckpointer(dbPath)
-  let group = new GroupCommit(db)
+  const group = new GroupCommit(db)
   // Units run one at a time, so the unit the tx's hooks belong to is always the running one.
   let current: UnitHooks | null = null
   const unit: UnitHooks = { afterCommit: (fn) => current!.afterCommit(fn) }
@@ -195,8 +195,9 @@ export function openStore(dataDir: string): Store {
     replaceWith: (file) =>
       exclusive(async () => {
         await checkBackup(file)
-        // The swap needs the only connection: commit the open batch, close the reader and stop the checkpointer first.
-        group.commitNow()
+        // The swap needs the only connection: finish and commit the running units, hold
+        // back new ones, close the reader and stop the checkpointer first.
+        await group.pause()
         checkpointer.terminate()
         reader.close()
         try {
@@ -207,8 +208,8 @@ export function openStore(dataDir: string): Store {
           throw err.reason
         } finally {
           reader = openReader(dataDir, DB_FILE)
-          group = new GroupCommit(db)
           rebuild()
+          group.resume(db)
           checkpointer = startCheckpointer(dbPath)
         }
       }),

@@ -4,8 +4,8 @@ import type { Database } from 'bun:sqlite'
 import { conflict, notFound } from '../lib/errors'
 import { now } from './db'
 
-export const TEMPLATE_KINDS = ['rules', 'contracts', 'bundle'] as const
-export type TemplateKind = (typeof TEMPLATE_KINDS)[number]
+import type { TemplateKind } from '../lib/templates'
+export { TEMPLATE_KINDS, type TemplateKind } from '../lib/templates'
 
 export interface TemplateSummary {
   id: string

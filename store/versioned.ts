@@ -4,6 +4,7 @@
 import type { Database } from 'bun:sqlite'
 import { AppError, notFound } from '../lib/errors'
 import { now, type UnitHooks } from './db'
+import { Lru } from '../lib/lru'
 
 export interface DocMeta {
   key: string
@@ -33,48 +34,20 @@ export function sha256(value: Uint8Array): string {
 }
 
 /**
- * Current documents kept in memory, least recently used dropped first, so hot
- * reads skip SQLite. This process is the database's only writer, and every write
- * goes through VersionedDocs, which updates the cache only after its COMMIT (reads
- * come from the read connection, which never sees an uncommitted write).
+ * Current documents kept in memory (64 MB, least recently used dropped first), so
+ * hot reads skip SQLite. This process is the database's only writer, and every
+ * write goes through VersionedDocs, which updates the cache only after its COMMIT
+ * (reads come from the read connection, which never sees an uncommitted write).
+ * A cached null records that the key does not exist.
  */
-class DocCache {
-  private map = new Map<string, Doc | null>()
-  private bytes = 0
-  constructor(private maxBytes: number) {}
-  get(id: string): Doc | null | undefined {
-    const doc = this.map.get(id)
-    if (doc === undefined) return undefined
-    this.map.delete(id)
-    this.map.set(id, doc) // most recently used last
-    return doc
-  }
-  set(id: string, doc: Doc | null): void {
-    this.drop(id)
-    const size = (doc?.value.byteLength ?? 0) + 200
-    if (size > this.maxBytes / 16) return
-    this.map.set(id, doc)
-    this.bytes += size
-    for (const [oldest, d] of this.map) {
-      if (this.bytes <= this.maxBytes) break
-      this.map.delete(oldest)
-      this.bytes -= (d?.value.byteLength ?? 0) + 200
-    }
-  }
-  drop(id: string): void {
-    const old = this.map.get(id)
-    if (old === undefined) return
-    this.map.delete(id)
-    this.bytes -= (old?.value.byteLength ?? 0) + 200
-  }
-}
+const newCache = () => new Lru<string, Doc | null>(64 * 1024 * 1024, (doc) => (doc?.value.byteLength ?? 0) + 200)
 
 const cacheId = (space: string, key: string) => `${space}\u0000${key}`
 
 export class VersionedDocs {
   private r
   private w
-  private cache = new DocCache(64 * 1024 * 1024)
+  private cache = newCache()
 
   /** `reader` serves reads (committed data only); `writer` the writes, inside the unit `unit`. */
   constructor(reader: Database, writer: Database, private unit: UnitHooks) {
@@ -178,11 +151,6 @@ export class VersionedDocs {
     this.w.deleteHistory.run(space, key)
     this.unit.afterCommit(() => this.cache.set(cacheId(space, key), null))
     return true
-  }
-
-  /** Forgets every cached document (after a restore replaced the data). */
-  clearCache(): void {
-    this.cache = new DocCache(64 * 1024 * 1024)
   }
 
   private write(space: string, key: string, value: Uint8Array, contentType: string, current: DocMeta | null): DocMeta {
