@@ -5,7 +5,7 @@
 import { Elysia } from 'elysia'
 import type { Ctx } from './lib/context'
 import { authorized } from './api'
-import { errorResponse } from './routes/http'
+import { MAX_ANY_BODY, errorResponse } from './routes/http'
 import { healthRoutes } from './routes/health'
 import { assets } from './dashboard-assets'
 
@@ -19,7 +19,9 @@ export async function forward(ctx: Ctx, request: Request): Promise<Response> {
     const upstream = await fetch(ctx.apiUrl + url.pathname + url.search, {
       method: request.method,
       headers,
-      body: request.method === 'GET' || request.method === 'HEAD' ? undefined : await request.arrayBuffer(),
+      // Streamed, never buffered here: a restore upload may be up to 1 GB; the API applies each route's limit.
+      body: request.method === 'GET' || request.method === 'HEAD' ? undefined : request.body,
+      duplex: 'half',
       redirect: 'manual',
       decompress: false,
     } as RequestInit)
@@ -168,7 +170,8 @@ function eventsTunnel(ctx: Ctx) {
 export function createDashboard(ctx: Ctx, onShutdown: (stop: () => void) => void = () => {}) {
   const events = eventsTunnel(ctx)
   onShutdown(events.closeAll)
-  const app = new Elysia({ serve: { maxRequestBodySize: 11 * 1024 * 1024 } })
+  // The API's own largest limit (restore) plus slack; each route's limit is enforced by the API as the body streams through.
+  const app = new Elysia({ serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 } })
     .use(healthRoutes(ctx.startedAt))
     .use(events.plugin)
     .all('/api/*', ({ request }) => forward(ctx, request), { parse: 'none' })
