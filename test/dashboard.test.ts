@@ -86,7 +86,8 @@ function publicFiles(dir = PUBLIC): string[] {
     e.isDirectory() ? publicFiles(join(dir, e.name)) : [relative(PUBLIC, join(dir, e.name))],
   )
 }
-const urlOf = (file: string) => (file === 'index.html' ? '/' : file === 'rules.html' ? '/rules' : `/${file}`)
+/** index.html is served at /, any other page at its name without .html (rules.html at /rules). */
+const urlOf = (file: string) => (file === 'index.html' ? '/' : file.endsWith('.html') ? `/${file.slice(0, -5)}` : `/${file}`)
 
 describe('dashboard files', () => {
   test('every file of public/ is listed for embedding and served with its type; anything else is a JSON 404', async () => {
@@ -121,10 +122,10 @@ describe('dashboard files', () => {
           text += new TextDecoder().decode(value ?? new Uint8Array())
           return /dashboard on (\S+),/.exec(text)
         }, 10_000)
-        for (const path of ['/', '/rules', '/js/overview.js', '/css/muster.css']) {
+        for (const path of ['/', '/rules', '/admin', '/js/overview.js', '/js/admin/backup.js', '/js/palette.js', '/css/muster.css']) {
           const res = await fetch(m![1] + path)
           expect(res.status).toBe(200)
-          const file = Object.entries({ '/': 'index.html', '/rules': 'rules.html' }).find(([p]) => p === path)?.[1] ?? path.slice(1)
+          const file = Object.entries({ '/': 'index.html', '/rules': 'rules.html', '/admin': 'admin.html' }).find(([p]) => p === path)?.[1] ?? path.slice(1)
           expect(await res.text()).toBe(readFileSync(join(PUBLIC, file), 'utf8'))
         }
       } finally {
