@@ -7,6 +7,7 @@ import { forgetNames } from '../names.js'
 import { cell, changed, confirmButton, failure, fill, h, int, loading, outcome, panel, stateBox, timeAgo } from '../ui.js'
 
 const METRICS = ['rest_calls', 'mcp_calls', 'violations', 'rollbacks']
+const LABELS = { rest_calls: 'REST calls', mcp_calls: 'MCP calls', violations: 'Violations', rollbacks: 'Rollbacks' }
 const enc = encodeURIComponent
 
 export function instancesSection(root) {
@@ -81,10 +82,10 @@ export function instancesSection(root) {
       }
       if (periods.size === 0) return stateBox(detail.body, 'empty', `No metrics for ${inst.name} yet`, 'Calls made with its X-Instance-Token are counted per hour.')
       fill(detail.body, h('table', { class: 'data cards fixed', id: 'agent-metrics-table' },
-        h('thead', {}, h('tr', {}, ['Hour (UTC)', ...METRICS].map((t, i) => h('th', { class: i ? 'num' : null, text: t.replace('_', ' ') })))),
+        h('thead', {}, h('tr', {}, ['Hour (UTC)', ...METRICS].map((t, i) => h('th', { class: i ? 'num' : null, text: LABELS[t] ?? t })))),
         h('tbody', {}, [...periods].sort((a, b) => b[0].localeCompare(a[0])).map(([period, m]) =>
           h('tr', {}, cell('Hour (UTC)', { class: 'mono' }, period.replace('T', ' ') + ':00'),
-            METRICS.map((name) => cell(name.replace('_', ' '), { class: 'num' }, int(m[name] ?? 0))))))))
+            METRICS.map((name) => cell(LABELS[name], { class: 'num' }, int(m[name] ?? 0))))))))
     } catch (err) {
       failure(detail.body, err, 'GET /api/metrics/agents/{id}', renderDetail)
     }

@@ -43,13 +43,13 @@ export function auditPanel() {
     if (entries.length === 0 && offset === 0)
       return stateBox(body, 'empty', 'No audit entries yet', 'Every mutating API call is recorded here: who did what, to which resource, and whether it worked.')
     fill(body,
+      entries.length === PAGE || offset ? pager() : null,
       shown.length === 0
         ? stateBox(h('div'), 'empty', entries.length ? 'No failed calls on this page' : 'No older entries')
         : h('table', { class: 'data cards fixed audit-table' },
           h('colgroup', {}, h('col', { class: 'c-action' }), h('col', { class: 'c-who' }), h('col', { class: 'c-outcome' })),
           h('thead', {}, h('tr', {}, ['Action · resource', 'Who · when', 'Outcome'].map((t) => h('th', { text: t })))),
-          h('tbody', {}, shown.map((e) => row(e, names)))),
-      entries.length === PAGE || offset ? pager() : null)
+          h('tbody', {}, shown.map((e) => row(e, names)))))
   }
   errorsOnly.addEventListener('change', render)
 
