@@ -4,7 +4,8 @@ import { t } from 'elysia'
 import { invalid, notFound } from '../lib/errors'
 import type { Ctx } from '../lib/context'
 import { now } from '../store/db'
-import { deliver } from '../jobs/webhooks'
+import { deliverAndLog } from '../jobs/webhooks'
+import { deliveriesOf, forgetDeliveries, KEEP_DELIVERIES } from '../lib/delivery-log'
 import { routes } from './http'
 
 const WebhookSchema = t.Object({
@@ -85,6 +86,7 @@ export function webhooksRoutes(ctx: Ctx) {
       '/api/webhooks/:id',
       async ({ params }) => {
         if (!(await ctx.store.webhooks.delete(params.id))) throw notFound('webhook not found')
+        forgetDeliveries(ctx, params.id)
         return { deleted: params.id }
       },
       { params: IdParams, audit: 'webhook.delete', detail: { summary: 'Delete a webhook', tags: ['webhooks'] } },
@@ -94,7 +96,7 @@ export function webhooksRoutes(ctx: Ctx) {
       async ({ params }) => {
         const hook = found(await ctx.store.webhooks.target(params.id))
         const event = { id: 0, topic: 'webhook.test', data: { webhook_id: hook.id }, source: '', created_at: now() }
-        const result = await deliver(hook, event)
+        const result = await deliverAndLog(ctx, hook, event, { test: true })
         if (!result.ok) throw invalid(`webhook test delivery failed: ${result.error}`)
         return { tested: hook.id, status: 'ok' as const }
       },
@@ -103,6 +105,21 @@ export function webhooksRoutes(ctx: Ctx) {
         detail: {
           summary: 'Send a webhook.test event now',
           description: 'Signed like any delivery; 400 when it fails. Leaves fail_count and last_fired alone.',
+          tags: ['webhooks'],
+        },
+      },
+    )
+    .get(
+      '/api/webhooks/:id/deliveries',
+      async ({ params }) => {
+        found(await ctx.store.webhooks.get(params.id))
+        return { id: params.id, deliveries: deliveriesOf(ctx, params.id) }
+      },
+      {
+        params: IdParams,
+        detail: {
+          summary: `The webhook's latest ${KEEP_DELIVERIES} delivery attempts, newest first`,
+          description: 'Kept in memory since the server started: {event_id, topic, at, ok, status, error, duration_ms, test} each (event_id 0 and test true for a test delivery; status null when no answer came).',
           tags: ['webhooks'],
         },
       },

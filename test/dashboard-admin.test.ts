@@ -254,6 +254,14 @@ describe('admin: webhooks', () => {
       await row.getByRole('button', { name: 'Test' }).click()
       await row.getByText('Test delivery answered 2xx.').waitFor()
       expect(got.map((e) => e.topic)).toEqual(['webhook.test'])
+      // A matching event is delivered and listed under Deliveries with the test.
+      const event = (await api('POST', '/api/events/publish', { topic: 'rule.tested', data: { n: 1 } })).body
+      await eventually(() => got.length === 2)
+      await row.getByRole('button', { name: 'Deliveries' }).click()
+      const deliveries = page.locator('#deliveries-table tbody tr')
+      await eventually(async () => (await deliveries.count()) === 2)
+      expect(await deliveries.nth(0).innerText()).toMatch(new RegExp(`rule\\.tested\\s+#${event.id}[\\s\\S]*200`))
+      expect(await deliveries.nth(1).innerText()).toMatch(/webhook\.test\s+test[\s\S]*200/)
       await bothSizes(page, 'admin-webhooks')
 
       await row.getByRole('button', { name: 'Disable' }).click()

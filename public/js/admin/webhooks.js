@@ -1,5 +1,6 @@
 // Webhooks (admin): create (POST /api/webhooks), the list with each hook's last
-// delivery attempt and failure count, test (a signed webhook.test delivery now),
+// delivery attempt and failure count, its recent deliveries
+// (GET /api/webhooks/{id}/deliveries), test (a signed webhook.test delivery now),
 // enable / disable and delete.
 
 import { api } from '../api.js'
@@ -10,7 +11,10 @@ const enc = encodeURIComponent
 export function webhooksSection(root) {
   const list = panel({ id: 'admin-webhooks', title: 'Webhooks', flush: true })
   const create = panel({ id: 'webhook-create', title: 'Add a webhook' })
-  root.append(list.el, create.el)
+  const recent = panel({ id: 'webhook-deliveries', title: 'Recent deliveries', flush: true })
+  root.append(list.el, recent.el, create.el)
+  recent.el.hidden = true
+  let selected = null
   const result = h('div', { class: 'action-result' })
   const drawn = {}
 
@@ -45,10 +49,19 @@ export function webhooksSection(root) {
   const row = (w) => {
     const rowResult = h('div')
     const test = h('button', { class: 'btn small', type: 'button', text: 'Test' })
-    test.addEventListener('click', () => act(test, 'Sending…', rowResult, async () => {
-      await api(`/api/webhooks/${enc(w.id)}/test`, { method: 'POST' })
-      return 'Test delivery answered 2xx.'
-    }))
+    test.addEventListener('click', async () => {
+      await act(test, 'Sending…', rowResult, async () => {
+        await api(`/api/webhooks/${enc(w.id)}/test`, { method: 'POST' })
+        return 'Test delivery answered 2xx.'
+      })
+      if (selected === w.id) showDeliveries()
+    })
+    const log = h('button', { class: 'btn small', type: 'button', 'aria-pressed': String(selected === w.id), text: 'Deliveries' })
+    log.addEventListener('click', () => {
+      selected = selected === w.id ? null : w.id
+      for (const b of list.body.querySelectorAll('button[aria-pressed]')) b.setAttribute('aria-pressed', String(b === log && !!selected))
+      refresh() // the list too: its last delivery may be newer than the last poll
+    })
     const toggle = h('button', { class: 'btn small', type: 'button', text: w.active ? 'Disable' : 'Enable' })
     toggle.addEventListener('click', () => act(toggle, '…', rowResult, async () => {
       await api(`/api/webhooks/${enc(w.id)}/${w.active ? 'disable' : 'enable'}`, { method: 'POST' })
@@ -62,13 +75,35 @@ export function webhooksSection(root) {
         w.fail_count ? h('div', { class: 'sub bad-text', text: `${w.fail_count} failed in a row` }) : null),
       cell('Last delivery', {}, w.last_fired ? timeAgo(w.last_fired) : h('span', { class: 'sub', text: 'never' }),
         w.last_fired ? h('div', { class: 'sub', text: w.fail_count ? 'failed' : 'delivered' }) : null),
-      cell('', { class: 'actions-cell' }, test, ' ', toggle, ' ',
+      cell('', { class: 'actions-cell' }, log, ' ', test, ' ', toggle, ' ',
         confirmButton('Delete', 'Confirm delete', async () => {
           await api(`/api/webhooks/${enc(w.id)}`, { method: 'DELETE' })
           outcome(result, true, `Deleted ${w.id}.`)
           await refresh()
         }, { onError: (err) => outcome(rowResult, false, err.message) }),
         rowResult))
+  }
+
+  /** The selected webhook's latest attempts (in memory on the server since it started). */
+  async function showDeliveries() {
+    recent.el.hidden = !selected
+    if (!selected) return
+    recent.meta.textContent = selected
+    try {
+      const { deliveries } = await api(`/api/webhooks/${enc(selected)}/deliveries`)
+      if (deliveries.length === 0) return stateBox(recent.body, 'empty', 'No deliveries since the server started', 'Each matching event, and each Test, is listed here with the receiver’s answer.')
+      fill(recent.body, h('table', { class: 'data cards fixed', id: 'deliveries-table' },
+        h('colgroup', {}, ['c-when', 'c-wide', 'c-status', 'c-wide', 'c-num'].map((c) => h('col', { class: c }))),
+        h('thead', {}, h('tr', {}, ['When', 'Event', 'Result', 'Error', 'Time'].map((t, i) => h('th', { class: i === 4 ? 'num' : null, text: t })))),
+        h('tbody', {}, deliveries.map((d) => h('tr', { class: d.ok ? null : 'failed' },
+          cell('When', {}, timeAgo(d.at)),
+          cell('Event', { class: 'wrap-any' }, h('span', { class: 'mono', text: d.topic }), ' ', h('span', { class: 'sub', text: d.test ? 'test' : `#${d.event_id}` })),
+          cell('Result', {}, h('span', { class: `badge ${d.ok ? 'ok' : 'bad'}`, text: d.status ?? 'no answer' })),
+          cell('Error', { class: 'wrap-any' }, d.error || h('span', { class: 'sub', text: '—' })),
+          cell('Time', { class: 'num' }, `${d.duration_ms} ms`))))))
+    } catch (err) {
+      failure(recent.body, err, 'GET /api/webhooks/{id}/deliveries', showDeliveries)
+    }
   }
 
   async function refresh() {
@@ -79,6 +114,8 @@ export function webhooksSection(root) {
       drawn.last = null
       return failure(list.body, err, 'GET /api/webhooks', refresh)
     }
+    if (selected && !hooks.some((w) => w.id === selected)) selected = null
+    await showDeliveries()
     if (!changed(drawn, hooks)) return
     list.meta.textContent = `${hooks.length} ${hooks.length === 1 ? 'webhook' : 'webhooks'}`
     if (hooks.length === 0) {
@@ -86,7 +123,7 @@ export function webhooksSection(root) {
       return list.body.prepend(result)
     }
     fill(list.body, result, h('table', { class: 'data cards fixed', id: 'webhooks-table' },
-      h('colgroup', {}, ['c-wide', 'c-globs', 'c-status', 'c-when', 'c-actions3'].map((c) => h('col', { class: c }))),
+      h('colgroup', {}, ['c-wide', 'c-globs', 'c-status', 'c-when', 'c-actions4'].map((c) => h('col', { class: c }))),
       h('thead', {}, h('tr', {}, ['Webhook', 'Patterns', 'State', 'Last delivery', ''].map((t) => h('th', { text: t })))),
       h('tbody', {}, hooks.map(row))))
   }
