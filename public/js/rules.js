@@ -228,7 +228,7 @@ function ruleRow(r) {
     cell('', { class: 'actions-cell' },
       h('button', { class: 'btn small', type: 'button', onclick: () => editRule(r), text: 'Edit' }), ' ',
       confirmButton('Delete', 'Confirm delete', async () => {
-        await api(enc2(r), { method: 'DELETE' })
+        await api(rulePath(r), { method: 'DELETE' })
         await refreshAll()
       }, { onError: (err) => els.rules.prepend(h('div', { class: 'inline-error', text: `Delete failed: ${err.message}` })) })))
 }
@@ -248,8 +248,8 @@ function ruleBody(r) {
 async function saveRule(next, original) {
   const body = ruleBody(next)
   if (original && original.rule_id !== next.rule_id) body.source = original.source || 'local'
-  await api(enc2(next), { method: 'PUT', body })
-  if (original && original.rule_id !== next.rule_id) await api(enc2(original), { method: 'DELETE' })
+  await api(rulePath(next), { method: 'PUT', body })
+  if (original && original.rule_id !== next.rule_id) await api(rulePath(original), { method: 'DELETE' })
   await refreshAll()
 }
 
