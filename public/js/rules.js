@@ -174,7 +174,8 @@ function renderRejected(error) {
 // ---- one project's rules ------------------------------------------------------------
 
 const severityBadge = (s = 'error') => h('span', { class: `badge ${s === 'warning' ? 'warn' : 'bad'}`, text: s })
-const enc2 = (r) => `/api/rules/${enc(project)}/${enc(r.rule_id)}`
+/** The single-rule endpoint of a rule of the selected project. */
+const rulePath = (r) => `/api/rules/${enc(project)}/${enc(r.rule_id)}`
 
 function selectProject(name) {
   project = name
