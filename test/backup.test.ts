@@ -174,6 +174,26 @@ describe('through the dashboard port', () => {
     expect(new TextDecoder().decode(new Uint8Array(await res.arrayBuffer()).subarray(0, 15))).toBe('SQLite format 3')
   })
 
+  test('the proxy streams the upload: the API is writing it to disk before the client has finished sending', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    let step = 0
+    const body = new ReadableStream<Uint8Array>({
+      async pull(c) {
+        if (step++ === 0) return c.enqueue(backup.subarray(0, 1024 * 1024))
+        await gate // the rest only once the API has shown it is receiving
+        c.enqueue(backup.subarray(1024 * 1024))
+        c.close()
+      },
+    })
+    const pending = fetch(`${s.dashboard}/api/restore`, { method: 'POST', body, duplex: 'half', headers: { 'content-type': 'application/octet-stream' } } as RequestInit)
+    await eventually(() => tempFiles().some((f) => statSync(join(s.dataDir, f)).size > 0))
+    release()
+    const res = await pending
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ restored: true, bytes: backup.byteLength, schema_version: MIGRATIONS.length })
+  })
+
   test("other routes keep the API's 10 MB limit behind the proxy, with or without Content-Length", async () => {
     const big = new Uint8Array(11 * 1024 * 1024)
     const r = await call(s.dashboard, 'PUT', '/api/state/too/big', big, { 'content-type': 'application/octet-stream' })
