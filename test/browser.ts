@@ -26,10 +26,19 @@ export interface Opened {
   problems: string[]
 }
 
-/** A new tab on `url`; with `token`, the tab starts with it (as if entered before). */
-export async function openPage(browser: BrowserContext, url: string, { token, size = WIDE }: { token?: string; size?: { width: number; height: number } } = {}): Promise<Opened> {
+export interface OpenOptions {
+  /** The tab starts with this token (as if entered before). */
+  token?: string
+  size?: { width: number; height: number }
+  /** Runs before the first load, e.g. to set up page.route. */
+  prepare?: (page: Page) => Promise<void>
+}
+
+/** A new tab on `url`. */
+export async function openPage(browser: BrowserContext, url: string, { token, size = WIDE, prepare }: OpenOptions = {}): Promise<Opened> {
   const page = await browser.newPage()
   await page.setViewportSize(size)
+  await prepare?.(page)
   const problems: string[] = []
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`))
   page.on('console', (m) => {
