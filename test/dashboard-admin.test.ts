@@ -186,6 +186,7 @@ describe('state', () => {
 describe('audit on the overview', () => {
   test('actors by instance name (id on hover), pages of 50 with Older / Newer, no column out of view at 1400 px', async () => {
     const agent = await register('audit-bot-with-a-rather-long-name')
+    await api('PUT', `/api/instances/${agent.id}/intent`, { intent: 'auditing' }) // resource instances/{id}/intent
     for (let i = 0; i < 55; i++) await api('PUT', `/api/state/audit/k${i % 3}`, { i }, { 'x-instance-token': agent.token })
     const { page, problems } = await open('/')
     const first = page.locator('#audit tbody tr').first()
@@ -202,6 +203,10 @@ describe('audit on the overview', () => {
     await page.locator('#audit .meta', { hasText: 'entries 51–' }).waitFor()
     const older = await page.locator('#audit tbody tr').first().getAttribute('data-id')
     expect(Number(older)).toBe(Number(newest) - 50)
+    // An instance id inside a resource path reads as the name too.
+    const intent = page.locator('#audit tbody tr', { hasText: 'instance.intent' })
+    expect(await intent.locator('.sub .who').textContent()).toBe('audit-bot-with-a-rather-long-name')
+    expect(await intent.locator('.sub').first().innerText()).toBe('instances/audit-bot-with-a-rather-long-name/intent')
     await shot(page, 'overview-audit-older-1400')
     await page.getByRole('button', { name: '← Newer' }).click()
     await page.locator('#audit .meta', { hasText: 'latest 50' }).waitFor()

@@ -7,12 +7,20 @@ import { cell, changed, every, failure, fill, h, loading, stateBox, timeAgo } fr
 
 const PAGE = 50
 
+const INSTANCE_PATH = /^(instances\/)([0-9a-f-]{36})(\/.*)?$/i
+
+/** The resource path, with an instance id in it shown as the instance's name. */
+function resource(path, names) {
+  const m = INSTANCE_PATH.exec(path)
+  return m ? [m[1], who(names, m[2]), m[3] ?? ''] : path
+}
+
 function row(e, names) {
   const failed = e.outcome !== 'success'
   return h('tr', { class: failed ? 'failed' : null, dataset: { id: e.id } },
     cell('Action', {},
       h('div', { class: 'mono ellipsis', title: e.action, text: e.action }),
-      h('div', { class: 'sub mono ellipsis', title: e.resource, text: e.resource })),
+      h('div', { class: 'sub mono wrap-any', title: e.resource }, resource(e.resource, names))),
     cell('Who · when', {},
       h('div', { class: 'ellipsis' }, who(names, e.actor)),
       h('div', { class: 'sub' }, timeAgo(e.timestamp))),
