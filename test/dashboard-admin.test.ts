@@ -133,6 +133,13 @@ describe('rules keep their provenance', () => {
     await page.locator('#rules-table tr[data-rule="mine"]').getByRole('button', { name: 'Confirm delete' }).click()
     await page.locator('#rules-table tr[data-rule="mine"]').waitFor({ state: 'detached' })
     expect(await rulesOf('prov')).toEqual({ 'ext-one': 'external/accepted', 'learned-one': 'learned/accepted', dropped: 'learned/proposed' })
+
+    // Renaming writes the new id with the old source, then deletes the old id.
+    await page.locator('#rules-table tr[data-rule="ext-one"]').getByRole('button', { name: 'Edit' }).click()
+    await form.locator('[name=rule_id]').fill('ext-renamed')
+    await form.getByRole('button', { name: 'Save' }).click()
+    await page.locator('#rules-table tr[data-rule="ext-renamed"][data-source="external"]').waitFor()
+    expect(await rulesOf('prov')).toEqual({ 'ext-renamed': 'external/accepted', 'learned-one': 'learned/accepted', dropped: 'learned/proposed' })
     expect(problems).toEqual([])
     await page.close()
   })

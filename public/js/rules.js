@@ -249,7 +249,8 @@ function ruleBody(r) {
  */
 async function saveRule(next, original) {
   const body = ruleBody(next)
-  if (original && original.rule_id !== next.rule_id) body.source = original.source || 'local'
+  if (original && original.rule_id !== next.rule_id)
+    Object.assign(body, { source: original.source || 'local', proposed_by: original.proposed_by || '', context: original.context || '' })
   await api(rulePath(next), { method: 'PUT', body })
   if (original && original.rule_id !== next.rule_id) await api(rulePath(original), { method: 'DELETE' })
   await refreshAll()
