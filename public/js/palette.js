@@ -36,7 +36,7 @@ export function openPalette() {
   if (dialog?.open) return
   const input = h('input', { type: 'search', placeholder: 'Jump to a key, instance, rule or template…', 'aria-label': 'Search', spellcheck: 'false', autocomplete: 'off' })
   const list = h('ul', { class: 'palette-results', role: 'listbox', id: 'palette-results' })
-  dialog = h('dialog', { id: 'palette', class: 'palette' }, h('div', { class: 'palette-box' }, input, list,
+  dialog = h('dialog', { id: 'palette', class: 'palette', 'aria-label': 'Search' }, h('div', { class: 'palette-box' }, input, list,
     h('div', { class: 'note', text: '↑ ↓ to choose · Enter to open · Esc to close' })))
   let items = null
   let shown = []
