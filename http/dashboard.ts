@@ -6,6 +6,7 @@ import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
 import { authorized } from './caller'
 import { errorResponse } from './errors'
+import { MAX_ANY_BODY } from './body'
 import { healthRoutes } from '../routes/health'
 import { assets } from '../public/assets'
 
@@ -19,7 +20,9 @@ export async function forward(ctx: Ctx, request: Request): Promise<Response> {
     const upstream = await fetch(ctx.apiUrl + url.pathname + url.search, {
       method: request.method,
       headers,
-      body: request.method === 'GET' || request.method === 'HEAD' ? undefined : await request.arrayBuffer(),
+      // Streamed, never buffered here: a restore upload may be up to 1 GB; the API applies each route's limit.
+      body: request.method === 'GET' || request.method === 'HEAD' ? undefined : request.body,
+      duplex: 'half',
       redirect: 'manual',
       decompress: false,
     } as RequestInit)
@@ -168,7 +171,8 @@ function eventsTunnel(ctx: Ctx) {
 export function createDashboard(ctx: Ctx, onShutdown: (stop: () => void) => void = () => {}) {
   const events = eventsTunnel(ctx)
   onShutdown(events.closeAll)
-  const app = new Elysia({ serve: { maxRequestBodySize: 11 * 1024 * 1024 } })
+  // The API's own largest limit (restore) plus slack; each route's limit is enforced by the API as the body streams through.
+  const app = new Elysia({ serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 } })
     .use(healthRoutes(ctx.startedAt))
     .use(events.plugin)
     .all('/api/*', ({ request }) => forward(ctx, request), { parse: 'none' })

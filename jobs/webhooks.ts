@@ -7,13 +7,15 @@ import type { Ctx } from '../services/context'
 import { matchesAny } from '../lib/glob'
 import type { Event } from '../store'
 import { recordDelivery } from '../services/webhooks'
+import { logDelivery } from '../services/delivery-log'
+import { now } from '../store/db'
 
 export const DELIVERY_TIMEOUT_MS = 5000
 export const MAX_FAILURES = 10
 /** Events waiting per webhook; beyond this the oldest waiting one is dropped (logged). */
 const QUEUE_MAX = 1000
 
-export type Delivery = { ok: true; status: number } | { ok: false; error: string }
+export type Delivery = { ok: true; status: number } | { ok: false; error: string; status?: number }
 
 export const signature = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
 
@@ -37,11 +39,34 @@ export async function deliver(target: { url: string; secret: string }, event: Ev
       signal: stop ? AbortSignal.any([timeout, stop]) : timeout,
     })
     await res.arrayBuffer() // the receiver's answer counts only once fully read, within the timeout
-    return res.ok ? { ok: true, status: res.status } : { ok: false, error: `HTTP ${res.status}` }
+    return res.ok ? { ok: true, status: res.status } : { ok: false, error: `HTTP ${res.status}`, status: res.status }
   } catch (err) {
     if (timeout.aborted) return { ok: false, error: `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` }
     return { ok: false, error: (err as Error).message || String(err) }
   }
+}
+
+/** deliver(), with the attempt added to the webhook's recent deliveries (lib/delivery-log.ts). */
+export async function deliverAndLog(
+  ctx: Ctx,
+  target: { id: string; url: string; secret: string },
+  event: Event,
+  opts: { test?: boolean; stop?: AbortSignal } = {},
+): Promise<Delivery> {
+  const at = now()
+  const started = performance.now()
+  const result = await deliver(target, event, opts.stop)
+  logDelivery(ctx, target.id, {
+    event_id: event.id,
+    topic: event.topic,
+    at,
+    ok: result.ok,
+    status: result.status ?? null,
+    error: result.ok ? '' : result.error,
+    duration_ms: Math.round(performance.now() - started),
+    test: opts.test ?? false,
+  })
+  return result
 }
 
 export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
@@ -55,7 +80,7 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
       // Read per delivery: the webhook may have been deleted, disabled or changed meanwhile.
       const target = await ctx.store.webhooks.target(id)
       if (!target?.active) break
-      const result = await deliver(target, event, stopping.signal)
+      const result = await deliverAndLog(ctx, target, event, { stop: stopping.signal })
       if (stopping.signal.aborted) break
       const after = await recordDelivery(ctx, id, result.ok, MAX_FAILURES)
       if (!result.ok) {

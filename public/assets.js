@@ -4,6 +4,7 @@
 // A file added to public/ must be listed here (test/dashboard.test.ts checks it).
 import index from './index.html' with { type: 'file' }
 import rules from './rules.html' with { type: 'file' }
+import admin from './admin.html' with { type: 'file' }
 import favicon from './favicon.svg' with { type: 'file' }
 import css from './css/muster.css' with { type: 'file' }
 import apiJs from './js/api.js' with { type: 'file' }
@@ -18,10 +19,20 @@ import stateJs from './js/panels/state.js' with { type: 'file' }
 import eventsJs from './js/panels/events.js' with { type: 'file' }
 import llmJs from './js/panels/llm.js' with { type: 'file' }
 import auditJs from './js/panels/audit.js' with { type: 'file' }
+import namesJs from './js/names.js' with { type: 'file' }
+import paletteJs from './js/palette.js' with { type: 'file' }
+import adminJs from './js/admin.js' with { type: 'file' }
+import adminInstancesJs from './js/admin/instances.js' with { type: 'file' }
+import adminWebhooksJs from './js/admin/webhooks.js' with { type: 'file' }
+import adminTemplatesJs from './js/admin/templates.js' with { type: 'file' }
+import adminContractsJs from './js/admin/contracts.js' with { type: 'file' }
+import adminComplianceJs from './js/admin/compliance.js' with { type: 'file' }
+import adminBackupJs from './js/admin/backup.js' with { type: 'file' }
 
 export const assets = {
   '/': index,
   '/rules': rules,
+  '/admin': admin,
   '/favicon.svg': favicon,
   '/css/muster.css': css,
   '/js/api.js': apiJs,
@@ -36,4 +47,13 @@ export const assets = {
   '/js/panels/events.js': eventsJs,
   '/js/panels/llm.js': llmJs,
   '/js/panels/audit.js': auditJs,
+  '/js/names.js': namesJs,
+  '/js/palette.js': paletteJs,
+  '/js/admin.js': adminJs,
+  '/js/admin/instances.js': adminInstancesJs,
+  '/js/admin/webhooks.js': adminWebhooksJs,
+  '/js/admin/templates.js': adminTemplatesJs,
+  '/js/admin/contracts.js': adminContractsJs,
+  '/js/admin/compliance.js': adminComplianceJs,
+  '/js/admin/backup.js': adminBackupJs,
 }

@@ -3,6 +3,14 @@ import { t } from 'elysia'
 import type { Ctx } from '../services/context'
 import { intParam, timeParam } from '../http/params'
 import { audited } from '../http/audit'
+import { invalid } from '../lib/errors'
+
+/** Entries to skip; beyond 2^53 a number no longer counts entries exactly, so that is 400 too. */
+function offsetParam(value: string | undefined): number {
+  const n = intParam(value, 'offset', 0)
+  if (!Number.isSafeInteger(n)) throw invalid(`invalid offset: expected an integer from 0 to ${Number.MAX_SAFE_INTEGER}`)
+  return n
+}
 
 export function auditRoutes(ctx: Ctx) {
   return audited(ctx)
@@ -15,6 +23,7 @@ export function auditRoutes(ctx: Ctx) {
           from: timeParam(query.from, 'from'),
           to: timeParam(query.to, 'to'),
           limit: intParam(query.limit, 'limit', 50, 1),
+          offset: offsetParam(query.offset),
         }),
       {
         query: t.Object({
@@ -23,6 +32,7 @@ export function auditRoutes(ctx: Ctx) {
           from: t.Optional(t.String({ description: 'RFC 3339' })),
           to: t.Optional(t.String({ description: 'RFC 3339' })),
           limit: t.Optional(t.String({ description: 'default 50' })),
+          offset: t.Optional(t.String({ description: 'entries to skip, newest first (paging); default 0' })),
         }),
         detail: { summary: 'Audit entries, newest first', tags: ['audit'] },
       },

@@ -7,6 +7,7 @@ import { removeTemp } from '../store/backup'
 import { StreamTooLarge, chunksUpTo } from '../lib/stream'
 import { bodyLimits, tooLarge } from '../http/body'
 import { noteAudit, audited } from '../http/audit'
+import { restoreBackup, takeBackup } from '../services/backup'
 
 const CHUNK = 1024 * 1024
 /** Backups are streamed to disk, never held in memory: far larger than other bodies. */
@@ -64,8 +65,7 @@ export function backupRoutes(ctx: Ctx) {
     .get(
       '/api/backup',
       async ({ request }) => {
-        await ctx.metrics.flush()
-        const { body, size } = await streamAndRemove(await ctx.store.snapshot())
+        const { body, size } = await streamAndRemove(await takeBackup(ctx))
         noteAudit(request, `${size} bytes`)
         const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, 'Z')
         return new Response(body, {
@@ -89,15 +89,12 @@ export function backupRoutes(ctx: Ctx) {
     )
     .post(
       '/api/restore',
-      async ({ request }) => {
+      async ({ request, audit }) => {
         const file = ctx.store.tempFile('restore')
         try {
           const bytes = await receiveToFile(request, file, RESTORE_MAX)
           if (bytes === 0) throw invalid('request body is empty: send a file made by GET /api/backup')
-          // Counts made so far belong to the database being replaced.
-          await ctx.metrics.flush()
-          await ctx.store.replaceWith(file)
-          noteAudit(request, `${bytes} bytes`)
+          await restoreBackup(ctx, audit, file, bytes)
           return { restored: true as const, bytes, schema_version: ctx.store.schemaVersion }
         } finally {
           removeTemp(file)

@@ -5,7 +5,7 @@ import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { SOURCES, STATUSES, checkRule, checkRules, type Source } from '../lib/rules'
 import type { AuditScope } from '../services/audit'
-import { decideRule, importRules, proposeRule } from '../services/rules'
+import { decideRule, deleteRule, importRules, proposeRule, putRule } from '../services/rules'
 import { enumParam } from '../http/params'
 import { audited } from '../http/audit'
 import { keyParam } from '../http/documents'
@@ -35,6 +35,14 @@ export const RuleBody = t.Object({
 export const RuleList = (description: string) => t.Unknown({ allOf: [t.Array(RuleBody)], description })
 
 const DecisionParams = t.Object({ project: t.String(), ruleID: t.String() })
+
+/** PUT /api/rules/{project}/{ruleID}: one rule; the path names it, so project and rule_id in the body are optional. */
+const OneRuleBody = t.Object({
+  ...RuleBody.properties,
+  rule_id: t.Optional(t.String({ description: 'when given, must equal the path' })),
+  source: t.Optional(t.String({ description: 'local, learned or external; default: kept, or local for a new rule' })),
+  status: t.Optional(t.String({ description: 'accepted, proposed or rejected; default: kept, or accepted for a new rule' })),
+})
 
 function listParam<T extends string>(value: string | undefined, name: string, allowed: readonly T[], def: T[]): T[] {
   if (value === undefined || value.trim() === '') return def
@@ -78,7 +86,7 @@ export function rulesRoutes(ctx: Ctx) {
         audit: 'rule.propose',
         detail: {
           summary: 'Propose a rule (source learned, status proposed: it does not fire until accepted)',
-          description: "409 when the project already has that rule_id. proposed_by defaults to the caller's instance (X-Instance-Token).",
+          description: "A rejected rule of that rule_id is replaced by the new proposal (back to proposed); 409 when the project has that rule_id in any other status. proposed_by defaults to the caller's instance (X-Instance-Token).",
           tags,
         },
       },
@@ -93,6 +101,42 @@ export function rulesRoutes(ctx: Ctx) {
       audit: 'rule.reject',
       detail: { summary: 'Reject a proposed rule (kept, never fires); 404 when missing or not proposed', tags },
     })
+    .put(
+      '/api/rules/:project/:ruleID',
+      async ({ params, body, audit }) => {
+        const project = keyParam(params.project, 'project')
+        const ruleId = keyParam(params.ruleID, 'rule id')
+        if (body.rule_id !== undefined && body.rule_id.trim() !== ruleId) throw invalid(`rule_id "${body.rule_id}" does not match the path (${ruleId})`)
+        const given = {
+          source: enumParam(body.source, 'source', SOURCES, undefined),
+          status: enumParam(body.status, 'status', STATUSES, undefined),
+        }
+        const draft = checkRule({ ...body, rule_id: ruleId }, { project })
+        return putRule(ctx, audit, draft, given)
+      },
+      {
+        params: DecisionParams,
+        body: OneRuleBody,
+        audit: 'rule.put',
+        detail: {
+          summary: 'Create or replace one rule of a project, leaving its other rules alone',
+          description: 'A new rule is source local, status accepted; an existing one keeps its source, status, proposed_by and context unless the body names them. 400 on a bad rule (as the list PUT, e.g. a pattern RE2 cannot compile) and nothing changes.',
+          tags,
+        },
+      },
+    )
+    .delete(
+      '/api/rules/:project/:ruleID',
+      async ({ params, audit }) => {
+        const rule = await deleteRule(ctx, audit, keyParam(params.project, 'project'), keyParam(params.ruleID, 'rule id'))
+        return { deleted: `${rule.project}/${rule.rule_id}` }
+      },
+      {
+        params: DecisionParams,
+        audit: 'rule.delete',
+        detail: { summary: 'Delete one rule, whatever its source and status; 404 when missing', tags },
+      },
+    )
     .get(
       '/api/rules/export',
       ({ query }) => ctx.store.rules.export(listParam<Source>(query.source, 'source', SOURCES, ['local', 'learned'])),

@@ -5,7 +5,8 @@ import { httpUrl } from '../lib/values'
 import { invalid, notFound } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { now } from '../store/db'
-import { deliver } from '../jobs/webhooks'
+import { deliverAndLog } from '../jobs/webhooks'
+import { deliveriesOf, forgetDeliveries, KEEP_DELIVERIES } from '../services/delivery-log'
 import { audited } from '../http/audit'
 import { createWebhook, deleteWebhook, setWebhookActive } from '../services/webhooks'
 
@@ -79,6 +80,7 @@ export function webhooksRoutes(ctx: Ctx) {
       '/api/webhooks/:id',
       async ({ params, audit }) => {
         await deleteWebhook(ctx, audit, params.id)
+        forgetDeliveries(ctx, params.id)
         return { deleted: params.id }
       },
       { params: IdParams, audit: 'webhook.delete', detail: { summary: 'Delete a webhook', tags: ['webhooks'] } },
@@ -88,7 +90,7 @@ export function webhooksRoutes(ctx: Ctx) {
       async ({ params }) => {
         const hook = found(await ctx.store.webhooks.target(params.id))
         const event = { id: 0, topic: 'webhook.test', data: { webhook_id: hook.id }, source: '', created_at: now() }
-        const result = await deliver(hook, event)
+        const result = await deliverAndLog(ctx, hook, event, { test: true })
         if (!result.ok) throw invalid(`webhook test delivery failed: ${result.error}`)
         return { tested: hook.id, status: 'ok' as const }
       },
@@ -97,6 +99,21 @@ export function webhooksRoutes(ctx: Ctx) {
         detail: {
           summary: 'Send a webhook.test event now',
           description: 'Signed like any delivery; 400 when it fails. Leaves fail_count and last_fired alone.',
+          tags: ['webhooks'],
+        },
+      },
+    )
+    .get(
+      '/api/webhooks/:id/deliveries',
+      async ({ params }) => {
+        found(await ctx.store.webhooks.get(params.id))
+        return { id: params.id, deliveries: deliveriesOf(ctx, params.id) }
+      },
+      {
+        params: IdParams,
+        detail: {
+          summary: `The webhook's latest ${KEEP_DELIVERIES} delivery attempts, newest first`,
+          description: 'Kept in memory since the server started: {event_id, topic, at, ok, status, error, duration_ms, test} each (event_id 0 and test true for a test delivery; status null when no answer came).',
           tags: ['webhooks'],
         },
       },

@@ -1,7 +1,7 @@
 // Rule use cases: propose, accept/reject, replace a project's list, import. Each
 // commits with its rule.* event and audit entry.
 import type { Ctx } from './context'
-import type { Rule, RuleDraft } from '../lib/rules'
+import type { Rule, RuleDraft, Source, Status } from '../lib/rules'
 import { recordAudit, type AuditScope } from './audit'
 import type { Tx } from '../store'
 
@@ -23,6 +23,26 @@ export function decideRule(ctx: Ctx, scope: AuditScope | undefined, project: str
     const rule = await tx.rules.decide(project, ruleId, verdict)
     await tx.emit(`rule.${verdict}`, rule, SOURCE)
     await recordAudit(tx, scope)
+    return rule
+  })
+}
+
+/** Creates or replaces one rule, leaving the project's other rules (and their provenance) alone. */
+export function putRule(ctx: Ctx, scope: AuditScope | undefined, draft: RuleDraft, given: { source?: Source; status?: Status }): Promise<Rule> {
+  return ctx.store.write(async (tx) => {
+    const { rule, created } = await tx.rules.put(draft, given)
+    await tx.emit(created ? 'rule.created' : 'rule.updated', rule, SOURCE)
+    await recordAudit(tx, scope, `${created ? 'created' : 'updated'} (${rule.source}, ${rule.status})`)
+    return rule
+  })
+}
+
+/** Deletes one rule, whatever its status. */
+export function deleteRule(ctx: Ctx, scope: AuditScope | undefined, project: string, ruleId: string): Promise<Rule> {
+  return ctx.store.write(async (tx) => {
+    const rule = await tx.rules.remove(project, ruleId)
+    await tx.emit('rule.deleted', rule, SOURCE)
+    await recordAudit(tx, scope, `${rule.source}, ${rule.status}`)
     return rule
   })
 }

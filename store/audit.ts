@@ -18,6 +18,8 @@ export interface AuditFilter {
   from?: string
   to?: string
   limit: number
+  /** Entries to skip (newest first), for paging. */
+  offset?: number
 }
 
 export interface AuditSummary {
@@ -63,9 +65,9 @@ export function auditStore(db: Database): AuditStore {
       const all: (string | number)[] = [...args]
       if (f.actor) sql.push('actor = ?'), all.push(f.actor)
       if (f.action) sql.push('action = ?'), all.push(f.action)
-      all.push(f.limit)
+      all.push(f.limit, f.offset ?? 0)
       const where = sql.length ? `WHERE ${sql.join(' AND ')}` : ''
-      return db.query<AuditEntry, typeof all>(`SELECT * FROM audit ${where} ORDER BY id DESC LIMIT ?`).all(...all)
+      return db.query<AuditEntry, typeof all>(`SELECT * FROM audit ${where} ORDER BY id DESC LIMIT ? OFFSET ?`).all(...all)
     },
     async summary(from, to) {
       const { sql, args } = window(from, to)

@@ -21,8 +21,15 @@ export interface RulesStore {
 export interface RulesWrites {
   /** The project's accepted rules become exactly `rules` (source local); proposed and rejected ones stay unless overwritten by id. */
   replace(project: string, rules: RuleDraft[]): number
-  /** Stores a proposal (learned, proposed); 409 when the project already has that rule_id. */
+  /** Stores a proposal (learned, proposed); a rejected rule of that id is proposed anew; 409 when the project has it in any other status. */
   propose(rule: RuleDraft): Rule
+  /**
+   * Creates or replaces one rule. A new one is `local`/`accepted` unless `source`/`status` are given;
+   * an existing one keeps its source, status, proposer, context and created_at unless given.
+   */
+  put(rule: RuleDraft, given: { source?: Source; status?: Status }): { rule: Rule; created: boolean }
+  /** Deletes one rule, whatever its status; 404 when missing. */
+  remove(project: string, ruleId: string): Rule
   /** proposed → accepted or rejected; 404 when the rule is missing or not proposed. */
   decide(project: string, ruleId: string, status: 'accepted' | 'rejected'): Rule
   /** Upserts every rule as external and accepted. */
@@ -66,10 +73,19 @@ export function rulesWrites(db: Database): RulesWrites {
        updated_at = excluded.updated_at
      RETURNING *`,
   )
+  // A rejected rule may be proposed again: it is overwritten by the new proposal (created_at kept).
   const insert = db.query<Row, Args>(
     `INSERT INTO rules (project, rule_id, severity, match_type, pattern, message, applies_to, stack, source, status, proposed_by, context, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING *`,
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (project, rule_id) DO UPDATE SET severity = excluded.severity, match_type = excluded.match_type,
+       pattern = excluded.pattern, message = excluded.message, applies_to = excluded.applies_to, stack = excluded.stack,
+       source = excluded.source, status = excluded.status, proposed_by = excluded.proposed_by, context = excluded.context,
+       updated_at = excluded.updated_at
+     WHERE rules.status = 'rejected'
+     RETURNING *`,
   )
+  const one = db.query<Row, [string, string]>('SELECT * FROM rules WHERE project = ? AND rule_id = ?')
+  const drop = db.query<Row, [string, string]>('DELETE FROM rules WHERE project = ? AND rule_id = ? RETURNING *')
   const dropAccepted = db.query<void, [string]>("DELETE FROM rules WHERE project = ? AND status = 'accepted'")
   const decide = db.query<Row, [string, string, string, string]>(
     "UPDATE rules SET status = ?, updated_at = ? WHERE project = ? AND rule_id = ? AND status = 'proposed' RETURNING *",
@@ -89,6 +105,18 @@ export function rulesWrites(db: Database): RulesWrites {
     decide(project, ruleId, status) {
       const row = decide.get(status, now(), project, ruleId)
       if (!row) throw notFound(`rule ${ruleId} not found in project ${project} or not proposed`)
+      return toRule(row)
+    },
+    put(rule, given) {
+      const old = one.get(rule.project, rule.rule_id)
+      const draft = { ...rule, proposed_by: rule.proposed_by || old?.proposed_by || '', context: rule.context || old?.context || '' }
+      const source = given.source ?? old?.source ?? 'local'
+      const status = given.status ?? old?.status ?? 'accepted'
+      return { rule: toRule(upsert.get(...args(draft, source, status, now()))!), created: !old }
+    },
+    remove(project, ruleId) {
+      const row = drop.get(project, ruleId)
+      if (!row) throw notFound(`rule ${ruleId} not found in project ${project}`)
       return toRule(row)
     },
     import(rules) {

@@ -49,6 +49,24 @@ describe('audit', () => {
     expect((await call(s.api, 'GET', '/api/audit?from=2100-01-01T00:00:00Z')).body).toEqual([])
   })
 
+  test('offset pages through the entries, newest first', async () => {
+    const all = (await call(s.api, 'GET', '/api/audit')).body
+    expect(all.length).toBe(7)
+    const page1 = (await call(s.api, 'GET', '/api/audit?limit=3')).body
+    const page2 = (await call(s.api, 'GET', '/api/audit?limit=3&offset=3')).body
+    const page3 = (await call(s.api, 'GET', '/api/audit?limit=3&offset=6')).body
+    expect([...page1, ...page2, ...page3].map((e: any) => e.id)).toEqual(all.map((e: any) => e.id))
+    expect(page3.length).toBe(1)
+    expect((await call(s.api, 'GET', '/api/audit?offset=7')).body).toEqual([])
+    const puts = (await call(s.api, 'GET', '/api/audit?action=state.put&offset=1')).body
+    expect(puts.map((e: any) => e.id)).toEqual(all.filter((e: any) => e.action === 'state.put').slice(1).map((e: any) => e.id))
+    for (const bad of ['-1', 'x', '1.5', '99999999999999999999']) {
+      const r = await call(s.api, 'GET', `/api/audit?offset=${bad}`)
+      expect(r.status).toBe(400)
+      expect(r.body.error).toStartWith('invalid offset')
+    }
+  })
+
   test('bad parameters are 400', async () => {
     const r = await call(s.api, 'GET', '/api/audit?from=yesterday')
     expect(r.status).toBe(400)

@@ -160,3 +160,53 @@ describe('backup and restore', () => {
     })
   })
 })
+
+describe('through the dashboard port', () => {
+  test('a backup far over the 10 MB body limit restores through the proxy (streamed, not capped)', async () => {
+    expect(backup.byteLength).toBeGreaterThan(30 * 1024 * 1024)
+    const r = await call(s.dashboard, 'POST', '/api/restore', backup, { 'content-type': 'application/octet-stream' })
+    expect(r.status).toBe(200)
+    expect(r.body).toEqual({ restored: true, bytes: backup.byteLength, schema_version: MIGRATIONS.length })
+    expect(await lastAudit('backup.restore')).toMatchObject({ outcome: 'success', detail: `${backup.byteLength} bytes` })
+    // A download through the proxy is the same kind of file.
+    const res = await fetch(`${s.dashboard}/api/backup`)
+    expect(res.status).toBe(200)
+    expect(new TextDecoder().decode(new Uint8Array(await res.arrayBuffer()).subarray(0, 15))).toBe('SQLite format 3')
+  })
+
+  test('the proxy streams the upload: the API is writing it to disk before the client has finished sending', async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    let step = 0
+    const body = new ReadableStream<Uint8Array>({
+      async pull(c) {
+        if (step++ === 0) return c.enqueue(backup.subarray(0, 1024 * 1024))
+        await gate // the rest only once the API has shown it is receiving
+        c.enqueue(backup.subarray(1024 * 1024))
+        c.close()
+      },
+    })
+    const pending = fetch(`${s.dashboard}/api/restore`, { method: 'POST', body, duplex: 'half', headers: { 'content-type': 'application/octet-stream' } } as RequestInit)
+    await eventually(() => tempFiles().some((f) => statSync(join(s.dataDir, f)).size > 0))
+    release()
+    const res = await pending
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ restored: true, bytes: backup.byteLength, schema_version: MIGRATIONS.length })
+  })
+
+  test("other routes keep the API's 10 MB limit behind the proxy, with or without Content-Length", async () => {
+    const big = new Uint8Array(11 * 1024 * 1024)
+    const r = await call(s.dashboard, 'PUT', '/api/state/too/big', big, { 'content-type': 'application/octet-stream' })
+    expect(r.status).toBe(413)
+    expect(r.body).toEqual({ error: 'request body exceeds the 10 MB limit', code: 413 })
+    const chunked = new ReadableStream({
+      start(c) {
+        for (let i = 0; i < 11; i++) c.enqueue(new Uint8Array(1024 * 1024))
+        c.close()
+      },
+    })
+    const res = await fetch(`${s.dashboard}/api/state/too/big`, { method: 'PUT', body: chunked, duplex: 'half' } as RequestInit)
+    expect(res.status).toBe(413)
+    expect((await call(s.api, 'GET', '/api/state/too/big')).status).toBe(404)
+  })
+})

@@ -4,15 +4,15 @@
 // One server for the file, started with an access token so every UI test also
 // exercises auth. Screenshots go to a temp folder printed at the end.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import type { BrowserContext, Page } from 'playwright-core'
+import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { assets } from '../public/assets'
+import { launch, openPage, settled, shot as shotIn, type Opened } from './browser'
 import { call, eventually, startServer, tempDir } from './helpers'
 
 const ROOT = join(import.meta.dir, '..')
 const PUBLIC = join(ROOT, 'public')
-const CHROMIUM = '/usr/bin/chromium'
 const TOKEN = 'dashboard-test-token'
 const AUTH = { authorization: `Bearer ${TOKEN}` }
 const SHOTS = tempDir('muster-dashboard-shots-')
@@ -26,27 +26,12 @@ const api = (method: string, path: string, body?: unknown, headers: Record<strin
 
 const wsBase = (base: string) => base.replace(/^http/, 'ws')
 let browser: BrowserContext
-beforeAll(async () => {
-  if (!statSync(CHROMIUM, { throwIfNoEntry: false }))
-    throw new Error(`Chromium not found at ${CHROMIUM}: apt-get install -y chromium (.ci/run does this)`)
-  browser = await chromium.launchPersistentContext(tempDir('muster-chromium-'), {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1360, height: 900 },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  })
-})
+beforeAll(async () => (browser = await launch()))
 afterAll(async () => {
   await browser?.close()
   await s.cleanup()
   console.log(`dashboard screenshots: ${SHOTS}`)
 })
-
-interface Opened {
-  page: Page
-  /** Uncaught page errors and console errors other than failed resource loads (expected 401/404s). */
-  problems: string[]
-}
 
 interface OpenOptions {
   token?: boolean
@@ -56,30 +41,10 @@ interface OpenOptions {
   prepare?: (page: Page) => Promise<void>
 }
 
-async function open(path: string, { token = true, width = 1360, height = 900, prepare }: OpenOptions = {}): Promise<Opened> {
-  const page = await browser.newPage()
-  await page.setViewportSize({ width, height })
-  await prepare?.(page)
-  const problems: string[] = []
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`))
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(`console: ${m.text()}`)
-  })
-  if (token) await page.addInitScript((t) => sessionStorage.setItem('muster.token', t), TOKEN)
-  await page.goto(s.dashboard + path)
-  return { page, problems }
-}
+const open = (path: string, { token = true, width = 1360, height = 900, prepare }: OpenOptions = {}): Promise<Opened> =>
+  openPage(browser, s.dashboard + path, { token: token ? TOKEN : undefined, size: { width, height }, prepare })
 
-/** Full page, or just the window when a modal dialog is open (its backdrop covers only the window). */
-async function shot(page: Page, name: string, fullPage = true) {
-  await page.evaluate(() => window.scrollTo(0, 0)) // else the sticky top bar lands mid-page in a full-page capture
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage })
-}
-
-/** Every panel must end in content or a deliberate state, never stay on "Loading…". */
-async function expectSettled(page: Page) {
-  await page.waitForFunction(() => document.querySelectorAll('.state-box.loading').length === 0, null, { timeout: 10_000 })
-}
+const shot = (page: Page, name: string, fullPage = true) => shotIn(page, SHOTS, name, fullPage)
 
 /** The manifest that lists the files for embedding (public/assets.js and its types) is not itself served. */
 const MANIFEST = new Set(['assets.js', 'assets.d.ts'])
@@ -89,7 +54,8 @@ function publicFiles(dir = PUBLIC): string[] {
     e.isDirectory() ? publicFiles(join(dir, e.name)) : [relative(PUBLIC, join(dir, e.name))].filter((f) => !MANIFEST.has(f)),
   )
 }
-const urlOf = (file: string) => (file === 'index.html' ? '/' : file === 'rules.html' ? '/rules' : `/${file}`)
+/** index.html is served at /, any other page at its name without .html (rules.html at /rules). */
+const urlOf = (file: string) => (file === 'index.html' ? '/' : file.endsWith('.html') ? `/${file.slice(0, -5)}` : `/${file}`)
 
 describe('dashboard files', () => {
   test('every file of public/ is listed for embedding and served with its type; anything else is a JSON 404', async () => {
@@ -124,11 +90,11 @@ describe('dashboard files', () => {
           text += new TextDecoder().decode(value ?? new Uint8Array())
           return /dashboard on (\S+),/.exec(text)
         }, 10_000)
-        for (const path of ['/', '/rules', '/js/overview.js', '/css/muster.css']) {
-          const res = await fetch(m![1] + path)
+        // Every file of public/, pages and modules alike, comes out of the binary unchanged.
+        for (const file of publicFiles()) {
+          const res = await fetch(m![1] + urlOf(file))
           expect(res.status).toBe(200)
-          const file = Object.entries({ '/': 'index.html', '/rules': 'rules.html' }).find(([p]) => p === path)?.[1] ?? path.slice(1)
-          expect(await res.text()).toBe(readFileSync(join(PUBLIC, file), 'utf8'))
+          expect(new Uint8Array(await res.arrayBuffer())).toEqual(new Uint8Array(readFileSync(join(PUBLIC, file))))
         }
       } finally {
         proc.kill()
@@ -191,7 +157,7 @@ describe('events WebSocket on the dashboard port', () => {
 })
 
 describe('web UI in Chromium', () => {
-  test('asks for the token once, keeps it for the tab, and offers it again after "Not now"', async () => {
+  test('asks for the token once, keeps it across reloads, and offers it again after "Not now"', async () => {
     await api('PUT', '/api/state/auth/check', { ok: true })
     const { page, problems } = await open('/', { token: false })
     const dialog = page.locator('dialog#token-dialog[open]')
@@ -207,18 +173,20 @@ describe('web UI in Chromium', () => {
     await page.locator('#key-list button', { hasText: 'auth/check' }).waitFor()
     expect(await page.evaluate(() => sessionStorage.getItem('muster.token'))).toBe(TOKEN)
     expect(await page.locator('dialog[open]').count()).toBe(0)
-    await expectSettled(page)
+    await settled(page)
     await shot(page, 'auth-2-accepted')
 
     await page.reload()
     await page.locator('#key-list button', { hasText: 'auth/check' }).waitFor()
     expect(await page.locator('dialog[open]').count()).toBe(0)
+    // With no other tab open to hand the token over (test/dashboard-admin.test.ts covers that), a new tab asks.
+    await page.close()
 
     const other = await open('/', { token: false })
     await other.page.locator('dialog#token-dialog[open] button[value=cancel]').click()
     const statePrompt = other.page.locator('#key-list .state-box.auth')
     await statePrompt.getByText('Access token needed').waitFor()
-    await expectSettled(other.page)
+    await settled(other.page)
     await shot(other.page, 'auth-3-declined')
     await statePrompt.getByRole('button', { name: 'Enter token' }).click()
     await other.page.locator('dialog#token-dialog[open] input').fill(TOKEN)
@@ -226,7 +194,6 @@ describe('web UI in Chromium', () => {
     await other.page.locator('#key-list button', { hasText: 'auth/check' }).waitFor()
     expect([...problems, ...other.problems]).toEqual([])
     await other.page.close()
-    await page.close()
   })
 
   test('the overview renders state with history and diff, and the audit trail, created through the API', async () => {
@@ -260,7 +227,7 @@ describe('web UI in Chromium', () => {
     await audit.getByText('state/ui/config').first().waitFor()
     const failed = audit.locator('tr.failed', { hasText: 'state/ui/never-there' })
     expect(await failed.innerText()).toContain('state.delete')
-    await expectSettled(page)
+    await settled(page)
     await shot(page, 'overview')
     expect(problems).toEqual([])
     await page.close()
@@ -269,7 +236,7 @@ describe('web UI in Chromium', () => {
   test('narrow windows: one column, tables as cards, no sideways scrolling', async () => {
     const { page, problems } = await open('/#key=ui/config', { width: 390, height: 844 })
     await page.locator('#audit tbody tr').first().waitFor()
-    await expectSettled(page)
+    await settled(page)
     const layout = await page.evaluate(() => ({
       scrollWidth: document.documentElement.scrollWidth,
       theadHidden: getComputedStyle(document.querySelector('#audit thead')!).display === 'none',
@@ -279,7 +246,7 @@ describe('web UI in Chromium', () => {
     expect(layout).toEqual({ scrollWidth: 390, theadHidden: true, panelLefts: 1, panelsWithin: true })
     await shot(page, 'overview-narrow')
     const rules = await open('/rules', { width: 390, height: 844 })
-    await expectSettled(rules.page)
+    await settled(rules.page)
     expect(await rules.page.evaluate(() => document.documentElement.scrollWidth)).toBe(390)
     await shot(rules.page, 'rules-narrow')
     expect([...problems, ...rules.problems]).toEqual([])
@@ -301,7 +268,7 @@ describe('web UI in Chromium', () => {
     const instances = page.locator('#instances .state-box.error')
     await instances.getByText('500: internal server error').waitFor()
     await page.locator('#llm .state-box.missing').getByText('Not available on this server').waitFor()
-    await expectSettled(page)
+    await settled(page)
     await shot(page, 'overview-errors')
     await page.unroute(failing)
     await instances.getByRole('button', { name: 'Retry' }).click()

@@ -75,8 +75,8 @@ describe('proposals', () => {
     }
   })
 
-  test('409 when the rule exists, whatever its status; the stored rule is unchanged', async () => {
-    for (const id of ['no-eval', 'no-var']) {
+  test('409 when the rule exists and is not rejected; the stored rule is unchanged', async () => {
+    for (const id of ['no-eval']) {
       const r = await propose({ project: 'life', rule_id: id, pattern: 'other' })
       expect(r.status).toBe(409)
       expect(r.body).toEqual({ error: `rule ${id} already exists in project life`, code: 409 })
@@ -120,7 +120,7 @@ describe('proposals', () => {
   })
 
   test('audited: rule.propose, rule.accept, rule.reject with outcomes', async () => {
-    const proposals = await auditOf('rule.propose', 9)
+    const proposals = await auditOf('rule.propose', 8)
     expect(proposals.filter((e: any) => e.outcome === 'success')).toHaveLength(4)
     expect(proposals.find((e: any) => e.outcome === 'success').resource).toBe('rules/propose')
     const accepts = await auditOf('rule.accept', 5)
@@ -211,5 +211,107 @@ describe('events', () => {
     ])
     expect(mine.every((e) => e.source === 'rules')).toBe(true)
     expect(mine[0].data).toMatchObject({ project: 'ev', rule_id: 'a', pattern: 'a', source: 'learned' })
+  })
+})
+
+describe('a rejected rule proposed again', () => {
+  test('returns to proposed (learned) with the new proposal; accepted or local ids still 409', async () => {
+    await propose({ project: 'again', rule_id: 'no-var', pattern: 'var', proposed_by: 'agent-1', context: 'first try' })
+    await decide('again', 'no-var', 'reject')
+    const [rejected] = await listed('?project=again')
+    expect(rejected.status).toBe('rejected')
+    const r = await propose({ project: 'again', rule_id: 'no-var', pattern: '\\bvar\\b', proposed_by: 'agent-2', context: 'second try' })
+    expect(r.status).toBe(200)
+    expect(r.body).toEqual({ project: 'again', rule_id: 'no-var', status: 'proposed' })
+    const [rule] = await listed('?project=again')
+    expect(rule).toMatchObject({ pattern: '\\bvar\\b', status: 'proposed', source: 'learned', proposed_by: 'agent-2', context: 'second try', created_at: rejected.created_at })
+    expect((await propose({ project: 'again', rule_id: 'no-var', pattern: 'x' })).status).toBe(409)
+    expect((await decide('again', 'no-var', 'accept')).status).toBe(200)
+    expect(await firing('again', 'var x')).toEqual(['no-var'])
+    expect((await propose({ project: 'again', rule_id: 'no-var', pattern: 'x' })).status).toBe(409)
+  })
+})
+
+describe('one rule: PUT and DELETE /api/rules/{project}/{rule_id}', () => {
+  const put = (project: string, id: string, body: unknown) => call(s.api, 'PUT', `/api/rules/${project}/${encodeURIComponent(id)}`, body)
+  const sources = async (project: string) =>
+    Object.fromEntries((await listed(`?project=${project}`)).map((r: any) => [r.rule_id, `${r.source}/${r.status}`]))
+
+  test('a new rule is local and accepted and fires; the other rules keep their source', async () => {
+    await call(s.api, 'POST', '/api/rules/import', [{ project: 'one', rule_id: 'ext', pattern: 'EXT' }])
+    await propose({ project: 'one', rule_id: 'learned', pattern: 'LEARNED', proposed_by: 'agent-9', context: 'why' })
+    await decide('one', 'learned', 'accept')
+    await propose({ project: 'one', rule_id: 'waiting', pattern: 'WAIT' })
+    const r = await put('one', 'mine', { pattern: 'MINE', severity: 'warning', applies_to: ['*.ts'] })
+    expect(r.status).toBe(200)
+    expect(r.body).toMatchObject({ project: 'one', rule_id: 'mine', pattern: 'MINE', severity: 'warning', match_type: 'regex', applies_to: ['*.ts'], source: 'local', status: 'accepted' })
+    expect(await sources('one')).toEqual({ ext: 'external/accepted', learned: 'learned/accepted', mine: 'local/accepted', waiting: 'learned/proposed' })
+    expect((await call(s.api, 'GET', '/api/rules/export?source=learned')).body.map((x: any) => `${x.project}/${x.rule_id}`)).toContain('one/learned')
+    expect((await call(s.api, 'POST', '/api/validate/one', { content: 'MINE', filename: 'a.ts' })).body.violations.map((v: any) => v.rule_id)).toEqual(['mine'])
+  })
+
+  test('PUT on an existing rule keeps its source, status, proposer and context unless the body names them', async () => {
+    const before = (await listed('?project=one')).find((x: any) => x.rule_id === 'learned')
+    const r = await put('one', 'learned', { rule_id: 'learned', pattern: 'LEARNED2', message: 'edited' })
+    expect(r.status).toBe(200)
+    expect(r.body).toMatchObject({ pattern: 'LEARNED2', message: 'edited', source: 'learned', status: 'accepted', proposed_by: 'agent-9', context: 'why', created_at: before.created_at })
+    const waiting = await put('one', 'waiting', { pattern: 'WAIT2' })
+    expect(waiting.body).toMatchObject({ source: 'learned', status: 'proposed', pattern: 'WAIT2' })
+    const moved = await put('one', 'ext', { pattern: 'EXT', source: 'local' })
+    expect(moved.body).toMatchObject({ source: 'local', status: 'accepted' })
+    const rejected = await put('one', 'waiting', { pattern: 'WAIT2', status: 'rejected' })
+    expect(rejected.body.status).toBe('rejected')
+    expect(await sources('one')).toEqual({ ext: 'local/accepted', learned: 'learned/accepted', mine: 'local/accepted', waiting: 'learned/rejected' })
+  })
+
+  test('400 on a bad rule, a mismatched rule_id or a bad source/status; nothing changes', async () => {
+    const before = await listed('?project=one')
+    const bad: [unknown, string][] = [
+      [{ pattern: '(?=x)' }, 'invalid pattern "(?=x)"'],
+      [{ pattern: '' }, 'pattern is required'],
+      [{}, 'pattern is required'],
+      [{ pattern: 'x', severity: 'high' }, 'invalid severity'],
+      [{ pattern: 'x', rule_id: 'other' }, 'rule_id "other" does not match the path (mine)'],
+      [{ pattern: 'x', source: 'remote' }, 'invalid source: expected local, learned, external'],
+      [{ pattern: 'x', status: 'maybe' }, 'invalid status: expected accepted, proposed, rejected'],
+    ]
+    for (const [body, message] of bad) {
+      const r = await put('one', 'mine', body)
+      expect(r.status).toBe(400)
+      expect(r.body.code).toBe(400)
+      expect(r.body.error).toStartWith(message)
+    }
+    expect(await listed('?project=one')).toEqual(before)
+  })
+
+  test('DELETE removes one rule of any status, leaving the others; 404 when missing', async () => {
+    const r = await call(s.api, 'DELETE', '/api/rules/one/waiting')
+    expect(r.status).toBe(200)
+    expect(r.body).toEqual({ deleted: 'one/waiting' })
+    expect(await sources('one')).toEqual({ ext: 'local/accepted', learned: 'learned/accepted', mine: 'local/accepted' })
+    const again = await call(s.api, 'DELETE', '/api/rules/one/waiting')
+    expect(again.status).toBe(404)
+    expect(again.body).toEqual({ error: 'rule waiting not found in project one', code: 404 })
+  })
+
+  test('events rule.created, rule.updated, rule.deleted and audit rule.put, rule.delete', async () => {
+    await put('ev1', 'a', { pattern: 'a' })
+    await put('ev1', 'a', { pattern: 'b' })
+    await call(s.api, 'DELETE', '/api/rules/ev1/a')
+    const mine = (await eventually(async () => {
+      const list = (await ruleEvents()).filter((e) => e.data.project === 'ev1')
+      return list.length >= 3 ? list : null
+    }))!
+    expect(mine.map((e) => `${e.topic} ${e.data.pattern}`)).toEqual(['rule.created a', 'rule.updated b', 'rule.deleted b'])
+    expect(mine.every((e) => e.source === 'rules')).toBe(true)
+    const puts = await auditOf('rule.put', 1)
+    expect(puts.find((e: any) => e.resource === 'rules/ev1/a')).toMatchObject({ outcome: 'success' })
+    const deletes = await auditOf('rule.delete', 1)
+    expect(deletes.find((e: any) => e.resource === 'rules/ev1/a')).toMatchObject({ outcome: 'success', detail: 'local, accepted' })
+  })
+
+  test('the list PUT still replaces every accepted rule of the project as local', async () => {
+    await call(s.api, 'PUT', '/api/validate/one/rules', [{ rule_id: 'only', pattern: 'O' }])
+    expect(await sources('one')).toEqual({ only: 'local/accepted' })
   })
 })

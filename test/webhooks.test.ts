@@ -104,6 +104,7 @@ describe('webhook resource', () => {
       ['POST', '/api/webhooks/nope/test'],
       ['POST', '/api/webhooks/nope/enable'],
       ['POST', '/api/webhooks/nope/disable'],
+      ['GET', '/api/webhooks/nope/deliveries'],
     ]) {
       const r = await api(method, path)
       expect({ path, status: r.status, body: r.body }).toEqual({ path, status: 404, body: { error: 'webhook not found', code: 404 } })
@@ -260,4 +261,48 @@ describe('test delivery', () => {
     expect(took).toBeGreaterThanOrEqual(4900)
     expect(took).toBeLessThan(6500)
   }, 10_000)
+})
+
+describe('recent deliveries', () => {
+  test('each attempt, test deliveries included, newest first with status, error and duration; gone with the webhook', async () => {
+    await create({ id: 'logged', url: hookUrl('/ok'), patterns: ['logged.*'] })
+    expect((await api('GET', '/api/webhooks/logged/deliveries')).body).toEqual({ id: 'logged', deliveries: [] })
+    const first = await publish('logged.one', { n: 1 })
+    await eventually(async () => (await api('GET', '/api/webhooks/logged/deliveries')).body.deliveries.length === 1)
+    await api('POST', '/api/webhooks/logged/test')
+    const list = (await api('GET', '/api/webhooks/logged/deliveries')).body.deliveries
+    expect(list.map((d: any) => [d.topic, d.event_id, d.ok, d.status, d.error, d.test])).toEqual([
+      ['webhook.test', 0, true, 200, '', true],
+      ['logged.one', first.id, true, 200, '', false],
+    ])
+    expect(typeof list[0].duration_ms).toBe('number')
+    expect(new Date(list[1].at).toISOString()).toBe(list[1].at)
+
+    await create({ id: 'logged-bad', url: hookUrl('/fail'), patterns: ['logged.*'] })
+    await create({ id: 'logged-gone', url: 'http://127.0.0.1:1/nothing-listens', patterns: ['logged.*'] })
+    await publish('logged.two')
+    const bad = await eventually(async () => (await api('GET', '/api/webhooks/logged-bad/deliveries')).body.deliveries[0])
+    expect(bad).toMatchObject({ topic: 'logged.two', ok: false, status: 500, error: 'HTTP 500', test: false })
+    const gone = await eventually(async () => (await api('GET', '/api/webhooks/logged-gone/deliveries')).body.deliveries[0])
+    expect(gone).toMatchObject({ topic: 'logged.two', ok: false, status: null })
+    expect(gone.error).not.toBe('')
+
+    for (const id of ['logged', 'logged-bad', 'logged-gone']) await api('DELETE', `/api/webhooks/${id}`)
+    await create({ id: 'logged', url: hookUrl('/ok'), patterns: ['logged.*'] })
+    expect((await api('GET', '/api/webhooks/logged/deliveries')).body.deliveries).toEqual([])
+    await api('DELETE', '/api/webhooks/logged')
+  })
+
+  test('only the latest 20 are kept', async () => {
+    await create({ id: 'many', url: hookUrl('/ok'), patterns: ['many.*'] })
+    let last = 0
+    for (let i = 0; i < 23; i++) last = (await publish('many.event', { i })).id
+    const list = await eventually(async () => {
+      const d = (await api('GET', '/api/webhooks/many/deliveries')).body.deliveries
+      return d[0]?.event_id === last && d
+    })
+    expect(list).toHaveLength(20)
+    expect(list.map((d: any) => d.event_id)).toEqual([...list.map((d: any) => d.event_id)].sort((a, b) => b - a))
+    await api('DELETE', '/api/webhooks/many')
+  })
 })

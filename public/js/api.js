@@ -1,8 +1,15 @@
-// Every call the pages make goes through here: the access token (kept in
-// sessionStorage) rides on each request, a 401 opens the token dialog once for
-// all panels, and failures become ApiError with the API's {error, code} message.
+// Every call the pages make goes through here: the access token rides on each
+// request, a 401 opens the token dialog once for all panels, and failures become
+// ApiError with the API's {error, code} message.
+//
+// The token lives in sessionStorage (this tab, never on disk past the session) and
+// is shared with the other tabs of this origin over a BroadcastChannel: a tab that
+// meets a 401 without a token first asks the open tabs for theirs, and a token
+// entered or forgotten in one tab is entered or forgotten in all of them.
 
 const TOKEN_KEY = 'muster.token'
+/** How long a tab waits for another tab to answer "who has the token?". */
+const ASK_TABS_MS = 250
 
 let token = sessionStorage.getItem(TOKEN_KEY) || ''
 /** The open token dialog, shared by every request that met a 401 meanwhile. */
@@ -10,6 +17,33 @@ let asking = null
 /** Set when the person closed the dialog: polling must not reopen it every few seconds. */
 let declined = false
 const tokenListeners = new Set()
+/** Closes this tab's open token dialog with a token that arrived from another tab. */
+let closeDialogWith = null
+
+const channel = typeof BroadcastChannel === 'function' ? new BroadcastChannel('muster.token') : null
+channel?.addEventListener('message', ({ data }) => {
+  if (data?.type === 'ask' && token) channel.postMessage({ type: 'token', token })
+  else if (data?.type === 'token' && typeof data.token === 'string' && data.token && data.token !== token) {
+    setToken(data.token, false)
+    closeDialogWith?.(data.token)
+  } else if (data?.type === 'forget' && token) setToken('', false)
+})
+
+/** Asks the other open tabs for their token; resolves with it, or '' when none answers in time. */
+function tokenFromOtherTabs() {
+  if (!channel) return Promise.resolve('')
+  return new Promise((resolve) => {
+    const done = (value) => {
+      clearTimeout(timer)
+      channel.removeEventListener('message', onReply)
+      resolve(value)
+    }
+    const onReply = ({ data }) => data?.type === 'token' && data.token && done(data.token)
+    const timer = setTimeout(() => done(''), ASK_TABS_MS)
+    channel.addEventListener('message', onReply)
+    channel.postMessage({ type: 'ask' })
+  })
+}
 
 export class ApiError extends Error {
   constructor(status, message, body = null) {
@@ -34,13 +68,16 @@ export function onTokenChange(fn) {
   tokenListeners.add(fn)
 }
 
-function setToken(next) {
+/** Sets this tab's token; `share` tells the other tabs too (not when the change came from them). */
+function setToken(next, share = true) {
   token = next
   if (next) sessionStorage.setItem(TOKEN_KEY, next)
   else sessionStorage.removeItem(TOKEN_KEY)
+  if (share) channel?.postMessage(next ? { type: 'token', token: next } : { type: 'forget' })
   for (const fn of tokenListeners) fn()
 }
 
+/** Forgets the token in every tab of this origin. */
 export function forgetToken() {
   declined = false
   setToken('')
@@ -101,18 +138,24 @@ export async function api(path, { method = 'GET', body, headers = {}, raw = fals
 /** Opens the token dialog on demand (the "Enter token" buttons), even after a cancel. */
 export function requestToken() {
   declined = false
-  return askForToken('needed')
+  return askForToken('needed', { tabs: false })
 }
 
-function askForToken(reason) {
+function askForToken(reason, { tabs = true } = {}) {
   if (asking) return asking
   if (declined) return Promise.resolve(null)
-  asking = showTokenDialog(reason).then((next) => {
-    asking = null
+  asking = (async () => {
+    // A token known to another tab is taken silently (unless it is the one just rejected).
+    const shared = tabs && reason === 'needed' ? await tokenFromOtherTabs() : ''
+    if (shared) {
+      setToken(shared, false)
+      return shared
+    }
+    const next = await showTokenDialog(reason)
     if (next) setToken(next)
     else declined = true
     return next
-  })
+  })().finally(() => (asking = null))
   return asking
 }
 
@@ -131,7 +174,8 @@ function showTokenDialog(reason) {
       <form method="dialog">
         <h2>Access token needed</h2>
         <p>This Muster server only answers requests that carry its access token
-        (the server's <code>--auth-token</code>). It is kept for this browser tab only.</p>
+        (the server's <code>--auth-token</code>). It is kept for this browser session: shared with
+        this dashboard's other open tabs, gone when the last one closes.</p>
         <label>Token <input type="password" name="token" autocomplete="off" spellcheck="false" required></label>
         <div class="inline-error" role="alert" hidden></div>
         <div class="buttons">
@@ -149,10 +193,12 @@ function showTokenDialog(reason) {
     }
     if (reason === 'rejected') showError('The saved token was not accepted. Enter the current one.')
     const finish = (value) => {
+      closeDialogWith = null
       dialog.close()
       dialog.remove()
       resolve(value)
     }
+    closeDialogWith = finish
     dialog.querySelector('button[value=cancel]').addEventListener('click', () => finish(null))
     dialog.addEventListener('cancel', (e) => {
       e.preventDefault()

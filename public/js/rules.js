@@ -1,13 +1,15 @@
 // Entry point of the rules page (GET /rules). Everything goes through the API:
 //   projects and counts   GET  /api/rules/export?source=local,learned,external
 //   proposed rules        GET  /api/rules?status=proposed, POST /api/rules/{project}/{id}/accept|reject
+//   rejected rules        GET  /api/rules?status=rejected, reopened with POST /api/rules/propose
 //   one project's rules   GET  /api/validate/{project}/rules
-//   add / edit / delete   PUT  /api/validate/{project}/rules (the whole edited list)
+//   add / edit / delete   PUT | DELETE /api/rules/{project}/{id} (one rule: the others keep their source)
 //   import / export       POST /api/rules/import, GET /api/rules/export
 
 import { api, onTokenChange } from './api.js'
+import { instanceNames, who } from './names.js'
 import { startShell } from './shell.js'
-import { cell, download, every, failure, fill, h, loading, stateBox } from './ui.js'
+import { cell, confirmButton, download, every, failure, fill, h, loading, outcome, stateBox } from './ui.js'
 
 const ALL_SOURCES = 'local,learned,external'
 const GLOBAL = '_global'
@@ -21,6 +23,8 @@ const els = {
   openProject: document.getElementById('open-project'),
   proposed: document.querySelector('#proposed .body'),
   proposedMeta: document.querySelector('#proposed .meta'),
+  rejected: document.querySelector('#rejected .body'),
+  rejectedMeta: document.querySelector('#rejected .meta'),
   rulesTitle: document.getElementById('project-rules-title'),
   rulesMeta: document.querySelector('#project-rules .meta'),
   rules: document.querySelector('#project-rules .body'),
@@ -31,6 +35,8 @@ const els = {
 
 let counts = new Map() // project → {accepted, proposed}
 let proposals = null
+let rejected = null
+let names = new Map()
 let project = new URLSearchParams(location.hash.slice(1)).get('project') || GLOBAL
 let rules = null // every rule of the selected project, unfiltered
 let shownOverview = '' // what the project list and proposals were last drawn from
@@ -38,10 +44,14 @@ let shownOverview = '' // what the project list and proposals were last drawn fr
 // ---- projects and proposals -------------------------------------------------------
 
 async function loadOverview() {
-  const [exported, proposed] = await Promise.allSettled([
+  const [exported, proposed, refused, known] = await Promise.allSettled([
     api(`/api/rules/export?source=${ALL_SOURCES}`),
     api('/api/rules?status=proposed'),
+    api('/api/rules?status=rejected'),
+    instanceNames(),
   ])
+  names = known.status === 'fulfilled' ? known.value : new Map()
+  rejected = refused.status === 'fulfilled' ? (Array.isArray(refused.value) ? refused.value : []) : null
   counts = new Map([[GLOBAL, { accepted: 0, proposed: 0 }]])
   const bump = (p, field) => {
     const c = counts.get(p) ?? { accepted: 0, proposed: 0 }
@@ -57,11 +67,12 @@ async function loadOverview() {
   }
   if (!counts.has(project)) counts.set(project, { accepted: 0, proposed: 0 })
   // Polling redraws only on change, so a list never shifts under the pointer for nothing.
-  const drawn = JSON.stringify([[...counts], proposals, exported.reason?.message, proposed.reason?.message])
+  const drawn = JSON.stringify([[...counts], proposals, rejected, [...names.keys()], exported.reason?.message, proposed.reason?.message, refused.reason?.message])
   if (drawn === shownOverview) return
   shownOverview = drawn
   renderProjects(exported.status === 'rejected' ? exported.reason : null)
   renderProposals(proposed.status === 'rejected' ? proposed.reason : null)
+  renderRejected(refused.status === 'rejected' ? refused.reason : null)
 }
 
 function renderProjects(error) {
@@ -117,7 +128,7 @@ function proposalRow(r) {
       h('span', { class: 'badge', text: r.project }),
       severityBadge(r.severity),
       r.stack ? h('span', { class: 'chip', text: `stack ${r.stack}` }) : null,
-      r.proposed_by ? h('span', { class: 'note', title: r.proposed_by, text: `by ${String(r.proposed_by).slice(0, 8)}` }) : null),
+      r.proposed_by ? h('span', { class: 'note' }, 'by ', who(names, r.proposed_by)) : null),
     h('div', { class: 'pattern' }, h('span', { class: 'chip', text: r.match_type || 'regex' }), ' ', h('code', { class: 'pattern-code', text: r.pattern }),
       r.message ? h('span', { class: 'note', text: ` — ${r.message}` }) : null),
     r.context ? h('div', { class: 'context', text: r.context }) : null,
@@ -126,12 +137,45 @@ function proposalRow(r) {
   return row
 }
 
+/** Rejected rules never fire; Reopen proposes one again (it returns to proposed, with its proposer and context). */
+function renderRejected(error) {
+  if (!els.rejected) return
+  if (error) {
+    els.rejectedMeta.textContent = ''
+    return failure(els.rejected, error, 'GET /api/rules?status=rejected', refreshAll)
+  }
+  els.rejectedMeta.textContent = rejected.length ? String(rejected.length) : ''
+  if (rejected.length === 0) return stateBox(els.rejected, 'empty', 'No rejected rules', 'Rules rejected here or through the API are kept and listed here; they can be reopened.')
+  fill(els.rejected, h('table', { class: 'data cards fixed', id: 'rejected-table' },
+    h('colgroup', {}, h('col', { class: 'c-rule' }), h('col', { class: 'c-wide' }), h('col', { class: 'c-who' }), h('col', { class: 'c-actions' })),
+    h('thead', {}, h('tr', {}, ['Rule', 'Match', 'Proposed by', ''].map((t) => h('th', { text: t })))),
+    h('tbody', {}, rejected.map((r) => {
+      const result = h('div')
+      const reopen = h('button', { class: 'btn small', type: 'button', text: 'Reopen' })
+      reopen.addEventListener('click', async () => {
+        reopen.disabled = true
+        try {
+          await api('/api/rules/propose', { method: 'POST', body: { ...ruleBody(r), project: r.project, proposed_by: r.proposed_by, context: r.context } })
+          await refreshAll()
+        } catch (err) {
+          reopen.disabled = false
+          outcome(result, false, err.message)
+        }
+      })
+      return h('tr', { dataset: { project: r.project, rule: r.rule_id } },
+        cell('Rule', { class: 'wrap-any' }, h('div', { class: 'mono', text: r.rule_id }), h('div', { class: 'sub', text: r.project })),
+        cell('Match', { class: 'wrap-any' }, h('span', { class: 'chip', text: r.match_type || 'regex' }), ' ', h('code', { class: 'pattern-code', text: r.pattern }),
+          r.context ? h('div', { class: 'sub', text: r.context }) : null),
+        cell('Proposed by', {}, r.proposed_by ? who(names, r.proposed_by) : h('span', { class: 'sub', text: '—' })),
+        cell('', {}, reopen, result))
+    }))))
+}
+
 // ---- one project's rules ------------------------------------------------------------
 
 const severityBadge = (s = 'error') => h('span', { class: `badge ${s === 'warning' ? 'warn' : 'bad'}`, text: s })
-const isLocal = (r) => !r.source || r.source === 'local'
-/** Rules that are live in the project: what PUT must write back (proposed/rejected ones are managed by accept/reject). */
-const liveRules = () => (rules ?? []).filter((r) => !r.status || r.status === 'accepted')
+/** The single-rule endpoint of a rule of the selected project. */
+const rulePath = (r) => `/api/rules/${enc(project)}/${enc(r.rule_id)}`
 
 function selectProject(name) {
   project = name
@@ -166,48 +210,29 @@ function renderRules() {
   if (rules.length === 0)
     return stateBox(els.rules, 'empty', 'No rules in this project yet', 'Add one here, import a file, or accept a proposal.')
   if (shown.length === 0) return stateBox(els.rules, 'empty', `No rule applies to stack ${stack}`)
-  fill(els.rules, h('table', { class: 'data cards', id: 'rules-table' },
+  fill(els.rules, h('table', { class: 'data cards fixed', id: 'rules-table' },
+    h('colgroup', {}, ['c-rule', 'c-status', 'c-sev', 'c-wide', 'c-globs', 'c-stack', 'c-actions'].map((c) => h('col', { class: c }))),
     h('thead', {}, h('tr', {}, ['Rule', 'Status', 'Severity', 'Match', 'Applies to', 'Stack', ''].map((t) => h('th', { text: t })))),
     h('tbody', {}, shown.map(ruleRow))))
 }
 
 function ruleRow(r) {
-  const local = isLocal(r)
-  return h('tr', { dataset: { rule: r.rule_id } },
+  return h('tr', { dataset: { rule: r.rule_id, source: r.source || 'local' } },
     cell('Rule', { class: 'wrap-any' }, h('div', { class: 'mono', text: r.rule_id }), r.message ? h('div', { class: 'sub', text: r.message }) : null),
     cell('Status', {},
       h('span', { class: `badge ${r.status === 'accepted' || !r.status ? 'ok' : r.status === 'proposed' ? 'warn' : ''}`, text: r.status || 'accepted' }),
-      h('div', { class: 'sub', text: r.source || 'local' })),
+      h('div', { class: 'sub', text: r.source || 'local' }),
+      r.proposed_by ? h('div', { class: 'sub ellipsis' }, 'by ', who(names, r.proposed_by)) : null),
     cell('Severity', {}, severityBadge(r.severity)),
     cell('Match', { class: 'wrap-any' }, h('span', { class: 'chip', text: r.match_type || 'regex' }), ' ', h('code', { class: 'pattern-code', text: r.pattern })),
     cell('Applies to', {}, (r.applies_to ?? ['*']).map((g) => h('span', { class: 'chip mono', text: g }))),
     cell('Stack', {}, r.stack || h('span', { class: 'sub', text: 'any' })),
-    cell('', { class: 'nowrap' },
-      local
-        ? [h('button', { class: 'btn small', type: 'button', onclick: () => editRule(r), text: 'Edit' }), ' ', deleteButton(r)]
-        : h('span', { class: 'sub', title: 'Learned rules come from proposals, external ones from import', text: 'read-only' })))
-}
-
-function deleteButton(r) {
-  let armed = null
-  const b = h('button', { class: 'btn small danger', type: 'button', text: 'Delete' })
-  b.addEventListener('click', async () => {
-    if (!armed) {
-      b.textContent = 'Confirm delete'
-      armed = setTimeout(() => ((armed = null), (b.textContent = 'Delete')), 4000)
-      return
-    }
-    clearTimeout(armed)
-    b.disabled = true
-    try {
-      await saveRules(liveRules().filter((x) => x.rule_id !== r.rule_id))
-    } catch (err) {
-      b.disabled = false
-      b.textContent = 'Delete'
-      els.rules.prepend(h('div', { class: 'inline-error', text: `Delete failed: ${err.message}` }))
-    }
-  })
-  return b
+    cell('', { class: 'actions-cell' },
+      h('button', { class: 'btn small', type: 'button', onclick: () => editRule(r), text: 'Edit' }), ' ',
+      confirmButton('Delete', 'Confirm delete', async () => {
+        await api(rulePath(r), { method: 'DELETE' })
+        await refreshAll()
+      }, { onError: (err) => els.rules.prepend(h('div', { class: 'inline-error', text: `Delete failed: ${err.message}` })) })))
 }
 
 /** The fields PUT takes; an empty message is left out so the server generates one. */
@@ -217,8 +242,17 @@ function ruleBody(r) {
   return out
 }
 
-async function saveRules(list) {
-  await api(`/api/validate/${enc(project)}/rules`, { method: 'PUT', body: list.map(ruleBody) })
+/**
+ * Writes one rule. An edit keeps the rule's source (learned, external) since the
+ * body names none; a renamed rule is written under its new id (with the old
+ * source) before the old id is deleted.
+ */
+async function saveRule(next, original) {
+  const body = ruleBody(next)
+  if (original && original.rule_id !== next.rule_id)
+    Object.assign(body, { source: original.source || 'local', proposed_by: original.proposed_by || '', context: original.context || '' })
+  await api(rulePath(next), { method: 'PUT', body })
+  if (original && original.rule_id !== next.rule_id) await api(rulePath(original), { method: 'DELETE' })
   await refreshAll()
 }
 
@@ -234,10 +268,9 @@ function editRule(original) {
     for (const name of ['rule_id', 'severity', 'match_type', 'pattern', 'message', 'stack'])
       form.elements[name].value = original[name] ?? (name === 'severity' ? 'error' : name === 'match_type' ? 'regex' : '')
   form.elements.applies_to.value = (original?.applies_to ?? ['*']).join(', ')
-  const others = liveRules().filter((r) => !isLocal(r)).length
   form.querySelector('.hint-put')?.remove()
-  if (others)
-    error.insertAdjacentElement('beforebegin', h('p', { class: 'note hint-put', text: `Saving writes the project's whole rule list (PUT replaces all of its rules); its ${others} learned or external rule${others === 1 ? ' is' : 's are'} written back with it.` }))
+  if (original && original.source && original.source !== 'local')
+    error.insertAdjacentElement('beforebegin', h('p', { class: 'note hint-put', text: `This rule stays ${original.source}: saving changes only this rule.` }))
 
   form.onsubmit = async (e) => {
     e.preventDefault()
@@ -254,13 +287,14 @@ function editRule(original) {
     const show = (text) => ((error.textContent = text), (error.hidden = false))
     if (!next.rule_id) return show('The rule id is required.')
     if (!next.pattern) return show('The pattern is required.')
-    const current = liveRules()
-    if (current.some((r) => r.rule_id === next.rule_id && r !== original)) return show(`${project} already has a rule ${next.rule_id}.`)
-    const list = original ? current.map((r) => (r === original ? next : r)) : [...current, next]
+    if ((rules ?? []).some((r) => r.rule_id === next.rule_id && r !== original)) return show(`${project} already has a rule ${next.rule_id}.`)
+    // PUT would edit a proposal or a rejected rule in place (keeping its status): it is decided or reopened instead.
+    const pending = [...(proposals ?? []), ...(rejected ?? [])].find((r) => r.project === project && r.rule_id === next.rule_id)
+    if (pending && next.rule_id !== original?.rule_id) return show(`${project} has a ${pending.status} rule ${next.rule_id}: accept, reopen or pick another id.`)
     const save = form.querySelector('button[type=submit]')
     save.disabled = true
     try {
-      await saveRules(list)
+      await saveRule(next, original)
       els.dialog.close()
     } catch (err) {
       show(err.message)
@@ -333,6 +367,10 @@ els.openProject.addEventListener('submit', (e) => {
   selectProject(name)
 })
 els.stack.addEventListener('input', renderRules)
+window.addEventListener('hashchange', () => {
+  const next = new URLSearchParams(location.hash.slice(1)).get('project')
+  if (next && next !== project) selectProject(next)
+})
 els.addRule.addEventListener('click', () => editRule(null))
 onTokenChange(refreshAll)
 setupTransfer()

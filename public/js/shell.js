@@ -1,11 +1,13 @@
-// The top bar both pages share: service health (GET /health, open without a
-// token) and the access-token control.
+// The top bar every page shares: the search box (command palette), service
+// health (GET /health, open without a token) and the access-token control.
 
 import { forgetToken, hasToken, onTokenChange } from './api.js'
+import { paletteButton } from './palette.js'
 import { every, h, fill } from './ui.js'
 
 export function startShell() {
   const pill = document.getElementById('health')
+  pill.before(paletteButton())
   every(5000, async () => {
     try {
       const res = await fetch('/health', { cache: 'no-store' })
@@ -24,7 +26,7 @@ export function startShell() {
   const slot = document.getElementById('auth-slot')
   const render = () =>
     fill(slot, hasToken()
-      ? h('button', { class: 'btn small', type: 'button', title: 'Remove the access token from this tab', onclick: () => forgetToken(), text: 'Forget token' })
+      ? h('button', { class: 'btn small', type: 'button', title: 'Remove the access token from every tab of this dashboard', onclick: () => forgetToken(), text: 'Forget token' })
       : null)
   onTokenChange(render)
   render()

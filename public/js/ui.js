@@ -182,3 +182,83 @@ export function download(blob, name) {
   a.remove()
   setTimeout(() => URL.revokeObjectURL(url), 10_000)
 }
+
+// ---- actions -------------------------------------------------------------------------
+
+/**
+ * A button for a destructive action: the first click arms it ("Confirm …"), a
+ * second within 4 s runs `run`. While it runs the button is disabled; an error
+ * it throws goes to `onError` (default: shown as the button's title and text).
+ */
+export function confirmButton(label, confirmLabel, run, { onError, small = true } = {}) {
+  let armed = null
+  const b = h('button', { class: `btn ${small ? 'small ' : ''}danger`, type: 'button', text: label })
+  b.addEventListener('click', async () => {
+    if (!armed) {
+      b.textContent = confirmLabel
+      armed = setTimeout(() => ((armed = null), (b.textContent = label)), 4000)
+      return
+    }
+    clearTimeout(armed)
+    armed = null
+    b.disabled = true
+    try {
+      await run()
+    } catch (err) {
+      if (onError) onError(err)
+      else b.title = err.message
+    } finally {
+      b.disabled = false
+      b.textContent = label
+    }
+  })
+  return b
+}
+
+/** Shows a short outcome under a form: green for done, red for a failure. */
+export function outcome(el, ok, text) {
+  return fill(el, h('div', { class: ok ? 'inline-ok' : 'inline-error', role: ok ? 'status' : 'alert', text }))
+}
+
+/** Runs an action from a button: disabled and relabelled while it runs, the result or error shown in `out`. */
+export async function act(button, busyLabel, out, run) {
+  const label = button.textContent
+  button.disabled = true
+  button.textContent = busyLabel
+  try {
+    const text = await run()
+    if (out && text) outcome(out, true, text)
+    return true
+  } catch (err) {
+    if (out) outcome(out, false, err.status ? `${err.status}: ${err.message}` : err.message)
+    return false
+  } finally {
+    button.disabled = false
+    button.textContent = label
+  }
+}
+
+/** JSON.parse with the error message a person can act on. */
+export function parseJson(text, what = 'value') {
+  try {
+    return JSON.parse(text)
+  } catch (err) {
+    throw new Error(`The ${what} is not valid JSON: ${err.message}`)
+  }
+}
+
+/** A panel like the pages' own: header (title, meta, tools) and a body. */
+export function panel({ id, title, tools = [], flush = false }) {
+  const meta = h('span', { class: 'meta' })
+  const body = h('div', { class: `body${flush ? ' flush scroll' : ''}` })
+  const el = h('section', { class: 'panel', id, 'aria-labelledby': `${id}-title` },
+    h('header', {}, h('h2', { id: `${id}-title`, text: title }), meta, tools.length ? h('div', { class: 'tools' }, tools) : null),
+    body)
+  return { el, body, meta }
+}
+
+/** A labelled form field. */
+export const field = (label, input, hint) => h('label', { class: 'field' }, h('span', {}, label, hint ? h('span', { class: 'hint', text: ` ${hint}` }) : null), input)
+
+/** Comma-separated text as a list of trimmed non-empty items. */
+export const commaList = (text) => String(text).split(',').map((s) => s.trim()).filter(Boolean)

@@ -11,7 +11,7 @@ function row(inst) {
   const stale = inst.status === 'stale'
   return h('tr', { class: stale ? 'stale' : null, dataset: { id: inst.id } },
     cell('Name', { class: 'name-cell' },
-      h('div', { class: 'wrap-any', text: inst.name }),
+      h('a', { class: 'wrap-any', href: `/admin#instances/${encodeURIComponent(inst.id)}`, title: 'Metrics and actions on the admin page', text: inst.name }),
       h('div', { class: 'sub mono', title: inst.id, text: String(inst.id).slice(0, 8) })),
     cell('Status', {}, h('span', { class: `badge ${stale ? 'warn' : inst.status === 'active' ? 'ok' : ''}`, text: inst.status || 'unknown' })),
     cell('Intent', { class: 'wrap-any' },

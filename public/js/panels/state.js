@@ -1,9 +1,11 @@
 // State: the key list (GET /api/state) and a viewer for one key — its value at
-// any version, its history, and a diff between two versions. The selected key
-// lives in the URL (#key=...) so a reload or a shared link keeps it.
+// any version, its history, and a diff between two versions — with the writes a
+// person needs: edit (PUT, only over the version shown: if_version), delete,
+// roll back to an older version, and a new key (create-only: If-None-Match: *).
+// The selected key lives in the URL (#key=...) so a reload or a shared link keeps it.
 
 import { api, keyPath } from '../api.js'
-import { bytes, changed, download, every, failure, fill, fullTime, h, loading, pretty, stateBox, timeAgo } from '../ui.js'
+import { act, bytes, changed, confirmButton, download, every, failure, fill, fullTime, h, loading, outcome, parseJson, pretty, stateBox, timeAgo } from '../ui.js'
 
 const SHOW_LIMIT = 256 * 1024
 /** Keys drawn at most; the filter narrows the rest. */
@@ -22,7 +24,24 @@ export function statePanel() {
   let keys = null
   let selected = selectedFromHash()
   let shownVersion = null // version of the selected key the viewer was built for
-  const viewer = keyViewer(viewerEl)
+  const viewer = keyViewer(viewerEl, {
+    /** After a write made here: reload now; `key` is what to select (null after a delete). */
+    written(key) {
+      if (key !== undefined) {
+        selected = key
+        history.replaceState(null, '', key ? `#key=${encodeURIComponent(key)}` : location.pathname + location.search)
+      }
+      shownVersion = null
+      drawn.last = null
+      poll.now()
+    },
+  })
+  document.getElementById('new-key')?.addEventListener('click', () => {
+    selected = null
+    shownVersion = null
+    renderList()
+    viewer.create()
+  })
 
   const renderList = () => {
     if (!keys) return
@@ -42,6 +61,7 @@ export function statePanel() {
 
   const renderViewer = () => {
     if (!keys) return
+    if (viewer.creating()) return
     if (!selected) {
       shownVersion = null
       return stateBox(viewerEl, 'empty', keys.length ? 'Select a key' : 'Nothing to show yet', keys.length ? 'Its value, history and diffs appear here.' : null)
@@ -87,22 +107,57 @@ export function statePanel() {
     if (!changed(drawn, next)) return
     keys = next.sort((a, b) => a.key.localeCompare(b.key))
     meta.textContent = `${keys.length} ${keys.length === 1 ? 'key' : 'keys'}`
-    if (!selected && keys.length) selected = keys[0].key
+    if (!selected && keys.length && !viewer.creating()) selected = keys[0].key
     renderList()
     renderViewer()
   })
   return poll
 }
 
-/** The right-hand viewer: value / history / diff tabs for one key. */
-function keyViewer(el) {
+/** The right-hand viewer: value / history / diff tabs for one key, and its edit, delete and rollback. */
+function keyViewer(el, { written }) {
   let entry = null
+  let making = false // the new-key form is open
   let tab = 'value'
   let versions = null
   let viewVersion = null // null = latest
   let diffPair = null
   const content = h('div')
+  const actionResult = h('div', { class: 'action-result' })
   const tabs = {}
+
+  /** The value editor: a new version is written only over the version it was opened at (if_version). */
+  async function edit() {
+    loading(content)
+    let text = ''
+    let type = entry.content_type || 'application/json'
+    try {
+      const res = await api(`/api/state/${keyPath(entry.key)}`, { raw: true })
+      type = res.headers.get('content-type') || type
+      text = await res.text()
+    } catch (err) {
+      return failure(content, err, 'GET /api/state/{key}', edit)
+    }
+    if (!TEXTUAL.test(type)) return stateBox(content, 'empty', 'Binary value', 'Only text values can be edited here; write binary values through the API.')
+    for (const b of Object.values(tabs)) b.setAttribute('aria-selected', 'false')
+    fill(content, valueForm({
+      text: /json/i.test(type) ? pretty(text) : text,
+      type,
+      saveLabel: `Save as v${entry.version + 1}`,
+      async save(value, contentType) {
+        await api(`/api/state/${keyPath(entry.key)}?if_version=${entry.version}`, { method: 'PUT', body: value, headers: { 'content-type': contentType } })
+        written(entry.key)
+      },
+      cancel: () => open('value'),
+    }))
+  }
+
+  async function rollback(version, button, out) {
+    await act(button, 'Rolling back…', out, async () => {
+      await api(`/api/state/${keyPath(entry.key)}?rollback=${version}&if_version=${entry.version}`, { method: 'POST' })
+      written(entry.key)
+    })
+  }
 
   const header = () => [
     h('h3', { text: entry.key }),
@@ -110,6 +165,13 @@ function keyViewer(el) {
       h('span', {}, 'version ', h('b', { text: String(entry.version) })),
       h('span', {}, 'type ', h('b', { text: entry.content_type })),
       h('span', { title: fullTime(entry.updated_at) }, 'updated ', timeAgo(entry.updated_at))),
+    h('div', { class: 'viewer-actions' },
+      h('button', { class: 'btn small', type: 'button', onclick: () => edit(), text: 'Edit value' }),
+      confirmButton('Delete key', 'Confirm delete', async () => {
+        await api(`/api/state/${keyPath(entry.key)}?if_version=${entry.version}`, { method: 'DELETE' })
+        written(null)
+      }, { onError: (err) => outcome(actionResult, false, `Delete failed: ${err.message}`) }),
+      actionResult),
     h('div', { class: 'tabs', role: 'tablist' },
       ['value', 'history', 'diff'].map((name) =>
         (tabs[name] = h('button', { type: 'button', role: 'tab', 'aria-selected': String(tab === name), onclick: () => open(name), text: name[0].toUpperCase() + name.slice(1) })))),
@@ -162,7 +224,8 @@ function keyViewer(el) {
     try {
       const list = await loadVersions()
       if (tab !== 'history') return
-      fill(content, h('ul', { class: 'history-list' }, list.map((v, i) => {
+      const rollbackResult = h('div')
+      fill(content, rollbackResult, h('ul', { class: 'history-list' }, list.map((v, i) => {
         const older = list[i + 1]
         return h('li', {},
           h('span', { class: 'v', text: `v${v.version}` }),
@@ -170,6 +233,7 @@ function keyViewer(el) {
           timeAgo(v.updated_at),
           h('span', { class: 'actions' },
             h('button', { class: 'btn small', type: 'button', onclick: () => ((viewVersion = i === 0 ? null : v.version), open('value')), text: 'View' }),
+            i > 0 ? h('button', { class: 'btn small', type: 'button', onclick: (e) => rollback(v.version, e.currentTarget, rollbackResult), text: `Roll back to v${v.version}` }) : null,
             older ? h('button', { class: 'btn small', type: 'button', onclick: () => ((diffPair = [older.version, v.version]), open('diff')), text: `Diff v${older.version} → v${v.version}` }) : null))
       })), list.length >= 200 ? h('div', { class: 'note', text: 'Showing the latest 200 versions.' }) : null)
     } catch (err) {
@@ -218,7 +282,34 @@ function keyViewer(el) {
   }
 
   return {
+    creating: () => making,
+    /** The new-key form; written(key) selects the key once it exists. */
+    create() {
+      making = true
+      entry = null
+      const name = h('input', { type: 'text', name: 'key', placeholder: 'project/area/name', spellcheck: 'false', 'aria-label': 'Key', required: true })
+      fill(el, h('h3', { text: 'New key' }),
+        h('label', { class: 'field' }, 'Key', name),
+        valueForm({
+          text: '{}',
+          type: 'application/json',
+          saveLabel: 'Create',
+          async save(value, contentType) {
+            const key = name.value.trim().replace(/^\/+/, '')
+            if (!key) throw new Error('Enter the key.')
+            await api(`/api/state/${keyPath(key)}`, { method: 'PUT', body: value, headers: { 'content-type': contentType, 'if-none-match': '*' } })
+            making = false
+            written(key)
+          },
+          cancel: () => {
+            making = false
+            written(undefined)
+          },
+        }))
+      name.focus()
+    },
     show(next) {
+      making = false
       const sameKey = entry?.key === next.key
       entry = next
       versions = null
@@ -231,4 +322,32 @@ function keyViewer(el) {
       open(tab)
     },
   }
+}
+
+/** A text value with its content type, Save and Cancel; JSON types must parse before anything is sent. */
+function valueForm({ text, type, saveLabel, save, cancel }) {
+  const area = h('textarea', { class: 'value-editor', rows: 14, spellcheck: 'false', 'aria-label': 'Value' })
+  area.value = text
+  const typeInput = h('input', { type: 'text', value: type, spellcheck: 'false', 'aria-label': 'Content type' })
+  const result = h('div')
+  const submit = h('button', { class: 'btn primary', type: 'submit', text: saveLabel })
+  const form = h('form', { class: 'value-form' },
+    area,
+    h('div', { class: 'row' },
+      h('label', { class: 'inline' }, 'Content type ', typeInput),
+      h('span', { class: 'spacer' }),
+      h('button', { class: 'btn', type: 'button', onclick: cancel, text: 'Cancel' }),
+      submit),
+    result)
+  form.addEventListener('submit', (e) => {
+    e.preventDefault()
+    act(submit, 'Saving…', result, async () => {
+      const contentType = typeInput.value.trim() || 'application/json'
+      if (area.value === '') throw new Error('A value cannot be empty (delete the key instead).')
+      // A JSON type with text that is not JSON is refused before anything is sent.
+      if (/json/i.test(contentType)) parseJson(area.value)
+      await save(area.value, contentType)
+    })
+  })
+  return form
 }
