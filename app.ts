@@ -12,6 +12,7 @@ import { startComplianceJob } from './jobs/compliance'
 import { startPruneJob } from './jobs/prune'
 import { startWebhookDispatcher } from './jobs/webhooks'
 import { startLivenessJob } from './jobs/liveness'
+import { VERSION } from './lib/version'
 
 export interface Server {
   ctx: Ctx
@@ -79,6 +80,10 @@ export async function startServer(config: Config): Promise<Server> {
 async function main(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(USAGE)
+    return
+  }
+  if (argv.includes('--version') || argv.includes('-V')) {
+    console.log(VERSION)
     return
   }
   let config: Config

@@ -3,7 +3,6 @@
 // and a live test of an endpoint.
 import { t } from 'elysia'
 import { conflict, invalid, notFound } from '../lib/errors'
-import { jsonDiff } from '../lib/jsondiff'
 import {
   DIRECTIONS,
   checkBaseUrl,
@@ -21,15 +20,10 @@ import type { Doc } from '../store/versioned'
 import { intParam, noteAudit, routes } from './http'
 import { keyParam, rawResponse, writeCondition } from './documents'
 import { readJsonBody } from './specs'
+import { pastOf, VersionQuery } from './spec-versions'
 
 const Params = t.Object({ project: t.String(), name: t.String() })
 const CasQuery = t.Object({ if_version: t.Optional(t.String({ description: 'compare-and-swap on the current version' })) })
-const ReadQuery = t.Object({
-  history: t.Optional(t.String({ description: '1 for the version list' })),
-  limit: t.Optional(t.String({ description: 'history length, default 50' })),
-  version: t.Optional(t.String({ description: 'read this version' })),
-  diff: t.Optional(t.String({ description: 'v1,v2: JSON diff between two versions' })),
-})
 const tags = ['contracts']
 const MAX_TIMEOUT_MS = 60_000
 
@@ -60,13 +54,6 @@ export function contractsRoutes(ctx: Ctx) {
       throw invalid(`endpoint "${key}" is not in the contract (it has: ${known})`)
     }
     return endpoint
-  }
-
-  /** Version N of the contract (any version, even one written before it was a contract). */
-  const versionOf = async (project: string, name: string, version: number): Promise<Doc> => {
-    const doc = await ctx.store.specs.getVersion(project, name, version)
-    if (!doc) throw notFound(`version ${version} not found`)
-    return doc
   }
 
   const changed = (project: string, name: string, version: number, operation: string) =>
@@ -105,24 +92,11 @@ export function contractsRoutes(ctx: Ctx) {
       async ({ params, query, request }) => {
         const { project, name } = names(params)
         const doc = await stored(project, name)
-        if (query.history !== undefined && query.history !== '' && query.history !== '0') {
-          const versions = await ctx.store.specs.history(project, name, intParam(query.limit, 'limit', 50, 1))
-          return { project, name, versions: versions ?? [] }
-        }
-        if (query.diff !== undefined) {
-          const m = /^(\d+),(\d+)$/.exec(query.diff)
-          if (!m) throw invalid('invalid diff: expected diff=v1,v2')
-          const [v1, v2] = [Number(m[1]), Number(m[2])]
-          const [a, b] = [await versionOf(project, name, v1), await versionOf(project, name, v2)]
-          return { project, name, v1, v2, diffs: jsonDiff(decodeJson(a.value), decodeJson(b.value)) }
-        }
-        if (query.version !== undefined)
-          return rawResponse(request, await versionOf(project, name, intParam(query.version, 'version', 0, 1)), false)
-        return rawResponse(request, doc)
+        return (await pastOf(ctx, project, name, query, request)) ?? rawResponse(request, doc)
       },
       {
         params: Params,
-        query: ReadQuery,
+        query: VersionQuery,
         detail: {
           summary: 'Read a contract (raw JSON with ETag), its history, a version, or a diff',
           description: 'Precedence when combined: history, then diff, then version.',

@@ -4,6 +4,7 @@ import { invalid, notFound } from '../lib/errors'
 import type { Ctx } from '../lib/context'
 import { noteAudit, readBody, routes } from './http'
 import { keyParam, rawResponse, writeCondition } from './documents'
+import { pastOf, VersionQuery } from './spec-versions'
 
 const SpecParams = t.Object({ project: t.String(), name: t.String() })
 const CasQuery = t.Object({ if_version: t.Optional(t.String({ description: 'compare-and-swap on the current version' })) })
@@ -35,13 +36,21 @@ export function specsRoutes(ctx: Ctx) {
     )
     .get(
       '/api/specs/:project/:name',
-      async ({ params, request }) => {
+      async ({ params, query, request }) => {
         const { project, name } = names(params)
         const doc = await ctx.store.specs.get(project, name)
         if (!doc) throw notFound('spec not found')
-        return rawResponse(request, doc)
+        return (await pastOf(ctx, project, name, query, request)) ?? rawResponse(request, doc)
       },
-      { params: SpecParams, detail: { summary: 'Read a spec (raw JSON)', tags: ['specs'] } },
+      {
+        params: SpecParams,
+        query: VersionQuery,
+        detail: {
+          summary: 'Read a spec (raw JSON with ETag), its history, a version, or a diff',
+          description: 'Precedence when combined: history, then diff, then version.',
+          tags: ['specs'],
+        },
+      },
     )
     .put(
       '/api/specs/:project/:name',
