@@ -4,6 +4,7 @@ import { Elysia } from 'elysia'
 import { AppError, invalid, type ErrorKind } from '../lib/errors'
 import type { Ctx } from '../lib/context'
 import { track } from '../lib/background'
+import { seen } from '../lib/seen'
 import type { MetricName } from '../lib/metrics'
 
 export const MAX_BODY = 10 * 1024 * 1024
@@ -66,6 +67,7 @@ export async function callerOf(ctx: Ctx, request: Request): Promise<Caller> {
   if (known) return known
   const token = request.headers.get('x-instance-token')
   const instanceId = token ? await ctx.store.instances.idByTokenHash(hashToken(token)) : null
+  if (instanceId) seen(ctx, instanceId)
   const caller = { actor: instanceId ?? (ctx.config.authToken ? 'admin' : 'anonymous'), instanceId }
   callers.set(request, caller)
   return caller
