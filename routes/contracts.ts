@@ -17,7 +17,7 @@ import {
 import { DEFAULT_TIMEOUT_MS, callEndpoint, requestFromTestData } from '../lib/contract-test'
 import type { Ctx } from '../lib/context'
 import type { Doc } from '../store/versioned'
-import { intParam, noteAudit, routes } from './http'
+import { noteAudit, routes } from './http'
 import { keyParam, rawResponse, writeCondition } from './documents'
 import { readJsonBody } from './specs'
 import { pastOf, VersionQuery } from './spec-versions'
