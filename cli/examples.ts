@@ -117,7 +117,7 @@ export const EXAMPLES: Record<string, string[]> = {
 }
 
 /** The command's path below `muster`, e.g. "state set". */
-export const pathOf = (cmd: Command): string => {
+const pathOf = (cmd: Command): string => {
   const names: string[] = []
   for (let c: Command | null = cmd; c?.parent; c = c.parent) names.unshift(c.name())
   return names.join(' ')

@@ -4,7 +4,7 @@ import { Elysia } from 'elysia'
 import { AppError, invalid, type ErrorKind } from '../lib/errors'
 import type { Ctx } from '../lib/context'
 import { track } from '../lib/background'
-import { seen } from '../lib/seen'
+import { seen } from '../lib/implicit-heartbeat'
 import type { MetricName } from '../lib/metrics'
 
 export const MAX_BODY = 10 * 1024 * 1024
