@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pkg from '../package.json' with { type: 'json' }
-import { call, startServer, tempDir, type TestServer } from './helpers'
+import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
 import { removeWorkdirs, runCli, spawnCli, workdir } from './cli-run'
 
 const TOKEN = 'conventions-token'
@@ -217,5 +217,21 @@ describe('heartbeat', () => {
     }
     expect(await loop.proc.exited).toBe(0)
     expect((await muster(['heartbeat', '--every', 'soon'], { cwd: d })).code).toBe(2)
+  })
+
+  test('any command of a registered agent is a heartbeat: a stale instance is active again after `state list`', async () => {
+    const quick = await startServer({ args: ['--stale-timeout', '1s', '--liveness-interval', '1h'] })
+    try {
+      const d = workdir({ server: quick.api })
+      const reg = (await muster(['register', 'sleeper'], { cwd: d })).json
+      await Bun.sleep(1100)
+      expect((await muster(['instances', 'check'], { cwd: workdir({ server: quick.api }) })).json.newly_stale).toEqual([
+        expect.objectContaining({ id: reg.id }),
+      ])
+      expect((await muster(['state', 'list'], { cwd: d })).code).toBe(0)
+      await eventually(async () => (await call(quick.api, 'GET', `/api/instances/${reg.id}`)).body.status === 'active')
+    } finally {
+      await quick.cleanup()
+    }
   })
 })
