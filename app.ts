@@ -13,6 +13,7 @@ import { startPruneJob } from './jobs/prune'
 import { startWebhookDispatcher } from './jobs/webhooks'
 import { startLivenessJob } from './jobs/liveness'
 import { startExpiryJob } from './jobs/expiry'
+import { VERSION } from './lib/version'
 
 export interface Server {
   ctx: Ctx
@@ -80,6 +81,10 @@ export async function startServer(config: Config): Promise<Server> {
 async function main(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(USAGE)
+    return
+  }
+  if (argv.includes('--version') || argv.includes('-V')) {
+    console.log(VERSION)
     return
   }
   let config: Config

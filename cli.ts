@@ -1,31 +1,44 @@
 #!/usr/bin/env bun
 // muster: the command-line client. Each command group lives in cli/<group>.ts;
-// this file assembles them, strips the global --pretty wherever it stands, and
-// turns every outcome into an exit code: 0 ok, 1 server error, 2 usage error.
+// this file assembles them, takes the global flags out wherever they stand, and
+// turns every outcome into an exit code: 0 ok, 1 server error, 2 usage error,
+// 3 a check that failed.
 import { Command, CommanderError } from 'commander'
 import { auditCommands } from './cli/audit'
 import { backupCommands } from './cli/backup'
+import { setFlagOverrides } from './cli/client'
+import { completionCommand } from './cli/completion'
 import { complianceCommands } from './cli/compliance'
 import { configCommands } from './cli/config'
 import { contractCommands } from './cli/contracts'
 import { eventsCommands } from './cli/events'
+import { addExamples } from './cli/examples'
+import { extractGlobals } from './cli/globals'
 import { instanceCommands } from './cli/instances'
 import { llmCommands } from './cli/llm'
 import { metricsCommands } from './cli/metrics'
-import { EXIT, reportError, setPretty } from './cli/output'
+import { EXIT, reportError, setDebug, setPretty } from './cli/output'
 import { rulesCommands } from './cli/rules'
 import { specsCommands } from './cli/specs'
 import { stateCommands } from './cli/state'
 import { templateCommands } from './cli/templates'
 import { webhookCommands } from './cli/webhooks'
+import { VERSION } from './lib/version'
+
+const GLOBALS_NOTE =
+  'Global options (anywhere in the command): --server <url>, --token <token> (beat SERVICE_SERVER / SERVICE_TOKEN and settings.json), --pretty, --debug'
 
 export function buildProgram(): Command {
   const program = new Command('muster')
     .description(
-      'Client for the Muster coordination server. Config: ./settings.json {server, token}; env SERVICE_SERVER and SERVICE_TOKEN override it. Output is compact JSON.',
+      'Client for the Muster coordination server. Config: ./settings.json {server, token}; env SERVICE_SERVER and SERVICE_TOKEN override it, --server and --token override both. Output is compact JSON. Exit codes: 0 ok, 1 server error, 2 usage error, 3 a check failed.',
     )
-    // Documented here for --help; main() removes it from argv before parsing.
-    .option('--pretty', 'pretty-print JSON output (allowed anywhere in the command)')
+    .version(VERSION, '-V, --version', 'print the version')
+    // Documented here for --help; main() takes them out of argv before parsing (see cli/globals.ts).
+    .option('--server <url>', 'server URL (beats SERVICE_SERVER and settings.json)')
+    .option('--token <token>', 'API token (beats SERVICE_TOKEN and settings.json)')
+    .option('--pretty', 'pretty-print JSON output')
+    .option('--debug', 'print each request and the details of unexpected failures to stderr')
     .exitOverride()
     .enablePositionalOptions()
     .showHelpAfterError('(add --help for usage)')
@@ -45,11 +58,13 @@ export function buildProgram(): Command {
     rulesCommands,
     contractCommands,
     backupCommands,
+    completionCommand,
   ])
     register(program)
-  // --pretty is stripped before parsing, so no subcommand declares it; say so in every help page.
+  addExamples(program)
+  // Global flags are taken out before parsing, so no subcommand declares them; say so in every help page.
   const mention = (cmd: Command) => {
-    if (cmd !== program) cmd.addHelpText('after', '\nGlobal option: --pretty pretty-prints JSON output (allowed anywhere in the command)')
+    if (cmd !== program) cmd.addHelpText('after', `\n${GLOBALS_NOTE}`)
     cmd.commands.forEach(mention)
   }
   mention(program)
@@ -58,10 +73,16 @@ export function buildProgram(): Command {
 
 /** Runs one command line and returns its exit code. */
 export async function main(argv: string[]): Promise<number> {
-  const end = argv.indexOf('--')
-  const flagsPart = end === -1 ? argv : argv.slice(0, end)
-  setPretty(flagsPart.includes('--pretty'))
-  const args = [...flagsPart.filter((a) => a !== '--pretty'), ...(end === -1 ? [] : argv.slice(end))]
+  let parsed: ReturnType<typeof extractGlobals>
+  try {
+    parsed = extractGlobals(argv)
+  } catch (err) {
+    return reportError(err)
+  }
+  const { globals, args } = parsed
+  setPretty(globals.pretty)
+  setDebug(globals.debug)
+  setFlagOverrides(globals)
   const program = buildProgram()
   if (args.length === 0) {
     program.outputHelp({ error: true })

@@ -1,4 +1,4 @@
-// `backup --output` / `restore --file`: the whole database as one file.
+// `backup --output` / `restore --file`: the whole database as one file (`-`: stdout / stdin).
 import { renameSync, rmSync } from 'node:fs'
 import type { Command } from 'commander'
 import { request } from './client'
@@ -11,15 +11,16 @@ export function backupCommands(program: Command): void {
   program
     .command('backup')
     .description('download a consistent snapshot of the whole database')
-    .requiredOption('--output <path>', 'file to write')
+    .requiredOption('--output <path>', "file to write ('-' for stdout)")
     .action(
       act(async (o: { output: string }) => {
         const res = await request('GET', '/api/backup')
         const total = Number(res.headers.get('content-length') ?? 0)
         // Progress only for people watching a terminal; scripts get just the JSON result.
         const showProgress = process.stderr.isTTY === true
+        const toStdout = o.output === '-'
         const tmp = `${o.output}.${process.pid}.part`
-        const sink = Bun.file(tmp).writer()
+        const sink = toStdout ? Bun.stdout.writer() : Bun.file(tmp).writer()
         let bytes = 0
         let lastShown = 0
         try {
@@ -32,21 +33,22 @@ export function backupCommands(program: Command): void {
             }
           }
           await sink.end()
-          renameSync(tmp, o.output)
+          if (!toStdout) renameSync(tmp, o.output)
         } catch (err) {
-          rmSync(tmp, { force: true })
+          if (!toStdout) rmSync(tmp, { force: true })
           if (err instanceof ServerError || err instanceof ClientError) throw err
           throw new UsageError(`cannot write ${o.output}: ${(err as Error).message}`)
         }
         if (showProgress) process.stderr.write(`\rbackup: ${mb(bytes)} done\n`)
-        return { output: o.output, bytes }
+        // On stdout the database is the output; a JSON line after it would corrupt it.
+        return toStdout ? undefined : { output: o.output, bytes }
       }),
     )
 
   program
     .command('restore')
     .description('replace the whole database with a backup file (the server checks it first)')
-    .requiredOption('--file <path>', 'backup file')
+    .requiredOption('--file <path>', "backup file ('-' for stdin)")
     .action(
       act(async (o: { file: string }) => {
         // A file is streamed from disk (it can be large); stdin has to be read first.

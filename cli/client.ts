@@ -1,8 +1,9 @@
-// The CLI's only way to the server: configuration (env beats ./settings.json
-// beats defaults), the headers every request carries, and error mapping.
+// The CLI's only way to the server: configuration (--server/--token beat env,
+// env beats ./settings.json, the file beats defaults), the headers every request
+// carries, and error mapping.
 import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { ClientError, ServerError, UsageError } from './output'
+import { ClientError, isDebug, note, ServerError, UsageError } from './output'
 
 export const DEFAULT_SERVER = 'http://localhost:9800'
 
@@ -14,7 +15,7 @@ export interface Settings {
   instance_token?: string
 }
 
-export type Source = 'env' | 'file' | 'default'
+export type Source = 'flag' | 'env' | 'file' | 'default'
 
 export interface Resolved {
   server: string
@@ -67,6 +68,13 @@ export function normalizeServer(value: string): string {
   return value.replace(/\/+$/, '')
 }
 
+let flags: { server?: string; token?: string } = {}
+
+/** The global --server / --token of this command line. */
+export function setFlagOverrides(given: { server?: string; token?: string }): void {
+  flags = given
+}
+
 const env = (name: string) => {
   const v = process.env[name]
   return v === undefined || v === '' ? undefined : v
@@ -76,16 +84,16 @@ export function resolveConfig(): Resolved {
   const file = readSettings()
   const envServer = env('SERVICE_SERVER')
   const envToken = env('SERVICE_TOKEN')
-  const server = envServer ?? file.server ?? DEFAULT_SERVER
-  const token = envToken ?? file.token ?? null
+  const server = flags.server ?? envServer ?? file.server ?? DEFAULT_SERVER
+  const token = flags.token ?? envToken ?? file.token ?? null
   return {
     server: normalizeServer(server),
     token,
     instanceId: file.instance_id ?? null,
     instanceToken: file.instance_token ?? null,
     sources: {
-      server: envServer ? 'env' : file.server ? 'file' : 'default',
-      token: envToken ? 'env' : file.token ? 'file' : null,
+      server: flags.server ? 'flag' : envServer ? 'env' : file.server ? 'file' : 'default',
+      token: flags.token ? 'flag' : envToken ? 'env' : file.token ? 'file' : null,
     },
     file: settingsPath(),
   }
@@ -132,6 +140,7 @@ export async function request(method: string, path: string, opts: RequestOptions
   } catch (err) {
     throw new ClientError(`cannot reach ${cfg.server}: ${(err as Error).message}`)
   }
+  if (isDebug()) note(`${method} ${url} -> ${res.status}`)
   if (res.status >= 400) throw new ServerError(res.status, await errorBody(res))
   return res
 }

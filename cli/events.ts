@@ -34,6 +34,11 @@ export function eventsCommands(program: Command): void {
     )
 
   events
+    .command('subscriptions')
+    .description('open WebSocket subscriptions with their sent, dropped and buffered counts')
+    .action(act(() => api.get('/api/events/subscriptions')))
+
+  events
     .command('subscribe')
     .description(
       'print each new matching event as one JSON line (WebSocket with resume; polls history every 2 s when the WebSocket is unavailable)',

@@ -2,6 +2,7 @@
 // payloads (with `-` for stdin), <project>/<name> paths, repeatable flags.
 import { existsSync, statSync } from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
+import { parseDuration } from '../lib/config'
 import { UsageError } from './output'
 
 /** Commander parser for an integer flag: `--limit abc` is a usage error naming the flag. */
@@ -10,6 +11,13 @@ export function integer(min = 0) {
     if (!/^-?\d+$/.test(value.trim()) || Number(value) < min) throw new InvalidArgumentError(`expected an integer >= ${min}`)
     return Number(value)
   }
+}
+
+/** Commander parser for a duration flag (500ms, 30s, 5m, 1h), in milliseconds. */
+export function durationArg(value: string): number {
+  const ms = parseDuration(value)
+  if (ms === null) throw new InvalidArgumentError('expected a duration like 500ms, 30s, 5m, 1h')
+  return ms
 }
 
 /** Commander parser for a non-negative decimal flag (amounts such as --cost 0.012). */

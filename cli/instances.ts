@@ -3,14 +3,45 @@
 // on every command from this directory sends X-Instance-Token.
 import type { Command } from 'commander'
 import { api, apiPath, resolveConfig, updateSettings } from './client'
-import { commaList } from './input'
-import { act, UsageError } from './output'
+import { commaList, durationArg } from './input'
+import { act, ClientError, note, printJson, UsageError } from './output'
 
 /** An explicit id, else the instance saved by `register`. */
 function instanceId(given: string | undefined): string {
   const id = given ?? resolveConfig().instanceId
   if (!id) throw new UsageError('no instance id given and none saved: run `register <name>` first or pass <id>')
   return id
+}
+
+/**
+ * One heartbeat, or one every `everyMs` until SIGINT/SIGTERM (exit 0). In the loop an
+ * unreachable server is noted and retried at the next beat; an error answer (the
+ * instance was deleted, a bad token) ends it with exit 1.
+ */
+async function heartbeatLoop(id: string, everyMs?: number): Promise<void> {
+  const beat = () => api.post(apiPath('/api/instances', id, 'heartbeat'))
+  if (!everyMs) return printJson(await beat())
+  let stop: () => void = () => {}
+  const stopped = new Promise<void>((resolve) => (stop = resolve))
+  process.once('SIGINT', stop)
+  process.once('SIGTERM', stop)
+  try {
+    for (;;) {
+      try {
+        printJson(await beat())
+      } catch (err) {
+        if (!(err instanceof ClientError)) throw err
+        note(`${err.message}; next heartbeat in ${everyMs} ms`)
+      }
+      let timer: Timer | undefined
+      const next = await Promise.race([stopped.then(() => 'stop'), new Promise((r) => (timer = setTimeout(r, everyMs, 'beat')))])
+      clearTimeout(timer)
+      if (next === 'stop') return
+    }
+  } finally {
+    process.off('SIGINT', stop)
+    process.off('SIGTERM', stop)
+  }
 }
 
 export function instanceCommands(program: Command): void {
@@ -49,9 +80,28 @@ export function instanceCommands(program: Command): void {
 
   program
     .command('heartbeat')
-    .description('refresh last_seen so the instance does not go stale (default: the registered one)')
+    .description(
+      'refresh last_seen so the instance does not go stale (default: the registered one); with --every, again every D until killed (a side loop). Any other command by a registered instance counts as a heartbeat too.',
+    )
     .argument('[id]')
-    .action(act((id?: string) => api.post(apiPath('/api/instances', instanceId(id), 'heartbeat'))))
+    .option('--every <duration>', 'repeat every D, e.g. 30s, 2m (one JSON line per beat)', durationArg)
+    .action(async (id: string | undefined, o: { every?: number }) => heartbeatLoop(instanceId(id), o.every))
+
+  program
+    .command('intent')
+    .description('set the current task of an instance (default: the registered one); also a heartbeat')
+    .argument('<text>', 'what the instance works on now')
+    .argument('[id]')
+    .action(act((text: string, id?: string) => api.put(apiPath('/api/instances', instanceId(id), 'intent'), { intent: text })))
+
+  program
+    .command('capabilities')
+    .description('replace the capabilities of an instance (default: the registered one)')
+    .argument('<list>', "comma-separated, e.g. review,tests ('' for none)")
+    .argument('[id]')
+    .action(
+      act((list: string, id?: string) => api.post(apiPath('/api/instances', instanceId(id), 'capabilities'), { capabilities: commaList(list) })),
+    )
 
   const instances = program.command('instances').description('discover registered instances')
 
@@ -74,6 +124,11 @@ export function instanceCommands(program: Command): void {
     .command('stale')
     .description('instances without a heartbeat within the stale timeout')
     .action(act(() => api.get('/api/instances/stale')))
+
+  instances
+    .command('check')
+    .description('run the liveness check now: marks instances without a recent heartbeat stale')
+    .action(act(() => api.post('/api/liveness/check')))
 
   instances
     .command('delete')

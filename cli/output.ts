@@ -2,7 +2,8 @@
 // for every byte they read), --pretty on request, and the three exit codes.
 import { renameSync, rmSync } from 'node:fs'
 
-export const EXIT = { ok: 0, server: 1, usage: 2 } as const
+/** `check`: the command ran, but what it checked failed (validate --fail-on, contract validate/test). */
+export const EXIT = { ok: 0, server: 1, usage: 2, check: 3 } as const
 
 /** Bad invocation or unusable local input (missing file, --data that is not JSON): exit 2. */
 export class UsageError extends Error {}
@@ -20,6 +21,16 @@ export class ServerError extends Error {
 /** The request never got an answer (connection refused, DNS, reset): exit 1. */
 export class ClientError extends Error {}
 
+/** Returned by an action whose check failed: `result` is printed as usual, then exit 3 with `message` on stderr. */
+export class CheckFailed extends Error {
+  constructor(
+    message: string,
+    readonly result: unknown,
+  ) {
+    super(message)
+  }
+}
+
 let pretty = false
 
 export function setPretty(on: boolean): void {
@@ -28,6 +39,17 @@ export function setPretty(on: boolean): void {
 
 export function isPretty(): boolean {
   return pretty
+}
+
+let debug = false
+
+/** --debug: each request's method, URL and status, and stacks of unexpected failures, on stderr. */
+export function setDebug(on: boolean): void {
+  debug = on
+}
+
+export function isDebug(): boolean {
+  return debug
 }
 
 export function formatJson(value: unknown): string {
@@ -62,17 +84,29 @@ export function reportError(err: unknown): number {
     process.stderr.write(formatJson({ error: err.message }) + '\n')
     return EXIT.server
   }
-  process.stderr.write(formatJson({ error: `unexpected failure: ${(err as Error)?.stack ?? String(err)}` }) + '\n')
+  if (err instanceof CheckFailed) {
+    note(err.message)
+    return EXIT.check
+  }
+  // A bug or an environment problem: one line for the user, the stack only when asked for.
+  const message = `unexpected failure: ${(err as Error)?.message ?? String(err)}`
+  process.stderr.write(JSON.stringify({ error: debug ? message : `${message} (--debug shows details)` }) + '\n')
+  if (debug && err instanceof Error && err.stack) process.stderr.write(err.stack + '\n')
   return EXIT.server
 }
 
 /**
  * Wraps a command action: whatever it returns (other than undefined) is
- * printed as JSON. Errors propagate to cli.ts, which maps them to exit codes.
+ * printed as JSON; a CheckFailed is printed the same, then thrown. Errors
+ * propagate to cli.ts, which maps them to exit codes.
  */
 export function act<A extends unknown[]>(fn: (...args: A) => Promise<unknown> | unknown) {
   return async (...args: A): Promise<void> => {
     const result = await fn(...args)
+    if (result instanceof CheckFailed) {
+      printJson(result.result)
+      throw result
+    }
     if (result !== undefined) printJson(result)
   }
 }
@@ -92,8 +126,21 @@ export async function printRawResponse(res: Response): Promise<void> {
   await writeRaw(maybePretty(new Uint8Array(await res.arrayBuffer()), res.headers.get('content-type')))
 }
 
+/**
+ * An --output target: `-` writes `data` to stdout as is (the result then is that output alone),
+ * a path is written atomically and the result says where, with `extra`.
+ */
+export async function writeOutput(path: string, data: string | Uint8Array, extra: Record<string, unknown> = {}): Promise<unknown> {
+  if (path === '-') {
+    await writeRaw(typeof data === 'string' ? new TextEncoder().encode(data) : data)
+    return undefined
+  }
+  await writeFileAtomic(path, data)
+  return { output: path, ...extra }
+}
+
 /** Writes next to the target and renames, so a failed transfer never leaves a half file under the real name. */
-export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
+async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
   const tmp = `${path}.${process.pid}.part`
   try {
     await Bun.write(tmp, data)

@@ -3,6 +3,7 @@ import type { Command } from 'commander'
 import { api, apiPath, request, type Query } from './client'
 import { integer, parseJson, projectPath, readPayload, withPayload, type PayloadOptions } from './input'
 import { act, printRawResponse } from './output'
+import { versionCommands } from './versions'
 
 /** PUT of a JSON document given by --data / --file; inline --data is checked locally first. Shared with contracts. */
 export async function putJsonDocument(target: string, o: PayloadOptions, query: Query = {}): Promise<unknown> {
@@ -30,7 +31,8 @@ export function specsCommands(program: Command): void {
     .command('get')
     .description('print the spec JSON as stored')
     .argument('<project/name>')
-    .action(async (path: string) => printRawResponse(await request('GET', specPath(path))))
+    .option('--version <n>', 'read this older version', integer(1))
+    .action(async (path: string, o: { version?: number }) => printRawResponse(await request('GET', specPath(path), { query: { version: o.version } })))
 
   withPayload(specs.command('set'), 'the spec JSON')
     .description('write a spec (JSON, at most 10 MB)')
@@ -46,4 +48,6 @@ export function specsCommands(program: Command): void {
     .argument('<project/name>')
     .option('--if-version <n>', 'only delete if the current version is n', integer(0))
     .action(act((path: string, o: { ifVersion?: number }) => api.delete(specPath(path), { if_version: o.ifVersion })))
+
+  versionCommands(specs, '<project/name>', specPath)
 }

@@ -3,6 +3,7 @@ import type { Command } from 'commander'
 import { api, apiPath, request } from './client'
 import { integer, parseJson, readPayload, withPayload, type PayloadOptions } from './input'
 import { act, printRawResponse } from './output'
+import { versionCommands } from './versions'
 
 const keyPath = (key: string) => apiPath('/api/state', key)
 
@@ -48,12 +49,7 @@ export function stateCommands(program: Command): void {
     .option('--if-version <n>', 'only delete if the current version is n', integer(0))
     .action(act((key: string, o: { ifVersion?: number }) => api.delete(keyPath(key), { if_version: o.ifVersion })))
 
-  state
-    .command('history')
-    .description('versions of a key, newest first')
-    .argument('<key>')
-    .option('--limit <n>', 'how many versions (server default 50)', integer(1))
-    .action(act((key: string, o: { limit?: number }) => api.get(keyPath(key), { history: 1, limit: o.limit })))
+  versionCommands(state, '<key>', keyPath)
 
   state
     .command('rollback')
@@ -61,12 +57,4 @@ export function stateCommands(program: Command): void {
     .argument('<key>')
     .requiredOption('--version <n>', 'version to restore', integer(1))
     .action(act((key: string, o: { version: number }) => api.post(keyPath(key), undefined, { rollback: o.version })))
-
-  state
-    .command('diff')
-    .description('JSON diff between two versions')
-    .argument('<key>')
-    .requiredOption('--v1 <n>', 'from version', integer(1))
-    .requiredOption('--v2 <n>', 'to version', integer(1))
-    .action(act((key: string, o: { v1: number; v2: number }) => api.get(keyPath(key), { diff: `${o.v1},${o.v2}` })))
 }

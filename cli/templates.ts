@@ -4,6 +4,8 @@ import { api, apiPath } from './client'
 import { readJsonPayload, repeatable, withPayload, type PayloadOptions } from './input'
 import { act } from './output'
 
+type TemplateOptions = PayloadOptions & { name?: string; description?: string; kind?: string; tag?: string[] }
+
 export function templateCommands(program: Command): void {
   const templates = program.command('templates').description('reusable rules, contracts and bundles')
 
@@ -20,19 +22,30 @@ export function templateCommands(program: Command): void {
     .argument('<id>')
     .action(act((id: string) => api.get(apiPath('/api/templates', id))))
 
-  withPayload(templates.command('create'), 'the template data (JSON)', false)
+  /** The fields create and update share; update sends only those given. */
+  const fields = (cmd: Command) =>
+    withPayload(cmd, 'the template data (JSON)', false)
+      .argument('<id>')
+      .option('--description <text>')
+      .addOption(new Option('--kind <kind>').choices(['rules', 'contracts', 'bundle']))
+      .option('--tag <tag>', 'repeatable; on update replaces the tags', repeatable)
+  const body = async (o: TemplateOptions) => ({
+    name: o.name,
+    description: o.description,
+    kind: o.kind,
+    tags: o.tag,
+    data: await readJsonPayload(o, false),
+  })
+
+  fields(templates.command('create'))
     .description('create a template')
-    .argument('<id>')
     .requiredOption('--name <name>', 'display name')
-    .option('--description <text>')
-    .addOption(new Option('--kind <kind>').choices(['rules', 'contracts', 'bundle']))
-    .option('--tag <tag>', 'repeatable', repeatable)
-    .action(
-      act(async (id: string, o: PayloadOptions & { name: string; description?: string; kind?: string; tag?: string[] }) => {
-        const data = await readJsonPayload(o, false)
-        return api.post('/api/templates', { id, name: o.name, description: o.description, kind: o.kind, tags: o.tag, data })
-      }),
-    )
+    .action(act(async (id: string, o: TemplateOptions) => api.post('/api/templates', { id, ...(await body(o)) })))
+
+  fields(templates.command('update'))
+    .description('change the fields given (a new --kind without data starts from that kind\'s default); version + 1')
+    .option('--name <name>', 'display name')
+    .action(act(async (id: string, o: TemplateOptions) => api.put(apiPath('/api/templates', id), await body(o))))
 
   templates
     .command('delete')

@@ -5,6 +5,7 @@ import type { Ctx } from '../services/context'
 import type { MetricName } from '../lib/metrics'
 import type { Caller } from '../services/audit'
 import { hashToken } from '../lib/token'
+import { seen } from '../services/implicit-heartbeat'
 export { hashToken } from '../lib/token'
 export type { Caller } from '../services/audit'
 
@@ -27,6 +28,7 @@ export async function callerOf(ctx: Ctx, request: Request): Promise<Caller> {
   if (known) return known
   const token = request.headers.get('x-instance-token')
   const instanceId = token ? await ctx.store.instances.idByTokenHash(hashToken(token)) : null
+  if (instanceId) seen(ctx, instanceId)
   const caller = { actor: instanceId ?? (ctx.config.authToken ? 'admin' : 'anonymous'), instanceId }
   callers.set(request, caller)
   return caller

@@ -2,8 +2,8 @@
 // that matches an active webhook's patterns is POSTed to its url. Each webhook has
 // its own queue worked one delivery at a time, so a slow receiver delays only
 // itself; 10 consecutive failures disable the webhook.
-import { createHmac } from 'node:crypto'
 import type { Ctx } from '../services/context'
+import { signatureHeaders } from '../lib/webhook-signature'
 import { matchesAny } from '../lib/glob'
 import type { Event } from '../store'
 import { recordDelivery } from '../services/webhooks'
@@ -17,18 +17,17 @@ const QUEUE_MAX = 1000
 
 export type Delivery = { ok: true; status: number } | { ok: false; error: string; status?: number }
 
-export const signature = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
-
-/** One POST of the event, signed when there is a secret. Never throws. */
+/** One POST of the event, signed (both styles, lib/webhook-signature.ts) when there is a secret. Never throws. */
 export async function deliver(target: { url: string; secret: string }, event: Event, stop?: AbortSignal): Promise<Delivery> {
   const body = JSON.stringify(event)
+  const delivery = crypto.randomUUID()
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'user-agent': 'muster-webhooks',
     'x-service-event': event.topic,
-    'x-service-delivery': crypto.randomUUID(),
+    'x-service-delivery': delivery,
+    ...(target.secret ? signatureHeaders(target.secret, delivery, body) : {}),
   }
-  if (target.secret) headers['x-service-signature'] = signature(target.secret, body)
   const timeout = AbortSignal.timeout(DELIVERY_TIMEOUT_MS)
   try {
     const res = await fetch(target.url, {

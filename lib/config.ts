@@ -33,6 +33,7 @@ type Key = keyof typeof OPTIONS
 
 export const USAGE = `Usage: muster-server [options]
 ${Object.values(OPTIONS).map((o) => `  ${(o.flag + ' VALUE').padEnd(28)} env ${o.env.padEnd(28)} default ${o.def || '(none)'}`).join('\n')}
+  --version                    print the version
   --help`
 
 /** Parses a duration like 500ms, 2s, 5m, 1h into milliseconds. */

@@ -3,7 +3,6 @@
 // and a live test of an endpoint.
 import { t } from 'elysia'
 import { conflict, invalid, notFound } from '../lib/errors'
-import { jsonDiff } from '../lib/jsondiff'
 import {
   DIRECTIONS,
   checkBaseUrl,

@@ -4,6 +4,7 @@ import { invalid } from '../lib/errors'
 import { formatDuration } from '../lib/duration'
 import type { Ctx } from '../services/context'
 import { audited } from '../http/audit'
+import { VERSION } from '../lib/version'
 
 const BUCKET_SHAPE = '0000-00-00T00'
 
@@ -30,6 +31,7 @@ export function metricsRoutes(ctx: Ctx) {
     .get(
       '/api/metrics',
       async () => ({
+        version: VERSION,
         uptime: formatDuration(Date.now() - ctx.startedAt),
         state_keys: await ctx.store.state.count(),
         instances: await ctx.store.instances.count(),
@@ -39,6 +41,7 @@ export function metricsRoutes(ctx: Ctx) {
       }),
       {
         response: t.Object({
+          version: t.String({ description: 'the server build (package version)' }),
           uptime: t.String(),
           state_keys: t.Integer(),
           instances: t.Integer(),

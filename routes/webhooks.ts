@@ -60,7 +60,7 @@ export function webhooksRoutes(ctx: Ctx) {
           id: t.String({ description: 'required, unique' }),
           url: t.String({ description: 'required, http(s) URL that receives POSTs' }),
           patterns: t.Optional(t.Array(t.String(), { description: 'topic globs, default ["*"]' })),
-          secret: t.Optional(t.String({ description: 'HMAC-SHA256 key for X-Service-Signature; write-only' })),
+          secret: t.Optional(t.String({ description: 'HMAC-SHA256 key (UTF-8 bytes) for X-Service-Signature and the Standard Webhooks webhook-signature; write-only' })),
         }),
         response: { 200: WebhookSchema },
         audit: 'webhook.create',

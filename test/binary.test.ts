@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
+import pkg from '../package.json' with { type: 'json' }
 import { call, tempDir } from './helpers'
 
 const out = tempDir('muster-bin-')
@@ -12,6 +13,12 @@ describe('compiled binary', () => {
       Bun.spawn([process.execPath, 'build', '--compile', ...args], { cwd: join(import.meta.dir, '..'), stdout: 'pipe', stderr: 'pipe' }).exited
     expect(await compile('app.ts', 'store/checkpointer.ts', 'lib/rules-worker.ts', '--outfile', join(out, 'muster-server'))).toBe(0)
     expect(await compile('cli.ts', '--outfile', join(out, 'muster'))).toBe(0)
+    // The version is built in: no package.json next to the binaries.
+    for (const name of ['muster-server', 'muster']) {
+      const v = Bun.spawn([join(out, name), '--version'], { cwd: out, env: { PATH: '/usr/bin:/bin' }, stdout: 'pipe' })
+      expect(await new Response(v.stdout).text()).toBe(`${pkg.version}\n`)
+      expect(await v.exited).toBe(0)
+    }
     const proc = Bun.spawn(
       [join(out, 'muster-server'), '--bind', '127.0.0.1:0', '--dashboard-bind', '127.0.0.1:0', '--data-dir', join(out, 'data')],
       { cwd: out, env: { PATH: '/usr/bin:/bin', HOME: out }, stdout: 'pipe', stderr: 'pipe' },

@@ -21,6 +21,8 @@ export interface CliResult {
 
 export interface CliOptions {
   cwd: string
+  /** Run this compiled binary instead of `bun cli.ts`. */
+  bin?: string
   env?: Record<string, string>
   stdin?: string | Uint8Array
 }
@@ -39,8 +41,10 @@ const tryJson = (text: string) => {
   }
 }
 
+const command = (opts: CliOptions) => (opts.bin ? [opts.bin] : [process.execPath, CLI])
+
 export async function runCli(args: string[], opts: CliOptions): Promise<CliResult> {
-  const proc = Bun.spawn([process.execPath, CLI, ...args], {
+  const proc = Bun.spawn([...command(opts), ...args], {
     cwd: opts.cwd,
     env: cliEnv(opts.env),
     stdin: opts.stdin === undefined ? 'ignore' : new Blob([opts.stdin as BlobPart]),
@@ -65,7 +69,7 @@ export interface LiveCli {
 }
 
 export function spawnCli(args: string[], opts: CliOptions): LiveCli {
-  const proc = Bun.spawn([process.execPath, CLI, ...args], { cwd: opts.cwd, env: cliEnv(opts.env), stdout: 'pipe', stderr: 'pipe' })
+  const proc = Bun.spawn([...command(opts), ...args], { cwd: opts.cwd, env: cliEnv(opts.env), stdout: 'pipe', stderr: 'pipe' })
   let out = ''
   let err = ''
   const pump = async (stream: ReadableStream<Uint8Array>, add: (s: string) => void) => {

@@ -368,11 +368,19 @@ describe('rules', () => {
     expect((await cli('rules', 'import')).code).toBe(2)
   })
 
-  test('validate checks content against the imported rules', async () => {
+  test('validate checks content against the imported rules; errors found are exit 3 (--fail-on error, the default)', async () => {
     const r = await cli('validate', 'rules-shop', '--data', 'ok\n// TODO later\nconsole.log(1)\n')
-    expect(r.code).toBe(0)
+    expect(r.code).toBe(3)
     expect(r.json.count).toBe(2)
     expect(r.json.violations.map((v: any) => v.rule_id).sort()).toEqual(['no-log', 'no-todo'])
+    expect(r.stderr).toBe('muster: 1 violation(s) at or above error\n')
+    // no-todo is a warning: it fails only from --fail-on warning down.
+    const warning = await cli('validate', 'rules-shop', '--data', '// TODO\n')
+    expect([warning.code, warning.json.count]).toEqual([0, 1])
+    const strict = await cli('validate', 'rules-shop', '--data', '// TODO\n', '--fail-on', 'warning')
+    expect([strict.code, strict.json.count, strict.stderr]).toEqual([3, 1, 'muster: 1 violation(s) at or above warning\n'])
+    expect((await cli('validate', 'rules-shop', '--data', 'console.log(1)\n', '--fail-on', 'none')).code).toBe(0)
+    expect((await cli('validate', 'rules-shop', '--data', 'x', '--fail-on', 'info')).code).toBe(2)
   })
 })
 
@@ -405,7 +413,7 @@ describe('contract', () => {
     const ok = await cli('contract', 'validate', 'c-shop/users', '--endpoint', 'POST /users', '--data', '{"name":"ada"}')
     expect(ok.json).toEqual({ valid: true, violations: [] })
     const bad = await cli('contract', 'validate', 'c-shop/users', '--endpoint', 'POST /users', '--direction', 'request', '--data', '{"name":7}')
-    expect(bad.code).toBe(0)
+    expect(bad.code).toBe(3)
     expect(bad.json.valid).toBe(false)
     expect(bad.json.violations.length).toBeGreaterThan(0)
     const live = await cli('contract', 'test', 'c-shop/users', '--endpoint', 'POST /users', '--test-data', '{"name":"ada"}')

@@ -341,7 +341,10 @@ describe('usage', () => {
       'webhooks delete', 'webhooks test', 'compliance history', 'compliance run', 'templates list', 'templates get',
       'templates create', 'templates delete', 'templates apply', 'audit', 'audit summary', 'metrics agents', 'llm usage',
       'llm summary', 'rules import', 'rules export', 'contract set', 'contract get', 'contract validate', 'contract test',
-      'backup', 'restore',
+      'backup', 'restore', 'completion', 'heartbeat', 'intent', 'capabilities', 'instances check', 'instances delete',
+      'webhooks get', 'webhooks enable', 'webhooks disable', 'templates update', 'rules list', 'rules get', 'rules set',
+      'rules propose', 'rules accept', 'rules reject', 'contract list', 'contract delete', 'contract history', 'contract diff',
+      'specs history', 'specs diff', 'events subscriptions', 'validate',
     ]
     for (const p of spec) expect(paths).toContain(p)
   })

@@ -74,3 +74,42 @@ describe('POST /api/liveness/check', () => {
     }
   })
 })
+
+describe('any call with an instance token is a heartbeat', () => {
+  test('refreshes last_seen and turns stale into active, writing at most once per throttle window', async () => {
+    // Stale after 1 s, only by the forced check; the touch is then throttled to 500 ms (half the timeout).
+    const t = await startServer({ args: ['--stale-timeout', '1s', '--liveness-interval', '1h'] })
+    try {
+      const as = (token: string) => ({ 'x-instance-token': token })
+      const inst = (await call(t.api, 'POST', '/api/instances/register', { name: 'cli-agent' })).body
+      const read = async () => (await call(t.api, 'GET', `/api/instances/${inst.id}`)).body
+      expect((await call(t.api, 'GET', '/api/state', undefined, as(inst.token))).status).toBe(200)
+      const first = await eventually(async () => {
+        const now = await read()
+        return now.last_seen > inst.last_seen && now.last_seen
+      })
+      // A second call right away falls in the window: no write.
+      await call(t.api, 'GET', '/api/state', undefined, as(inst.token))
+      await Bun.sleep(150)
+      expect((await read()).last_seen).toBe(first)
+
+      await Bun.sleep(1100)
+      const check = (await call(t.api, 'POST', '/api/liveness/check')).body
+      expect(check.newly_stale.map((i: any) => i.id)).toEqual([inst.id])
+      // Calls without the token, or with an unknown one, are nobody's heartbeat.
+      await call(t.api, 'GET', '/api/state')
+      await call(t.api, 'GET', '/api/state', undefined, as('f'.repeat(64)))
+      await Bun.sleep(150)
+      expect((await read()).status).toBe('stale')
+
+      expect((await call(t.api, 'GET', '/api/events/history', undefined, as(inst.token))).status).toBe(200)
+      const back = await eventually(async () => {
+        const now = await read()
+        return now.status === 'active' && now
+      })
+      expect(back.last_seen > first).toBe(true)
+    } finally {
+      await t.cleanup()
+    }
+  })
+})

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import pkg from '../package.json' with { type: 'json' }
 import { call, eventually, startServer, type TestServer } from './helpers'
 
 const TOKEN = 'mcp-test-token'
@@ -43,6 +44,41 @@ describe('MCP discovery endpoint', () => {
     expect(byName.set_intent.required.sort()).toEqual(['instance_id', 'intent'])
     expect(byName.propose_rule.required.sort()).toEqual(['message', 'pattern', 'project', 'rule_id'])
     expect(byName.discover_instances.required ?? []).toEqual([])
+  })
+
+  test('every parameter has a description; enums where the API has them; annotations on every tool', async () => {
+    const { tools } = await client.listTools()
+    const undescribed = tools.flatMap((t) =>
+      Object.entries((t.inputSchema.properties ?? {}) as Record<string, any>)
+        .filter(([, prop]) => !(typeof prop.description === 'string' && prop.description.length > 5))
+        .map(([name]) => `${t.name}.${name}`),
+    )
+    expect(undescribed).toEqual([])
+    for (const t of tools) {
+      expect(typeof t.annotations?.readOnlyHint).toBe('boolean')
+      expect(typeof t.annotations?.destructiveHint).toBe('boolean')
+      expect(typeof t.annotations?.idempotentHint).toBe('boolean')
+    }
+    const byName = Object.fromEntries(tools.map((t) => [t.name, t]))
+    const propose = byName.propose_rule!.inputSchema.properties as Record<string, any>
+    expect(propose.severity.enum).toEqual(['error', 'warning'])
+    expect(propose.match_type.enum).toEqual(['regex', 'missing', 'custom'])
+    expect(byName.discover_instances!.annotations).toMatchObject({ readOnlyHint: true })
+    expect(byName.get_endpoints!.annotations).toMatchObject({ readOnlyHint: true })
+    expect(byName.register_instance!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false, idempotentHint: false })
+    expect(byName.set_intent!.annotations).toMatchObject({ readOnlyHint: false, idempotentHint: true })
+    // The enum is enforced: a severity the API does not know is a tool error, nothing proposed.
+    const bad = await client.callTool({ name: 'propose_rule', arguments: { project: 'mcp-enum', rule_id: 'r', pattern: 'x', message: 'm', severity: 'fatal' } })
+    expect(bad.isError).toBe(true)
+    expect((await api('GET', '/api/rules?project=mcp-enum')).body).toEqual([])
+  })
+
+  test('initialize returns instructions: REST/CLI for data, register first, X-Instance-Token, get_endpoints', async () => {
+    const text = client.getInstructions()!
+    expect(text).toContain(s.api)
+    for (const part of ['register_instance first', 'X-Instance-Token', 'get_endpoints', 'REST', 'CLI', '/openapi.json'])
+      expect(text).toContain(part)
+    expect(client.getServerVersion()).toMatchObject({ name: 'muster', version: pkg.version })
   })
 
   test('register_instance returns id, token and REST endpoints; the instance exists over REST', async () => {

@@ -1,3 +1,4 @@
+import pkg from '../package.json' with { type: 'json' }
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
@@ -41,7 +42,8 @@ describe('service metrics', () => {
     await call(s.api, 'PUT', '/api/state/m/two', '2')
     const r = await call(s.api, 'GET', '/api/metrics')
     expect(r.status).toBe(200)
-    expect(Object.keys(r.body).sort()).toEqual(['api_bind', 'dashboard_bind', 'instances', 'last_event_id', 'state_keys', 'uptime'])
+    expect(Object.keys(r.body).sort()).toEqual(['api_bind', 'dashboard_bind', 'instances', 'last_event_id', 'state_keys', 'uptime', 'version'])
+    expect(r.body.version).toBe(pkg.version)
     expect(r.body.uptime).toMatch(/^(\d+h)?(\d+m)?[\d.]+m?s$/)
     expect(r.body.state_keys).toBe(2)
     expect(r.body.instances).toBe(2)

@@ -73,4 +73,27 @@ describe('specs', () => {
     expect((await call(s.api, 'GET', '/api/specs/p1/same')).body).toEqual({ p: 1 })
     expect((await call(s.api, 'GET', '/api/specs/p2/same')).body).toEqual({ p: 2 })
   })
+
+  test('?history=1, ?diff=v1,v2 and ?version=N read the past, as for contracts', async () => {
+    await call(s.api, 'PUT', '/api/specs/past/doc', { a: 1 })
+    const w2 = await call(s.api, 'PUT', '/api/specs/past/doc', { a: 2, b: true })
+    const h = await call(s.api, 'GET', '/api/specs/past/doc?history=1&limit=1')
+    expect(h.body).toEqual({ project: 'past', name: 'doc', versions: [{ version: 2, hash: w2.body.hash, updated_at: w2.body.updated_at }] })
+    const d = await call(s.api, 'GET', '/api/specs/past/doc?diff=1,2')
+    expect(d.body).toEqual({
+      project: 'past',
+      name: 'doc',
+      v1: 1,
+      v2: 2,
+      diffs: [
+        { operation: 'replace', path: '/a', old_value: 1, new_value: 2 },
+        { operation: 'add', path: '/b', old_value: null, new_value: true },
+      ],
+    })
+    const v1 = await call(s.api, 'GET', '/api/specs/past/doc?version=1')
+    expect([v1.text, v1.headers.get('x-service-version')]).toEqual(['{"a":1}', '1'])
+    expect((await call(s.api, 'GET', '/api/specs/past/doc?version=7')).body).toEqual({ error: 'version 7 not found', code: 404 })
+    expect((await call(s.api, 'GET', '/api/specs/past/doc?diff=1')).body).toEqual({ error: 'invalid diff: expected diff=v1,v2', code: 400 })
+    expect((await call(s.api, 'GET', '/api/specs/past/none?history=1')).status).toBe(404)
+  })
 })

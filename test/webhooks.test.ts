@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHmac } from 'node:crypto'
+import { verify as verifyGithubStyle } from '@octokit/webhooks-methods'
+import { Webhook } from 'standardwebhooks'
 import { call, eventually, startServer, type TestServer } from './helpers'
 
 type Received = { path: string; headers: Record<string, string>; body: string; at: number }
@@ -37,6 +39,21 @@ const create = async (body: Record<string, unknown>) => {
   return r.body
 }
 const hmac = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
+/** A Standard Webhooks verifier for one of our secrets: the key is the secret's UTF-8 bytes (README, Webhooks). */
+const standardVerifier = (secret: string) => new Webhook(`whsec_${Buffer.from(secret, 'utf8').toString('base64')}`)
+
+/** Checks a delivery the way receivers do, with the two libraries; throws when either rejects it. */
+async function expectVerified(r: Received, secret: string): Promise<void> {
+  expect(await verifyGithubStyle(secret, r.body, r.headers['x-service-signature']!)).toBe(true)
+  expect(await verifyGithubStyle(`${secret}x`, r.body, r.headers['x-service-signature']!)).toBe(false)
+  expect(r.headers['webhook-id']).toBe(r.headers['x-service-delivery'])
+  expect(Math.abs(Number(r.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(10)
+  expect(standardVerifier(secret).verify(r.body, r.headers)).toEqual(JSON.parse(r.body))
+  expect(() => standardVerifier(`${secret}x`).verify(r.body, r.headers)).toThrow()
+  // The signature covers the body and the id: neither can be swapped.
+  expect(() => standardVerifier(secret).verify(r.body.replace('}', ',"x":1}'), r.headers)).toThrow()
+  expect(() => standardVerifier(secret).verify(r.body, { ...r.headers, 'webhook-id': 'other' })).toThrow()
+}
 
 describe('webhook resource', () => {
   test('create with defaults; the secret is never returned', async () => {
@@ -129,6 +146,7 @@ describe('delivery', () => {
       expect(r.headers['x-service-delivery']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
       expect(r.headers['x-service-signature']).toBe(hmac('s3cret', r.body))
       expect(r.headers['x-service-signature']).not.toBe(hmac('wrong', r.body))
+      await expectVerified(r, 's3cret')
     }
     expect(got[0].headers['x-service-delivery']).not.toBe(got[1].headers['x-service-delivery'])
     const w = await eventually(async () => {
@@ -143,7 +161,8 @@ describe('delivery', () => {
     const e = await publish('plain.x')
     await eventually(() => at('/plain').length === 1)
     expect(JSON.parse(at('/plain')[0].body)).toEqual(e)
-    expect(at('/plain')[0].headers['x-service-signature']).toBeUndefined()
+    for (const name of ['x-service-signature', 'webhook-id', 'webhook-timestamp', 'webhook-signature'])
+      expect(at('/plain')[0].headers[name]).toBeUndefined()
   })
 
   test('each webhook has its own queue: a slow receiver does not delay another', async () => {
@@ -238,9 +257,17 @@ describe('test delivery', () => {
     const body = JSON.parse(got.body)
     expect(body).toMatchObject({ topic: 'webhook.test', data: { webhook_id: 'tested' } })
     expect(got.headers['x-service-signature']).toBe(hmac('k', got.body))
+    await expectVerified(got, 'k')
     const h = await hook('tested')
     expect(h.fail_count).toBe(0)
     expect(h.last_fired).toBeUndefined()
+  })
+
+  test('a secret with any characters verifies: the key is its UTF-8 bytes', async () => {
+    const secret = 'clé ✓ 🔑 with spaces'
+    await create({ id: 'unicode', url: hookUrl('/unicode'), patterns: ['nothing.matches'], secret })
+    expect((await api('POST', '/api/webhooks/unicode/test')).status).toBe(200)
+    await expectVerified(at('/unicode')[0]!, secret)
   })
 
   test('400 when the receiver fails; counters unchanged', async () => {
