@@ -8,7 +8,7 @@ import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
 import type { Task } from '../store/queue'
-import { conflict, forbidden, invalid, notFound } from '../lib/errors'
+import { AppError, conflict, forbidden, invalid, notFound } from '../lib/errors'
 import {
   afterRequeue,
   checkError,
@@ -127,6 +127,25 @@ export async function readerBeat(ctx: Ctx, request: Request): Promise<void> {
   if (id) await ctx.store.write(async (tx) => void (await tx.instances.heartbeat(id)))
 }
 
+/**
+ * One unit as `holder` (or as nobody): the call is a heartbeat that commits even
+ * when `fn` refuses it (404, 409 claim lost, 400), so `fn` must throw before it
+ * writes anything; its AppError is answered once the heartbeat is committed.
+ */
+async function asHolder<T>(ctx: Ctx, holder: Instance | null, fn: (tx: Tx, me: Instance | null) => Promise<T>): Promise<T> {
+  const out = await ctx.store.write(async (tx): Promise<{ ok: T } | { refused: AppError }> => {
+    const me = holder ? await touch(tx, holder.id) : null
+    try {
+      return { ok: await fn(tx, me) }
+    } catch (err) {
+      if (err instanceof AppError) return { refused: err }
+      throw err
+    }
+  })
+  if ('refused' in out) throw out.refused
+  return out.ok
+}
+
 /** Creates a task (201), or with a dedupe_key finds the unfinished one of the queue that has it (200, nothing new). */
 export function createTask(
   ctx: Ctx,
@@ -136,8 +155,7 @@ export function createTask(
   body: TaskInput,
 ): Promise<{ task: Task; created: boolean }> {
   const input = checkTask(queue, body)
-  return ctx.store.write(async (tx) => {
-    if (caller) await touch(tx, caller.id)
+  return asHolder(ctx, caller, async (tx) => {
     if (input.dedupe_key !== null) {
       const existing = await tx.queue.byDedupeKey(queue, input.dedupe_key)
       if (existing) return { task: hideClaim(existing), created: false }
@@ -156,8 +174,8 @@ export function createTask(
 
 /** One claim attempt, in one unit: the first claimable task in claim order, or when a delayed one becomes available. */
 function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, queue: string, visibilityMs: number | undefined) {
-  return ctx.store.write(async (tx): Promise<{ task: Task | null; next: string | null }> => {
-    const me = await touch(tx, holder.id)
+  return asHolder(ctx, holder, async (tx, holderNow): Promise<{ task: Task | null; next: string | null }> => {
+    const me = holderNow!
     const at = new Date().toISOString()
     const found = await tx.queue.nextClaimable(queue, me.capabilities, at)
     if (!found) return { task: null, next: await tx.queue.nextAvailable(queue, me.capabilities, at) }
@@ -208,8 +226,7 @@ export async function claimTask(
  * 403 when the live claim is another instance's.
  */
 function withClaim(ctx: Ctx, holder: Instance, id: number, claimId: string, change: (tx: Tx, task: Task) => Promise<Task>): Promise<Task> {
-  return ctx.store.write(async (tx) => {
-    await touch(tx, holder.id)
+  return asHolder(ctx, holder, async (tx) => {
     const task = await tx.queue.get(id)
     if (!task) throw notFound('task not found')
     if (task.status !== 'claimed' || task.claim_id !== claimId) throw conflict('claim lost')
@@ -258,8 +275,7 @@ export function extendTask(ctx: Ctx, audit: AuditScope | undefined, holder: Inst
 
 /** Cancelled (a live claim ends with it; dependents fail). A done task: 409; a cancelled one is returned as it is. */
 export function cancelTask(ctx: Ctx, audit: AuditScope | undefined, caller: Instance | null, id: number): Promise<Task> {
-  return ctx.store.write(async (tx) => {
-    if (caller) await touch(tx, caller.id)
+  return asHolder(ctx, caller, async (tx) => {
     const task = await tx.queue.get(id)
     if (!task) throw notFound('task not found')
     if (task.status === 'done') throw conflict('task is done')
