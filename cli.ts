@@ -16,6 +16,7 @@ import { EXIT, reportError, setPretty } from './cli/output'
 import { rulesCommands } from './cli/rules'
 import { specsCommands } from './cli/specs'
 import { stateCommands } from './cli/state'
+import { taskCommands } from './cli/tasks'
 import { templateCommands } from './cli/templates'
 import { webhookCommands } from './cli/webhooks'
 
@@ -45,6 +46,7 @@ export function buildProgram(): Command {
     rulesCommands,
     contractCommands,
     backupCommands,
+    taskCommands,
   ])
     register(program)
   // --pretty is stripped before parsing, so no subcommand declares it; say so in every help page.

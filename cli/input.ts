@@ -3,12 +3,29 @@
 import { existsSync, statSync } from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { UsageError } from './output'
+import { parseDuration } from '../lib/config'
 
 /** Commander parser for an integer flag: `--limit abc` is a usage error naming the flag. */
 export function integer(min = 0) {
   return (value: string): number => {
     if (!/^-?\d+$/.test(value.trim()) || Number(value) < min) throw new InvalidArgumentError(`expected an integer >= ${min}`)
     return Number(value)
+  }
+}
+
+/** Commander parser for a duration flag (500ms, 25s, 5m): milliseconds. */
+export function duration(value: string): number {
+  const ms = parseDuration(value)
+  if (ms === null) throw new InvalidArgumentError('expected a duration like 500ms, 25s or 5m')
+  return ms
+}
+
+/** Commander parser for a JSON flag value (--payload, --result). */
+export function jsonFlag(value: string): unknown {
+  try {
+    return JSON.parse(value)
+  } catch (err) {
+    throw new InvalidArgumentError(`expected JSON (${(err as Error).message})`)
   }
 }
 

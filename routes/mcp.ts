@@ -28,6 +28,10 @@ const REST_ENDPOINTS = {
   validate: 'POST /api/validate/{project} {content, filename}',
   rules: 'POST /api/rules/propose',
   llm: 'POST /api/llm/usage',
+  tasks:
+    'POST /api/queues/{queue}/tasks {title, payload?, priority?, depends_on?, requires?, max_attempts?, dedupe_key?}, ' +
+    'POST /api/queues/{queue}/claim {wait_ms?, visibility_ms?} (X-Instance-Token), POST /api/tasks/{id}/ack|nack|extend {claim_id}, ' +
+    'GET /api/queues, GET /api/queues/{queue}/tasks?status=, GET|DELETE /api/tasks/{id}',
   docs: 'GET /openapi.json',
 }
 
@@ -39,6 +43,7 @@ const CLI_COMMANDS = [
   'muster events publish|history|subscribe',
   'muster validate <project> --file <path>',
   'muster instances list',
+  'muster task add <queue> --title T | claim <queue> --wait 30s | ack|nack <id> | list [queue]',
 ]
 
 function result(data: Record<string, unknown>, isError = false): CallToolResult {
