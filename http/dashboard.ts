@@ -173,6 +173,8 @@ export function createDashboard(ctx: Ctx, onShutdown: (stop: () => void) => void
     .use(events.plugin)
     .all('/api/*', ({ request }) => forward(ctx, request), { parse: 'none' })
   for (const [path, file] of Object.entries(assets)) app.get(path, () => serveAsset(file))
+  // Pages are served without their .html too.
+  app.get('/tasks', () => serveAsset(assets['/tasks.html']))
   return app.onError(({ code, set }) => {
     const status = code === 'NOT_FOUND' ? 404 : 500
     set.status = status

@@ -18,6 +18,9 @@ import stateJs from './js/panels/state.js' with { type: 'file' }
 import eventsJs from './js/panels/events.js' with { type: 'file' }
 import llmJs from './js/panels/llm.js' with { type: 'file' }
 import auditJs from './js/panels/audit.js' with { type: 'file' }
+import tasksHtml from './tasks.html' with { type: 'file' }
+import tasksCss from './css/tasks.css' with { type: 'file' }
+import tasksJs from './js/tasks.js' with { type: 'file' }
 
 export const assets = {
   '/': index,
@@ -36,4 +39,8 @@ export const assets = {
   '/js/panels/events.js': eventsJs,
   '/js/panels/llm.js': llmJs,
   '/js/panels/audit.js': auditJs,
+  // The task board; http/dashboard.ts also serves it at /tasks.
+  '/tasks.html': tasksHtml,
+  '/css/tasks.css': tasksCss,
+  '/js/tasks.js': tasksJs,
 }
