@@ -484,3 +484,32 @@ test('a claimed task survives a restart: still claimed with its fence, ackable w
     await first.cleanup()
   }
 })
+
+describe('discovery', () => {
+  test('OpenAPI documents every task route; the MCP discovery tool lists them (still five tools)', async () => {
+    const paths = (await api('GET', '/openapi.json')).body.paths
+    expect(Object.keys(paths)).toEqual(expect.arrayContaining(['/api/queues', '/api/queues/{queue}/tasks', '/api/queues/{queue}/claim', '/api/tasks/{id}', '/api/tasks/{id}/ack', '/api/tasks/{id}/nack', '/api/tasks/{id}/extend']))
+    expect(Object.keys(paths['/api/tasks/{id}'])).toEqual(expect.arrayContaining(['get', 'delete']))
+    const rpc = (method: string, params: unknown) =>
+      call(s.api, 'POST', '/mcp', { jsonrpc: '2.0', id: 1, method, params }, { accept: 'application/json, text/event-stream' })
+    const endpoints = (await rpc('tools/call', { name: 'get_endpoints', arguments: {} })).body.result.structuredContent
+    expect(endpoints.endpoints.tasks).toContain('POST /api/queues/{queue}/claim')
+    expect(endpoints.cli.commands.some((c: string) => c.startsWith('muster task'))).toBe(true)
+    expect((await rpc('tools/list', {})).body.result.tools).toHaveLength(5)
+  })
+})
+
+test('a held claim ends at once with 204 when the server stops', async () => {
+  const server = await startServer()
+  try {
+    const w = (await call(server.api, 'POST', '/api/instances/register', { name: 'patient' })).body
+    const t0 = Date.now()
+    const held = call(server.api, 'POST', '/api/queues/idle-q/claim', { wait_ms: 60_000 }, { 'x-instance-token': w.token })
+    await Bun.sleep(300)
+    await server.stop()
+    expect((await held).status).toBe(204)
+    expect(Date.now() - t0).toBeLessThan(5000)
+  } finally {
+    await server.cleanup()
+  }
+})
