@@ -214,7 +214,12 @@ export async function claimTask(
     }
     // A delayed task becomes claimable at a known instant: sleep until then at most.
     const untilNext = next === null ? Infinity : Date.parse(next) - Date.now()
-    const reason = untilNext < remaining ? await Promise.race([wait.done, Bun.sleep(Math.max(0, untilNext)).then(() => 'timeout' as const)]) : await wait.done
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const delayEnds = new Promise<'timeout'>((resolve) => {
+      if (untilNext < remaining) timer = setTimeout(() => resolve('timeout'), Math.max(0, untilNext))
+    })
+    const reason = await Promise.race([wait.done, delayEnds])
+    clearTimeout(timer)
     wait.cancel()
     if (reason === 'shutdown') return null
   }
