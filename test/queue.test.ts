@@ -415,6 +415,20 @@ describe('waiting and concurrency', () => {
   })
 })
 
+test('20 ready tasks, 5 instances claiming without waiting, as fast as they can: each task once', async () => {
+  const workers = await Promise.all([1, 2, 3, 4, 5].map((i) => register(`sprinter-${i}`)))
+  const tasks = await Promise.all(Array.from({ length: 20 }, (_, i) => add('sprint-q', { title: `s${i}` })))
+  const runs = workers.map(async (w) => {
+    const mine: number[] = []
+    for (let r = await claim('sprint-q', w.token); r.status === 200; r = await claim('sprint-q', w.token)) mine.push(r.body.id)
+    return mine
+  })
+  const claimed = (await Promise.all(runs)).flat().sort((a, b) => a - b)
+  expect(claimed).toEqual(tasks.map((t) => t.id).sort((a, b) => a - b))
+  const listed = (await api('GET', '/api/queues/sprint-q/tasks')).body
+  expect(listed.every((t: any) => t.status === 'claimed' && t.attempts === 1)).toBe(true)
+})
+
 describe('the claimer dies', () => {
   let live: TestServer
   const L = on(() => live)
@@ -438,6 +452,23 @@ describe('the claimer dies', () => {
     const again = (await L.claim('stale-q', w.token)).body
     expect(again).toMatchObject({ id: t.id, attempts: 2 })
     expect(again.claim_id).not.toBe(c.claim_id)
+  })
+
+  test('every call with the instance token is a heartbeat: reads and empty claims keep an idle claimer active', async () => {
+    const w = await L.register('polite')
+    const t = await L.add('beat-q', { title: 'long job' })
+    const c = (await L.claim('beat-q', w.token)).body
+    await Bun.sleep(250)
+    expect((await L.claim('beat-q', w.token)).status).toBe(204)
+    // Only reads from here on: without their heartbeats the instance would be stale by the check.
+    for (const path of ['/api/queues', `/api/tasks/${t.id}`, '/api/queues/beat-q/tasks']) {
+      await Bun.sleep(250)
+      expect((await L.api('GET', path, undefined, w.token)).status).toBe(200)
+    }
+    await Bun.sleep(250)
+    // Over 1 s since the claim, never 400 ms without a call: still active, still holding it.
+    expect((await L.api('POST', '/api/liveness/check')).body.newly_stale.some((i: any) => i.id === w.id)).toBe(false)
+    expect((await L.ack(t.id, w.token, { claim_id: c.claim_id })).status).toBe(200)
   })
 
   test('deregistered claimer: claims requeued (holder_deregistered); its token is then 403', async () => {
