@@ -32,7 +32,7 @@ const TaskSchema = t.Object({
   fence: nullable(t.Integer(), 'fence of the latest claim'),
   visible_until: nullable(t.String(), 'a claim with visibility_ms is requeued after this instant'),
   available_at: nullable(t.String(), 'a task nacked with delay_ms is not claimable before this instant'),
-  result: t.Unknown({ description: "the ack result" }),
+  result: t.Unknown({ description: 'the ack result' }),
   last_error: nullable(t.String()),
   dedupe_key: nullable(t.String()),
   created_at: t.String(),
@@ -152,7 +152,14 @@ export function queueRoutes(ctx: Ctx) {
           200: t.Array(
             t.Object({
               queue: t.String(),
-              counts: t.Object(Object.fromEntries(TASK_STATUSES.map((s) => [s, t.Integer()])) as Record<(typeof TASK_STATUSES)[number], ReturnType<typeof t.Integer>>),
+              counts: t.Object({
+                blocked: t.Integer(),
+                ready: t.Integer(),
+                claimed: t.Integer(),
+                done: t.Integer(),
+                failed: t.Integer(),
+                cancelled: t.Integer(),
+              }),
             }),
           ),
         },
