@@ -3,6 +3,7 @@
 // baseline is a bare Bun.serve answering the same 3 calls per cycle. (2) claim
 // latency p50/p99 with 10,000 ready tasks in the queue, and with 10,000 ready
 // tasks the claimer lacks the capability for ahead of the one it can take.
+// (3) wake-up latency: from an enqueue to the answer of a claim held with wait_ms.
 // Run: bun bench/queue.ts
 import { startBaseline, startMuster, type Proc } from './lib'
 
@@ -94,6 +95,31 @@ async function baselineLatency(base: Proc): Promise<{ p50: number; p99: number }
   return { p50: percentile(samples, 0.5), p99: percentile(samples, 0.99) }
 }
 
+/** Enqueue → held-claim answer, for PACED tasks enqueued 5 ms apart while `workers` claims are held. */
+async function wakeLatency(api: string, workers: number): Promise<{ p50: number; p99: number }> {
+  const PACED = 1000
+  const tokens = await Promise.all(Array.from({ length: workers }, (_, i) => register(api, `waiter-${i}`)))
+  const samples: number[] = []
+  let producing = true
+  const consumers = tokens.map(async (token) => {
+    while (producing || samples.length < PACED) {
+      const task = await post(`${api}/api/queues/wake/claim`, { wait_ms: 2000 }, token)
+      if (!task) continue
+      samples.push(performance.timeOrigin + performance.now() - task.payload.t)
+      await post(`${api}/api/tasks/${task.id}/ack`, { claim_id: task.claim_id }, token)
+    }
+  })
+  await Bun.sleep(200) // every worker is holding a claim
+  for (let i = 0; i < PACED; i++) {
+    await post(`${api}/api/queues/wake/tasks`, { title: 'ping', payload: { t: performance.timeOrigin + performance.now() } })
+    await Bun.sleep(5)
+  }
+  producing = false
+  await Promise.all(consumers)
+  samples.sort((a, b) => a - b)
+  return { p50: percentile(samples, 0.5), p99: percentile(samples, 0.99) }
+}
+
 const muster = await startMuster()
 const base = await startBaseline()
 try {
@@ -116,6 +142,10 @@ try {
   const skip = await claimLatency(muster.url, 'skip', token)
   console.log(`  behind ${READY} it cannot take: p50 ${skip.p50.toFixed(2)} ms   p99 ${skip.p99.toFixed(2)} ms`)
   console.log(`  baseline (bare Bun.serve): p50 ${b.p50.toFixed(2)} ms   p99 ${b.p99.toFixed(2)} ms   ratio p50 ${(deep.p50 / b.p50).toFixed(1)}x`)
+
+  const wake = await wakeLatency(muster.url, 8)
+  console.log(`wake-up: enqueue → answer of a claim held with wait_ms (8 held claims, 1000 tasks 5 ms apart)`)
+  console.log(`  p50 ${wake.p50.toFixed(2)} ms   p99 ${wake.p99.toFixed(2)} ms   (includes the enqueue's own commit)`)
 } finally {
   await muster.stop()
   await base.stop()
