@@ -21,6 +21,7 @@ import { EXIT, reportError, setDebug, setPretty } from './cli/output'
 import { rulesCommands } from './cli/rules'
 import { specsCommands } from './cli/specs'
 import { stateCommands } from './cli/state'
+import { taskCommands } from './cli/tasks'
 import { templateCommands } from './cli/templates'
 import { webhookCommands } from './cli/webhooks'
 import { VERSION } from './lib/version'
@@ -59,6 +60,7 @@ export function buildProgram(): Command {
     contractCommands,
     backupCommands,
     completionCommand,
+    taskCommands,
   ])
     register(program)
   addExamples(program)

@@ -13,6 +13,8 @@ export interface Settings {
   /** Saved by `register`: the instance this working directory acts as. */
   instance_id?: string
   instance_token?: string
+  /** Saved by `task claim`: the claim id of each task this directory holds, by task id, for `task ack|nack|extend`. */
+  claims?: Record<string, string>
 }
 
 export type Source = 'flag' | 'env' | 'file' | 'default'
@@ -42,7 +44,7 @@ export function readSettings(): Settings {
 }
 
 /** Merges `patch` into ./settings.json (undefined removes a key). Written atomically, readable by the owner only: it holds tokens. */
-export function updateSettings(patch: Partial<Record<keyof Settings, string | undefined>>): string {
+export function updateSettings(patch: { [K in keyof Settings]?: Settings[K] | undefined }): string {
   const file = settingsPath()
   const next: Record<string, unknown> = { ...readSettings() }
   for (const [k, v] of Object.entries(patch)) {

@@ -4,6 +4,15 @@
 import type { Command } from 'commander'
 
 export const EXAMPLES: Record<string, string[]> = {
+  task: ['muster task add build --title "compile" && muster task claim build --wait 30s'],
+  'task add': ['muster task add build --title "compile api" --priority 5 --requires go', 'muster task add build --title "deploy" --depends-on 12 --payload \'{"env":"staging"}\''],
+  'task claim': ['muster task claim build --wait 30s', 'muster task claim build --visibility 10m'],
+  'task ack': ['muster task ack 12 --result \'{"ok":true}\''],
+  'task nack': ['muster task nack 12 --error "tests failed" --delay 30s'],
+  'task extend': ['muster task extend 12 --visibility 10m'],
+  'task get': ['muster task get 12'],
+  'task cancel': ['muster task cancel 12'],
+  'task list': ['muster task list', 'muster task list build --status ready'],
   '': ['muster config set server http://localhost:9800', 'muster register builder --workspace shop', 'muster state get shop/plan --pretty'],
   config: ['muster config set token "$MUSTER_TOKEN"', 'muster config show'],
   'config set': ['muster config set server http://muster.internal:9800', "muster config set token ''   # remove the token"],

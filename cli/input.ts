@@ -20,6 +20,15 @@ export function durationArg(value: string): number {
   return ms
 }
 
+/** Commander parser for a JSON flag value (--payload, --result). */
+export function jsonFlag(value: string): unknown {
+  try {
+    return JSON.parse(value)
+  } catch (err) {
+    throw new InvalidArgumentError(`expected JSON (${(err as Error).message})`)
+  }
+}
+
 /** Commander parser for a non-negative decimal flag (amounts such as --cost 0.012). */
 export function decimal(value: string): number {
   const n = Number(value)

@@ -23,6 +23,7 @@ import { mcpRoutes } from '../routes/mcp'
 import { validateRoutes } from '../routes/validate'
 import { rulesRoutes } from '../routes/rules'
 import { templatesRoutes } from '../routes/templates'
+import { queueRoutes } from '../routes/queue'
 
 export function createApi(ctx: Ctx) {
   // The server-level cap admits the largest route limit; each request is held to its own route's limit below.
@@ -85,4 +86,5 @@ export function createApi(ctx: Ctx) {
     .use(validateRoutes(ctx))
     .use(rulesRoutes(ctx))
     .use(templatesRoutes(ctx))
+    .use(queueRoutes(ctx))
 }

@@ -28,6 +28,9 @@ import adminTemplatesJs from './js/admin/templates.js' with { type: 'file' }
 import adminContractsJs from './js/admin/contracts.js' with { type: 'file' }
 import adminComplianceJs from './js/admin/compliance.js' with { type: 'file' }
 import adminBackupJs from './js/admin/backup.js' with { type: 'file' }
+import tasksHtml from './tasks.html' with { type: 'file' }
+import tasksCss from './css/tasks.css' with { type: 'file' }
+import tasksJs from './js/tasks.js' with { type: 'file' }
 
 export const assets = {
   '/': index,
@@ -56,4 +59,7 @@ export const assets = {
   '/js/admin/contracts.js': adminContractsJs,
   '/js/admin/compliance.js': adminComplianceJs,
   '/js/admin/backup.js': adminBackupJs,
+  '/tasks': tasksHtml,
+  '/css/tasks.css': tasksCss,
+  '/js/tasks.js': tasksJs,
 }

@@ -29,6 +29,10 @@ const REST_ENDPOINTS = {
   validate: 'POST /api/validate/{project} {content, filename}',
   rules: 'POST /api/rules/propose, GET /api/rules?status=proposed',
   llm: 'POST /api/llm/usage',
+  tasks:
+    'POST /api/queues/{queue}/tasks {title, payload?, priority?, depends_on?, requires?, max_attempts?, dedupe_key?}, ' +
+    'POST /api/queues/{queue}/claim {wait_ms?, visibility_ms?} (X-Instance-Token), POST /api/tasks/{id}/ack|nack|extend {claim_id}, ' +
+    'GET /api/queues, GET /api/queues/{queue}/tasks?status=, GET|DELETE /api/tasks/{id}',
   docs: 'GET /openapi.json',
 }
 
@@ -53,6 +57,7 @@ const CLI_COMMANDS = [
   'muster validate <project> --file <path>',
   'muster instances list',
   'muster heartbeat --every 1m',
+  'muster task add <queue> --title T | claim <queue> --wait 30s | ack|nack <id> | list [queue]',
 ]
 
 function result(data: Record<string, unknown>, isError = false): CallToolResult {

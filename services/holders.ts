@@ -37,10 +37,13 @@ export async function optionalHolder(ctx: Ctx, request: Request): Promise<Instan
 /**
  * Every call a holder makes counts as a heartbeat: inside the unit of its call,
  * last_seen is refreshed and a stale instance turns active (holding nothing: what it
- * held went when it turned stale). 403 when it deregistered meanwhile.
+ * held went when it turned stale). 403 when it deregistered meanwhile. Returns the
+ * instance as it is now (capabilities included).
  */
-export async function touch(tx: Tx, instanceId: string): Promise<void> {
-  if (!(await tx.instances.heartbeat(instanceId))) throw forbidden('unknown instance token: register again')
+export async function touch(tx: Tx, instanceId: string): Promise<Instance> {
+  const instance = await tx.instances.heartbeat(instanceId)
+  if (!instance) throw forbidden('unknown instance token: register again')
+  return instance
 }
 
 /** The audit scope of a holder's call: the actor is the instance id. */

@@ -76,6 +76,26 @@ export const MIGRATIONS: string[] = [
   CREATE TABLE fence_counter (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
   INSERT INTO fence_counter (id, value) VALUES (1, 0);
   `,
+  // Task queue: tasks (claim order = priority, then id) and their dependency edges.
+  `
+  CREATE TABLE tasks (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL, title TEXT NOT NULL,
+    payload TEXT NOT NULL DEFAULT 'null', priority INTEGER NOT NULL DEFAULT 0, status TEXT NOT NULL,
+    depends_on TEXT NOT NULL DEFAULT '[]', requires TEXT NOT NULL DEFAULT '[]',
+    attempts INTEGER NOT NULL DEFAULT 0, max_attempts INTEGER NOT NULL,
+    claimed_by TEXT, claim_id TEXT, fence INTEGER, visible_until TEXT, available_at TEXT,
+    result TEXT, last_error TEXT, dedupe_key TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL
+  );
+  CREATE INDEX tasks_claim_order ON tasks (queue, status, priority DESC, id);
+  CREATE INDEX tasks_claimed_by ON tasks (claimed_by) WHERE status = 'claimed';
+  CREATE INDEX tasks_visible_until ON tasks (visible_until) WHERE status = 'claimed' AND visible_until IS NOT NULL;
+  CREATE UNIQUE INDEX tasks_dedupe ON tasks (queue, dedupe_key)
+    WHERE dedupe_key IS NOT NULL AND status IN ('blocked', 'ready', 'claimed');
+  CREATE TABLE task_deps (
+    task_id INTEGER NOT NULL, depends_on INTEGER NOT NULL, PRIMARY KEY (task_id, depends_on)
+  ) WITHOUT ROWID;
+  CREATE INDEX task_deps_reverse ON task_deps (depends_on, task_id);
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length

@@ -20,6 +20,7 @@ import { webhooksStore, webhooksWrites, type WebhooksStore, type WebhooksWrites 
 import { templatesStore, templatesWrites, type TemplatesStore, type TemplatesWrites } from './templates'
 import { VersionedDocs } from './versioned'
 import { holdersStore, holdersWrites, type HoldersStore, type HoldersWrites } from './holders'
+import { queueStore, queueWrites, type QueueStore, type QueueWrites } from './queue'
 export type { Event } from './events'
 
 const DB_FILE = 'muster.db'
@@ -59,6 +60,7 @@ export interface Tx {
   compliance: Async<ComplianceWrites>
   webhooks: Async<WebhooksWrites>
   holders: Async<HoldersWrites>
+  queue: Async<QueueWrites>
   emit(topic: string, data: unknown, source: string): Promise<Event>
 }
 
@@ -76,6 +78,7 @@ export interface Store {
   compliance: ComplianceStore
   webhooks: WebhooksStore
   holders: HoldersStore
+  queue: QueueStore
   /**
    * Runs `fn` as one unit of work in the group commit and resolves with its result
    * once it is durable. A throw (or rejection) rolls the whole unit back. Units run
@@ -128,6 +131,7 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
     compliance: async(complianceWrites(writer)),
     webhooks: async(webhooksWrites(writer, unit, webhooks.changed)),
     holders: async(holdersWrites(writer)),
+    queue: async(queueWrites(writer)),
     async emit(topic, data, source) {
       const event = events.append(topic, data, source)
       unit.afterCommit(() => {
@@ -149,6 +153,7 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
     rules: rulesStore(reader),
     templates: templatesStore(reader),
     holders: holdersStore(reader),
+    queue: queueStore(reader),
   }
   return { reads, tx }
 }

@@ -1,0 +1,188 @@
+// /api/queues and /api/tasks: the task queue. Creating, reading and cancelling
+// need no instance token; claiming, acking, nacking and extending do (the caller
+// is the claimer). claim_id appears only in the claimer's claim and ack answers.
+import { t } from 'elysia'
+import type { Ctx } from '../services/context'
+import type { AuditScope } from '../services/audit'
+import { audited, noteAudit } from '../http/audit'
+import { enumParam, intParam } from '../http/params'
+import { notFound } from '../lib/errors'
+import { checkQueue, TASK_STATUSES } from '../lib/tasks'
+import { holderOf, optionalHolder } from '../services/holders'
+import type { Instance } from '../store/instances'
+import type { Task } from '../store/queue'
+import { ackTask, cancelTask, claimTask, createTask, extendTask, hideClaim, nackTask, readerBeat, taskId } from '../services/queue'
+
+const nullable = <T extends Parameters<typeof t.Union>[0][number]>(schema: T, description?: string) =>
+  t.Union([schema, t.Null()], description ? { description } : {})
+
+const TaskSchema = t.Object({
+  id: t.Integer(),
+  queue: t.String(),
+  title: t.String(),
+  payload: t.Unknown({ description: 'any JSON value, null when not given' }),
+  priority: t.Integer({ description: 'higher is claimed first' }),
+  status: t.UnionEnum(TASK_STATUSES),
+  depends_on: t.Array(t.Integer()),
+  requires: t.Array(t.String(), { description: 'capabilities the claimer must have' }),
+  attempts: t.Integer({ description: 'claims so far' }),
+  max_attempts: t.Integer(),
+  claimed_by: nullable(t.String(), 'instance id of the live claim, or of the last one for done and failed tasks'),
+  claim_id: nullable(t.String(), "only in the claimer's own claim and ack answers"),
+  fence: nullable(t.Integer(), 'fence of the latest claim'),
+  visible_until: nullable(t.String(), 'a claim with visibility_ms is requeued after this instant'),
+  available_at: nullable(t.String(), 'a task nacked with delay_ms is not claimable before this instant'),
+  result: t.Unknown({ description: 'the ack result' }),
+  last_error: nullable(t.String()),
+  dedupe_key: nullable(t.String()),
+  created_at: t.String(),
+  updated_at: t.String(),
+})
+
+const QueueParams = t.Object({ queue: t.String() })
+const IdParams = t.Object({ id: t.String() })
+const ClaimId = t.String({ description: 'from the claim answer; another one is 409 claim lost' })
+const TAGS = ['tasks']
+
+export function queueRoutes(ctx: Ctx) {
+  /** ack, nack and extend: the holder's call on its claim, through one service helper each. */
+  const onClaim =
+    <B extends { claim_id: string }>(change: (ctx: Ctx, audit: AuditScope | undefined, holder: Instance, id: number, body: B) => Promise<Task>) =>
+    async ({ request, params, body, audit }: { request: Request; params: { id: string }; body: B; audit?: AuditScope }) =>
+      change(ctx, audit, await holderOf(ctx, request), taskId(params.id), body)
+
+  return audited(ctx)
+    .post(
+      '/api/queues/:queue/tasks',
+      async ({ request, params, body, set, audit }) => {
+        const { task, created } = await createTask(ctx, audit, await optionalHolder(ctx, request), params.queue, body)
+        if (!created) noteAudit(request, `deduplicated: task ${task.id}`)
+        set.status = created ? 201 : 200
+        return task
+      },
+      {
+        params: QueueParams,
+        body: t.Object({
+          title: t.String({ description: 'required' }),
+          payload: t.Optional(t.Any({ description: 'any JSON value' })),
+          priority: t.Optional(t.Integer({ description: 'higher first, default 0' })),
+          depends_on: t.Optional(t.Array(t.Integer(), { description: 'ids of tasks of this queue; blocked until all are done' })),
+          requires: t.Optional(t.Array(t.String(), { description: "capabilities the claimer must have (all of them)" })),
+          max_attempts: t.Optional(t.Integer({ description: 'claims before the task fails, default 3' })),
+          dedupe_key: t.Optional(t.String({ description: 'an unfinished task of the queue with this key is returned instead (200)' })),
+        }),
+        response: { 200: TaskSchema, 201: TaskSchema },
+        audit: 'task.create',
+        detail: { summary: 'Add a task (201); with dedupe_key an unfinished duplicate is returned (200)', tags: TAGS },
+      },
+    )
+    .post(
+      '/api/queues/:queue/claim',
+      async ({ request, params, body, audit, status }) => {
+        const task = await claimTask(ctx, audit, await holderOf(ctx, request), params.queue, body ?? {})
+        return task ?? status(204, undefined)
+      },
+      {
+        params: QueueParams,
+        body: t.Optional(
+          t.Object({
+            wait_ms: t.Optional(t.Integer({ description: 'hold up to this long (≤ 60000) for a claimable task' })),
+            visibility_ms: t.Optional(t.Integer({ description: 'requeue (reason timeout) unless acked or extended in time' })),
+          }),
+        ),
+        response: { 200: TaskSchema, 204: t.Void({ description: 'nothing claimable by the end of wait_ms' }) },
+        audit: 'task.claim',
+        detail: { summary: 'Claim the first claimable task (priority, then creation order); X-Instance-Token required', tags: TAGS },
+      },
+    )
+    .post('/api/tasks/:id/ack', onClaim(ackTask), {
+      params: IdParams,
+      body: t.Object({ claim_id: ClaimId, result: t.Optional(t.Any({ description: 'any JSON value, stored' })) }),
+      response: { 200: TaskSchema },
+      audit: 'task.ack',
+      detail: { summary: 'Finish a claimed task: done, with its result', tags: TAGS },
+    })
+    .post('/api/tasks/:id/nack', onClaim(nackTask), {
+      params: IdParams,
+      body: t.Object({
+        claim_id: ClaimId,
+        error: t.Optional(t.String({ description: 'stored as last_error' })),
+        delay_ms: t.Optional(t.Integer({ description: 'not claimable again before this long' })),
+      }),
+      response: { 200: TaskSchema },
+      audit: 'task.nack',
+      detail: { summary: 'Give a claimed task back: ready again, or failed when its attempts are spent', tags: TAGS },
+    })
+    .post('/api/tasks/:id/extend', onClaim(extendTask), {
+      params: IdParams,
+      body: t.Object({ claim_id: ClaimId, visibility_ms: t.Integer({ description: 'visible_until = now + this' }) }),
+      response: { 200: TaskSchema },
+      audit: 'task.extend',
+      detail: { summary: 'Push back the visibility timeout of a claim', tags: TAGS },
+    })
+    .get(
+      '/api/tasks/:id',
+      async ({ request, params }) => {
+        const id = taskId(params.id)
+        await readerBeat(ctx, request)
+        const task = await ctx.store.queue.get(id)
+        if (!task) throw notFound('task not found')
+        return hideClaim(task)
+      },
+      { params: IdParams, response: { 200: TaskSchema }, detail: { summary: 'One task', tags: TAGS } },
+    )
+    .delete(
+      '/api/tasks/:id',
+      async ({ request, params, audit }) => cancelTask(ctx, audit, await optionalHolder(ctx, request), taskId(params.id)),
+      {
+        params: IdParams,
+        response: { 200: TaskSchema },
+        audit: 'task.cancel',
+        detail: { summary: 'Cancel a task (a live claim ends; dependents fail); a done task is 409', tags: TAGS },
+      },
+    )
+    .get(
+      '/api/queues',
+      async ({ request }) => {
+        await readerBeat(ctx, request)
+        return ctx.store.queue.queues()
+      },
+      {
+        response: {
+          200: t.Array(
+            t.Object({
+              queue: t.String(),
+              counts: t.Object({
+                blocked: t.Integer(),
+                ready: t.Integer(),
+                claimed: t.Integer(),
+                done: t.Integer(),
+                failed: t.Integer(),
+                cancelled: t.Integer(),
+              }),
+            }),
+          ),
+        },
+        detail: { summary: 'Every queue that has tasks, with counts per status', tags: TAGS },
+      },
+    )
+    .get(
+      '/api/queues/:queue/tasks',
+      async ({ request, params, query }) => {
+        const queue = checkQueue(params.queue)
+        const status = enumParam(query.status, 'status', TASK_STATUSES, undefined)
+        const limit = query.limit === undefined ? undefined : intParam(query.limit, 'limit', 0, 1)
+        await readerBeat(ctx, request)
+        return (await ctx.store.queue.list(queue, status, limit)).map(hideClaim)
+      },
+      {
+        params: QueueParams,
+        query: t.Object({
+          status: t.Optional(t.String({ description: TASK_STATUSES.join(' | ') })),
+          limit: t.Optional(t.String({ description: 'at most this many (default: all)' })),
+        }),
+        response: { 200: t.Array(TaskSchema) },
+        detail: { summary: "A queue's tasks in claim order (priority, then creation)", tags: TAGS },
+      },
+    )
+}

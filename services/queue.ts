@@ -1,0 +1,294 @@
+// Task queue use cases. Every transition (create, claim, ack, nack, extend, cancel,
+// requeue) is decided and written in one unit of work, with its task.* event and
+// audit entry, so a task has at most one live claim whatever the concurrency.
+// Claims end without an ack when the claimer goes stale or deregisters
+// (onInstanceGone) or its visibility timeout passes (onExpiry).
+import { randomUUID } from 'node:crypto'
+import type { Ctx } from './context'
+import type { Tx } from '../store'
+import type { Instance } from '../store/instances'
+import type { Task } from '../store/queue'
+import { AppError, conflict, forbidden, invalid, notFound } from '../lib/errors'
+import {
+  afterRequeue,
+  checkError,
+  checkQueue,
+  checkTask,
+  dependencyError,
+  initialStatus,
+  requeueError,
+  type RequeueReason,
+  type TaskInput,
+} from '../lib/tasks'
+import { Waiters } from '../lib/waiters'
+import { hashToken } from '../lib/token'
+import { recordAudit, type AuditScope } from './audit'
+import { onExpiry, SOURCE, touch, TTL_MAX_MS, TTL_MIN_MS, waitMsParam } from './holders'
+import { onInstanceGone } from './instances'
+
+/** Events after whose COMMIT a task may have become claimable: held claims of that queue try again. */
+const WAKE_TOPICS = new Set(['task.created', 'task.requeued', 'task.unblocked'])
+
+const waitersByCtx = new WeakMap<Ctx, Waiters>()
+
+/** Claims held with wait_ms, by queue; woken by the events of the writes themselves. */
+function waitersOf(ctx: Ctx): Waiters {
+  let waiters = waitersByCtx.get(ctx)
+  if (!waiters) {
+    const w = (waiters = new Waiters(ctx.shutdown))
+    ctx.bus.listen((event) => {
+      const data = event.data as { queue?: string; status?: string }
+      if (WAKE_TOPICS.has(event.topic) && data.status === 'ready' && data.queue) w.wake(data.queue)
+    })
+    waitersByCtx.set(ctx, waiters)
+  }
+  return waiters
+}
+
+/** The task as anyone but its claimer's claim and ack calls sees it: no claim_id. */
+export const hideClaim = (task: Task): Task => ({ ...task, claim_id: null })
+
+async function announce(tx: Tx, topic: string, task: Task, instanceId?: string | null, reason?: string): Promise<void> {
+  const data: Record<string, unknown> = { id: task.id, queue: task.queue, status: task.status }
+  if (instanceId) data.instance_id = instanceId
+  if (reason) data.reason = reason
+  await tx.emit(topic, data, SOURCE)
+}
+
+/**
+ * A finished task's blocked dependents follow it: when it is done, those whose
+ * dependencies are now all done turn ready; when it failed or was cancelled, they
+ * fail, and theirs after them.
+ */
+async function settleDependents(tx: Tx, task: Task): Promise<void> {
+  for (const dependent of await tx.queue.blockedDependents(task.id)) {
+    if (task.status === 'done') {
+      if ((await tx.queue.pendingDependencies(dependent.id)) === 0) await announce(tx, 'task.unblocked', await tx.queue.unblock(dependent.id))
+    } else {
+      const failed = await tx.queue.fail(dependent.id, dependencyError(task.id, task.status))
+      await announce(tx, 'task.failed', failed, null, 'dependency')
+      await settleDependents(tx, failed)
+    }
+  }
+}
+
+/** A claim ends without an ack: back to ready (after `delayMs`), or failed once its attempts are spent. */
+async function endClaim(tx: Tx, task: Task, reason: RequeueReason, error: string | null = null, delayMs = 0): Promise<Task> {
+  const lastError = requeueError(reason, error)
+  if (afterRequeue(task.attempts, task.max_attempts) === 'failed') {
+    const failed = await tx.queue.fail(task.id, lastError)
+    await announce(tx, 'task.failed', failed, task.claimed_by, reason)
+    await settleDependents(tx, failed)
+    return failed
+  }
+  const availableAt = delayMs > 0 ? new Date(Date.now() + delayMs).toISOString() : null
+  const ready = await tx.queue.requeue(task.id, availableAt, lastError)
+  await announce(tx, 'task.requeued', ready, task.claimed_by, reason)
+  return ready
+}
+
+// The claims of an instance that goes stale or deregisters end in the unit that marks it.
+onInstanceGone(async (tx, instance, reason) => {
+  for (const task of await tx.queue.claimedBy(instance.id)) await endClaim(tx, task, reason)
+})
+
+// Visibility timeouts: a claim not acked or extended by visible_until is requeued.
+onExpiry(async (tx, now) => {
+  for (const task of await tx.queue.timedOut(now)) await endClaim(tx, task, 'timeout')
+})
+
+/** An optional visibility_ms (TTL bounds); a required one when `required`. */
+function visibilityParam(value: unknown, required = false): number | undefined {
+  if (value === undefined || value === null) {
+    if (required) throw invalid('visibility_ms is required')
+    return undefined
+  }
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < TTL_MIN_MS || value > TTL_MAX_MS)
+    throw invalid(`invalid visibility_ms: expected an integer from ${TTL_MIN_MS} to ${TTL_MAX_MS}`)
+  return value
+}
+
+const visibleUntil = (ms: number | undefined) => (ms === undefined ? null : new Date(Date.now() + ms).toISOString())
+
+/** A task id from a path: anything but a positive integer names no task. */
+export function taskId(raw: string): number {
+  if (!/^[1-9]\d{0,15}$/.test(raw)) throw notFound('task not found')
+  return Number(raw)
+}
+
+/**
+ * Every call an instance makes counts as a heartbeat, reads included: with a known
+ * X-Instance-Token, last_seen is refreshed. An unknown token changes nothing on a read.
+ */
+export async function readerBeat(ctx: Ctx, request: Request): Promise<void> {
+  const token = request.headers.get('x-instance-token')
+  if (!token) return
+  const id = await ctx.store.instances.idByTokenHash(hashToken(token))
+  if (id) await ctx.store.write(async (tx) => void (await tx.instances.heartbeat(id)))
+}
+
+/**
+ * One unit as `holder` (or as nobody): the call is a heartbeat that commits even
+ * when `fn` refuses it (404, 409 claim lost, 400), so `fn` must throw before it
+ * writes anything; its AppError is answered once the heartbeat is committed.
+ */
+async function asHolder<T>(ctx: Ctx, holder: Instance | null, fn: (tx: Tx, me: Instance | null) => Promise<T>): Promise<T> {
+  const out = await ctx.store.write(async (tx): Promise<{ ok: T } | { refused: AppError }> => {
+    const me = holder ? await touch(tx, holder.id) : null
+    try {
+      return { ok: await fn(tx, me) }
+    } catch (err) {
+      if (err instanceof AppError) return { refused: err }
+      throw err
+    }
+  })
+  if ('refused' in out) throw out.refused
+  return out.ok
+}
+
+/** Creates a task (201), or with a dedupe_key finds the unfinished one of the queue that has it (200, nothing new). */
+export function createTask(
+  ctx: Ctx,
+  audit: AuditScope | undefined,
+  caller: Instance | null,
+  queue: string,
+  body: TaskInput,
+): Promise<{ task: Task; created: boolean }> {
+  const input = checkTask(queue, body)
+  return asHolder(ctx, caller, async (tx) => {
+    if (input.dedupe_key !== null) {
+      const existing = await tx.queue.byDedupeKey(queue, input.dedupe_key)
+      if (existing) return { task: hideClaim(existing), created: false }
+    }
+    const deps = await tx.queue.statuses(queue, input.depends_on)
+    const unknown = input.depends_on.find((id) => !deps.some((d) => d.id === id))
+    if (unknown !== undefined) throw invalid(`invalid depends_on: no task ${unknown} in queue ${queue}`)
+    const start = initialStatus(deps)
+    const task = await tx.queue.insert(input, start.status, start.status === 'failed' ? start.last_error : null)
+    await announce(tx, 'task.created', task, caller?.id)
+    if (task.status === 'failed') await announce(tx, 'task.failed', task, null, 'dependency')
+    await recordAudit(tx, audit, `task ${task.id}: ${task.title}`)
+    return { task, created: true }
+  })
+}
+
+/** One claim attempt, in one unit: the first claimable task in claim order, or when a delayed one becomes available. */
+function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, queue: string, visibilityMs: number | undefined) {
+  return asHolder(ctx, holder, async (tx, holderNow): Promise<{ task: Task | null; next: string | null }> => {
+    const me = holderNow!
+    const at = new Date().toISOString()
+    const found = await tx.queue.nextClaimable(queue, me.capabilities, at)
+    if (!found) return { task: null, next: await tx.queue.nextAvailable(queue, me.capabilities, at) }
+    const fence = await tx.holders.nextFence()
+    const task = await tx.queue.claim(found.id, { instanceId: me.id, claimId: randomUUID(), fence, visibleUntil: visibleUntil(visibilityMs) })
+    await announce(tx, 'task.claimed', task, me.id)
+    await recordAudit(tx, audit, `task ${task.id}, fence ${fence}`)
+    return { task, next: null }
+  })
+}
+
+/**
+ * Claims the first claimable task of `queue` for `holder`, holding up to `wait_ms`
+ * for one. Null when none came in time (or the server is stopping).
+ */
+export async function claimTask(
+  ctx: Ctx,
+  audit: AuditScope | undefined,
+  holder: Instance,
+  queue: string,
+  body: { wait_ms?: unknown; visibility_ms?: unknown },
+): Promise<Task | null> {
+  checkQueue(queue)
+  const waitMs = waitMsParam(body.wait_ms)
+  const visibilityMs = visibilityParam(body.visibility_ms)
+  const deadline = Date.now() + waitMs
+  const waiters = waitersOf(ctx)
+  for (;;) {
+    const remaining = deadline - Date.now()
+    // Registered before the attempt: a task committed during it still wakes this claim.
+    const wait = remaining > 0 ? waiters.wait(queue, remaining) : null
+    const { task, next } = await tryClaim(ctx, audit, holder, queue, visibilityMs)
+    if (task || !wait) {
+      wait?.cancel()
+      return task
+    }
+    // A delayed task becomes claimable at a known instant: sleep until then at most.
+    const untilNext = next === null ? Infinity : Date.parse(next) - Date.now()
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const delayEnds = new Promise<'timeout'>((resolve) => {
+      if (untilNext < remaining) timer = setTimeout(() => resolve('timeout'), Math.max(0, untilNext))
+    })
+    const reason = await Promise.race([wait.done, delayEnds])
+    clearTimeout(timer)
+    wait.cancel()
+    if (reason === 'shutdown') return null
+  }
+}
+
+/**
+ * ack, nack and extend: the caller must hold the task's live claim. 404 unknown
+ * task; 409 `claim lost` when `claimId` is not the live claim (nothing changes);
+ * 403 when the live claim is another instance's.
+ */
+function withClaim(ctx: Ctx, holder: Instance, id: number, claimId: string, change: (tx: Tx, task: Task) => Promise<Task>): Promise<Task> {
+  return asHolder(ctx, holder, async (tx) => {
+    const task = await tx.queue.get(id)
+    if (!task) throw notFound('task not found')
+    if (task.status !== 'claimed' || task.claim_id !== claimId) throw conflict('claim lost')
+    if (task.claimed_by !== holder.id) throw forbidden('the claim belongs to another instance')
+    return change(tx, task)
+  })
+}
+
+/** Done, with its result; dependents whose dependencies are all done turn ready. Shows the claim_id used. */
+export function ackTask(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, id: number, body: { claim_id: string; result?: unknown }) {
+  return withClaim(ctx, holder, id, body.claim_id, async (tx, task) => {
+    const done = await tx.queue.complete(task.id, body.result ?? null)
+    await announce(tx, 'task.done', done, holder.id)
+    await settleDependents(tx, done)
+    await recordAudit(tx, audit, `task ${task.id}, fence ${task.fence}`)
+    return { ...done, claim_id: body.claim_id }
+  })
+}
+
+/** Back to ready (claimable after delay_ms) with last_error, or failed when its attempts are spent. */
+export function nackTask(
+  ctx: Ctx,
+  audit: AuditScope | undefined,
+  holder: Instance,
+  id: number,
+  body: { claim_id: string; error?: unknown; delay_ms?: unknown },
+) {
+  const error = checkError(body.error)
+  const delayMs = waitMsParam(body.delay_ms, 'delay_ms', TTL_MAX_MS)
+  return withClaim(ctx, holder, id, body.claim_id, async (tx, task) => {
+    const after = await endClaim(tx, task, 'nack', error, delayMs)
+    await recordAudit(tx, audit, `task ${task.id}: ${after.status}`)
+    return hideClaim(after)
+  })
+}
+
+/** visible_until = now + visibility_ms (a claim without one gets one). */
+export function extendTask(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, id: number, body: { claim_id: string; visibility_ms?: unknown }) {
+  const ms = visibilityParam(body.visibility_ms, true)
+  return withClaim(ctx, holder, id, body.claim_id, async (tx, task) => {
+    const extended = await tx.queue.extend(task.id, visibleUntil(ms)!)
+    await recordAudit(tx, audit, `task ${task.id} visible until ${extended.visible_until}`)
+    return hideClaim(extended)
+  })
+}
+
+/** Cancelled (a live claim ends with it; dependents fail). A done task: 409; a cancelled one is returned as it is. */
+export function cancelTask(ctx: Ctx, audit: AuditScope | undefined, caller: Instance | null, id: number): Promise<Task> {
+  return asHolder(ctx, caller, async (tx) => {
+    const task = await tx.queue.get(id)
+    if (!task) throw notFound('task not found')
+    if (task.status === 'done') throw conflict('task is done')
+    if (task.status === 'cancelled') return hideClaim(task)
+    const cancelled = await tx.queue.cancel(id)
+    await announce(tx, 'task.cancelled', cancelled, task.status === 'claimed' ? task.claimed_by : null)
+    await settleDependents(tx, cancelled)
+    await recordAudit(tx, audit, `task ${id} (was ${task.status})`)
+    return hideClaim(cancelled)
+  })
+}

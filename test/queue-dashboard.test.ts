@@ -1,0 +1,129 @@
+// The task board (/tasks) in Debian's Chromium: columns by status with claimer
+// liveness, attempts and last error; live from the event stream; cancel.
+// Screenshots go to a temp folder printed at the end.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { join } from 'node:path'
+import { call, eventually, startServer, tempDir } from './helpers'
+
+const CHROMIUM = '/usr/bin/chromium'
+const TOKEN = 'board-token'
+const AUTH = { authorization: `Bearer ${TOKEN}` }
+const SHOTS = tempDir('muster-task-board-')
+setDefaultTimeout(30_000)
+
+const s = await startServer({ args: ['--auth-token', TOKEN] })
+const api = (method: string, path: string, body?: unknown, token?: string) =>
+  call(s.api, method, path, body, { ...AUTH, ...(token ? { 'x-instance-token': token } : {}) })
+const register = async (name: string) => (await api('POST', '/api/instances/register', { name })).body
+const add = async (queue: string, body: Record<string, unknown>) => (await api('POST', `/api/queues/${queue}/tasks`, body)).body
+const claim = async (queue: string, token: string) => (await api('POST', `/api/queues/${queue}/claim`, {}, token)).body
+
+let browser: BrowserContext
+beforeAll(async () => {
+  browser = await chromium.launchPersistentContext(tempDir('muster-chromium-'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1400, height: 900 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  })
+})
+afterAll(async () => {
+  await browser?.close()
+  await s.cleanup()
+  console.log(`task board screenshots: ${SHOTS}`)
+})
+
+async function open(path: string, width = 1400): Promise<{ page: Page; problems: string[] }> {
+  const page = await browser.newPage()
+  await page.setViewportSize({ width, height: 900 })
+  const problems: string[] = []
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`))
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(`console: ${m.text()}`)
+  })
+  await page.addInitScript((t) => sessionStorage.setItem('muster.token', t), TOKEN)
+  await page.goto(s.dashboard + path)
+  return { page, problems }
+}
+
+const columnTitles = (page: Page, status: string) =>
+  page.locator(`.column[data-status="${status}"] .task-card .title`).allTextContents()
+
+describe('task board', () => {
+  test('shows each queue with counts and a column per status, claimer name and liveness, attempts, last error', async () => {
+    const alice = await register('alice')
+    const bob = await register('bob')
+    const lint = await add('web', { title: 'Lint the API', priority: 5, requires: [] })
+    await add('web', { title: 'Write docs' })
+    await add('web', { title: 'Deploy', depends_on: [lint.id] })
+    const flaky = await add('web', { title: 'Flaky e2e', max_attempts: 1 })
+    const c1 = await claim('web', alice.token) // Lint the API (priority 5)
+    expect(c1.id).toBe(lint.id)
+    const c2 = await claim('web', bob.token) // Write docs
+    await api('POST', `/api/tasks/${c2.id}/ack`, { claim_id: c2.claim_id, result: { pages: 3 } }, bob.token)
+    const c3 = await claim('web', bob.token) // Flaky e2e
+    expect(c3.id).toBe(flaky.id)
+    await api('POST', `/api/tasks/${c3.id}/nack`, { claim_id: c3.claim_id, error: 'timeout waiting for selector #login' }, bob.token)
+    await add('ops', { title: 'Rotate keys' })
+
+    const { page, problems } = await open('/tasks?queue=web')
+    await page.locator('.column[data-status="claimed"] .task-card').first().waitFor()
+    // Queues by name, with the counts that need attention.
+    expect(await page.locator('.queue-list [data-queue]').allTextContents()).toEqual(['ops1 ready', 'web1 claimed1 blocked1 failed'])
+    expect(await page.locator('.queue-list [aria-current="true"]').getAttribute('data-queue')).toBe('web')
+    expect(await columnTitles(page, 'claimed')).toEqual(['Lint the API'])
+    expect(await columnTitles(page, 'blocked')).toEqual(['Deploy'])
+    expect(await columnTitles(page, 'done')).toEqual(['Write docs'])
+    expect(await columnTitles(page, 'failed')).toEqual(['Flaky e2e'])
+    const claimed = page.locator('.column[data-status="claimed"] .task-card')
+    expect(await claimed.locator('.claimer').textContent()).toBe('claimed byaliceactive')
+    expect(await claimed.locator('.attempts').textContent()).toBe('attempts 1/3')
+    const failed = page.locator('.column[data-status="failed"] .task-card')
+    expect(await failed.locator('.error').textContent()).toBe('timeout waiting for selector #login')
+    expect(await page.locator('.column[data-status="failed"] h3 .count').textContent()).toBe('1')
+    await page.screenshot({ path: join(SHOTS, 'board.png'), fullPage: true })
+    expect(problems).toEqual([])
+    await page.close()
+  })
+
+  test('live: a new task and its claim show up without a reload; cancel from the board', async () => {
+    const { page, problems } = await open('/tasks?queue=live')
+    await page.locator('#stream-status.live').waitFor()
+    await page.locator('.column[data-status="ready"] .none').waitFor() // nothing in this queue yet
+    const t = await add('live', { title: 'Arrives live' })
+    // Well before the 15 s safety-net poll: the event stream redraws the board.
+    const LIVE = { timeout: 5000 }
+    await page.locator('.column[data-status="ready"] .task-card', { hasText: 'Arrives live' }).waitFor(LIVE)
+    const carol = await register('carol')
+    await claim('live', carol.token)
+    await page.locator('.column[data-status="claimed"] .task-card', { hasText: 'carol' }).waitFor(LIVE)
+
+    page.once('dialog', (d) => void d.accept())
+    await page.locator('.column[data-status="claimed"] .task-card button', { hasText: 'Cancel' }).click()
+    await page.locator('.column[data-status="cancelled"] .task-card', { hasText: 'Arrives live' }).waitFor(LIVE)
+    expect((await api('GET', `/api/tasks/${t.id}`)).body.status).toBe('cancelled')
+    expect(await page.locator('.column[data-status="cancelled"] .task-card button').count()).toBe(0)
+    await page.screenshot({ path: join(SHOTS, 'live-cancelled.png'), fullPage: true })
+
+    // Narrow window: one column of cards.
+    await page.setViewportSize({ width: 420, height: 900 })
+    await page.screenshot({ path: join(SHOTS, 'narrow.png'), fullPage: true })
+    expect(problems).toEqual([])
+    await page.close()
+  })
+
+  test('without queues the board says how tasks get there', async () => {
+    const empty = await startServer()
+    try {
+      const page = await browser.newPage()
+      await page.goto(empty.dashboard + '/tasks')
+      await page.locator('#queues .state-box.empty').waitFor()
+      expect(await page.locator('#queues .state-box .title').textContent()).toBe('No queues yet')
+      expect(await page.locator('#board .state-box .title').textContent()).toBe('No queue selected')
+      await page.close()
+    } finally {
+      await empty.cleanup()
+    }
+  })
+})
