@@ -40,4 +40,45 @@ describe('persistence', () => {
     expect(Object.keys(acked).length).toBe(50)
     await b.stop()
   })
+
+  test('kill -9 during writes: every acknowledged write has its state.changed event and audit entry, in commit order', async () => {
+    const a = await startServer({ dataDir: dir })
+    // Writers keep going until the kill; each acknowledged PUT is noted with the version it got.
+    const acked: { key: string; version: number; hash: string }[] = []
+    let killed = false
+    const writer = async (w: number) => {
+      for (let i = 0; !killed; i++) {
+        try {
+          const r = await call(a.api, 'PUT', `/api/state/crash/${w}`, JSON.stringify({ w, i }))
+          if (r.status === 200) acked.push({ key: `crash/${w}`, version: r.body.version, hash: r.body.hash })
+        } catch {
+          return // the connection died with the server
+        }
+      }
+    }
+    const writers = Array.from({ length: 8 }, (_, w) => writer(w))
+    while (acked.length < 200) await Bun.sleep(5)
+    killed = true
+    await a.kill()
+    await Promise.all(writers)
+    const b = await startServer({ dataDir: dir })
+    const events = (await call(b.api, 'GET', '/api/events/history?after_id=0&last=1000&topic=state.changed')).body as any[]
+    const audit = (await call(b.api, 'GET', '/api/audit?action=state.put&limit=1000')).body as any[]
+    for (const w of acked) {
+      expect(events.some((e) => e.data.key === w.key && e.data.version === w.version && e.data.hash === w.hash)).toBe(true)
+      expect(audit.some((e) => e.resource === `state/${w.key}` && e.detail === `version ${w.version}`)).toBe(true)
+    }
+    // Per key, events come in version order with no version missing or repeated: ids follow commit order.
+    for (let w = 0; w < 8; w++) {
+      const versions = events.filter((e) => e.data.key === `crash/${w}`).map((e) => e.data.version)
+      expect(versions).toEqual(versions.map((_, i) => i + 1))
+    }
+    // Nothing beyond the durable state was announced: the newest event of each key is its stored version.
+    const list = (await call(b.api, 'GET', '/api/state')).body as { key: string; version: number }[]
+    for (let w = 0; w < 8; w++) {
+      const versions = events.filter((e) => e.data.key === `crash/${w}`).map((e) => e.data.version)
+      expect(list.find((e) => e.key === `crash/${w}`)?.version ?? 0).toBe(versions.at(-1) ?? 0)
+    }
+    await b.stop()
+  })
 })
