@@ -197,6 +197,18 @@ describe('apply', () => {
     expect((await call(s.api, 'GET', '/api/specs/clash/api-contract')).body).toEqual({ plain: true })
   })
 
+  test('all or nothing: a part that fails leaves every other part of the template unwritten, with no events', async () => {
+    await call(s.api, 'PUT', '/api/specs/half/users', { plain: true }) // the bundle's contract name is taken by a plain spec
+    const before = (await call(s.api, 'GET', '/api/events/history?last=1')).body[0]?.id ?? 0
+    const r = await apply('starter', 'half') // rules, contract users (refused), spec config
+    expect(r.status).toBe(409)
+    expect(r.body.error).toStartWith('contract users:')
+    expect((await call(s.api, 'GET', '/api/specs/half/config')).status).toBe(404)
+    expect((await call(s.api, 'GET', '/api/validate/half/rules')).body.rules).toEqual([])
+    const after = (await call(s.api, 'GET', `/api/events/history?after_id=${before}`)).body
+    expect(after).toEqual([])
+  })
+
   test('audited: template.create, template.update, template.delete, template.apply', async () => {
     const audit = async (action: string) => (await call(s.api, 'GET', `/api/audit?action=${action}&limit=200`)).body
     await eventually(async () => (await audit('template.apply')).length >= 10)
@@ -206,7 +218,7 @@ describe('apply', () => {
     expect((await audit('template.update')).map((e: any) => e.outcome).sort()).toEqual(['error', 'error', 'error', 'success', 'success'])
     expect((await audit('template.delete')).map((e: any) => e.outcome).sort()).toEqual(['error', 'success'])
     const applies = await audit('template.apply')
-    const bundle = applies.find((e: any) => e.resource === 'templates/starter/apply')
+    const bundle = applies.find((e: any) => e.resource === 'templates/starter/apply' && e.outcome === 'success')
     expect(bundle.outcome).toBe('success')
     expect(bundle.detail).toBe('starter v1 → newapp: 1 rules, 1 contracts, 1 specs')
     // the contract and spec writes of an apply are audited as themselves too
