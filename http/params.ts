@@ -1,7 +1,6 @@
 // Query and path parameters: integers, enums, instants, keys, and the
 // compare-and-swap conditions of a versioned write.
 import { invalid } from '../lib/errors'
-import type { WriteCondition } from '../store/versioned'
 
 /** A non-negative (or >= min) integer parameter; absent gives the default, garbage gives 400. */
 export function intParam(value: string | undefined, name: string, def: number, min = 0): number {

@@ -2,13 +2,11 @@
 // they share the specs' versions, ETags and history; plus payload validation
 // and a live test of an endpoint.
 import { t } from 'elysia'
-import { conflict, invalid, notFound } from '../lib/errors'
+import { invalid, notFound } from '../lib/errors'
 import {
   DIRECTIONS,
   checkBaseUrl,
-  compileContract,
   compiledFromDoc,
-  contractCache,
   decodeJson,
   describeProblems,
   isContractDoc,
@@ -17,11 +15,10 @@ import {
 import { DEFAULT_TIMEOUT_MS, callEndpoint, requestFromTestData } from '../lib/contract-call'
 import type { Ctx } from '../services/context'
 import type { Doc } from '../store/versioned'
-import { intParam } from '../http/params'
-import { noteAudit, audited } from '../http/audit'
+import { audited } from '../http/audit'
 import { DocReadQuery, keyParam, readDocument, writeCondition } from '../http/documents'
 import { readJsonBody } from '../http/body'
-import { specNames } from './specs'
+import { specNames, specSource } from './specs'
 import { deleteContract, putContract } from '../services/contracts'
 
 const Params = t.Object({ project: t.String(), name: t.String() })
@@ -86,12 +83,7 @@ export function contractsRoutes(ctx: Ctx) {
       async ({ params, query, request }) => {
         const { project, name } = specNames(params)
         await stored(project, name)
-        const source = {
-          get: () => ctx.store.specs.get(project, name),
-          getVersion: (v: number) => ctx.store.specs.getVersion(project, name, v),
-          history: (limit: number) => ctx.store.specs.history(project, name, limit),
-        }
-        return readDocument(source, query, request, 'contract', { project, name })
+        return readDocument(specSource(ctx, project, name), query, request, 'contract', { project, name })
       },
       {
         params: Params,

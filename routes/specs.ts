@@ -4,10 +4,17 @@ import type { Ctx } from '../services/context'
 import { deleteSpec, putSpec } from '../services/specs'
 import { audited } from '../http/audit'
 import { readJsonBody } from '../http/body'
-import { DocReadQuery, keyParam, readDocument, writeCondition } from '../http/documents'
+import { DocReadQuery, keyParam, readDocument, writeCondition, type DocSource } from '../http/documents'
 
 const SpecParams = t.Object({ project: t.String(), name: t.String() })
 const CasQuery = t.Object({ if_version: t.Optional(t.String({ description: 'compare-and-swap on the current version' })) })
+
+/** One spec as a versioned-document source (contracts are specs too). */
+export const specSource = (ctx: Ctx, project: string, name: string): DocSource => ({
+  get: () => ctx.store.specs.get(project, name),
+  getVersion: (v) => ctx.store.specs.getVersion(project, name, v),
+  history: (limit) => ctx.store.specs.history(project, name, limit),
+})
 
 /** project and name from the path, decoded and checked. */
 export const specNames = (params: { project: string; name: string }) => ({
@@ -29,12 +36,7 @@ export function specsRoutes(ctx: Ctx) {
       '/api/specs/:project/:name',
       ({ params, query, request }) => {
         const { project, name } = specNames(params)
-        const source = {
-          get: () => ctx.store.specs.get(project, name),
-          getVersion: (v: number) => ctx.store.specs.getVersion(project, name, v),
-          history: (limit: number) => ctx.store.specs.history(project, name, limit),
-        }
-        return readDocument(source, query, request, 'spec', { project, name })
+        return readDocument(specSource(ctx, project, name), query, request, 'spec', { project, name })
       },
       {
         params: SpecParams,

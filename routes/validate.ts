@@ -6,7 +6,7 @@ import { replaceRules } from '../services/rules'
 import { checkRules } from '../lib/rules'
 import { validate } from '../lib/validation'
 import { countForCaller } from '../http/caller'
-import { noteAudit, audited } from '../http/audit'
+import { audited } from '../http/audit'
 import { keyParam } from '../http/documents'
 import { RuleList } from './rules'
 
