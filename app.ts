@@ -19,6 +19,8 @@ export interface Server {
   ctx: Ctx
   apiUrl: string
   dashboardUrl: string | null
+  /** Answers a request in-process, exactly as the API port would (tests use it where no process boundary matters). */
+  handle(request: Request): Promise<Response>
   stop(): Promise<void>
 }
 
@@ -67,6 +69,7 @@ export async function startServer(config: Config): Promise<Server> {
     ctx,
     apiUrl: ctx.apiUrl,
     dashboardUrl,
+    handle: (request) => api.handle(request),
     async stop() {
       stopping.abort()
       for (const stop of stopJobs) await stop()

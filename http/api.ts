@@ -6,6 +6,7 @@ import type { Ctx } from '../services/context'
 import { MAX_ANY_BODY, MAX_BODY, boundedRequest, tooLarge } from './body'
 import { authorized, countForCaller } from './caller'
 import { errorAnswer, errorResponse } from './errors'
+import { auditFailure } from './audit'
 import { healthRoutes } from '../routes/health'
 import { stateRoutes } from '../routes/state'
 import { specsRoutes } from '../routes/specs'
@@ -28,23 +29,15 @@ import { queueRoutes } from '../routes/queue'
 export function createApi(ctx: Ctx) {
   // The server-level cap admits the largest route limit; each request is held to its own route's limit below.
   const app = new Elysia({ serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 } })
-  // Routes as regexes, to tell 405 (path exists, other method) from 404, with their declared body limits.
-  let table: { method: string; re: RegExp; maxBody?: number }[] | null = null
-  const routeTable = () =>
-    (table ??= app.routes.map((r) => ({
-      method: r.method,
-      re: new RegExp(`^${r.path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}$`),
-      maxBody: (r.hooks as { maxBody?: number } | undefined)?.maxBody,
-    })))
-  const allowedMethods = (path: string) => [...new Set(routeTable().filter((r) => r.re.test(path)).map((r) => r.method))]
+  // Filled once every route is mounted (below): read off the route options before Elysia compiles them away.
+  let table: RouteInfo[] = []
+  let large: RouteInfo[] = []
+  const audits = new Map<string, string>()
+  const allowedMethods = (path: string) => [...new Set(table.filter((r) => r.re.test(path)).map((r) => r.method))]
   // Only routes that declare maxBody differ from MAX_BODY: look those up, the rest need no match.
-  let large: { method: string; re: RegExp; maxBody: number }[] | null = null
-  const bodyLimit = (method: string, path: string) => {
-    large ??= routeTable().filter((r): r is { method: string; re: RegExp; maxBody: number } => r.maxBody !== undefined)
-    return large.find((r) => r.method === method && r.re.test(path))?.maxBody ?? MAX_BODY
-  }
+  const bodyLimit = (method: string, path: string) => large.find((r) => r.method === method && r.re.test(path))?.maxBody ?? MAX_BODY
 
-  return app
+  app
     // Kept synchronous: an async hook costs every request (GET /api/state: -15% req/s).
     .onRequest((c) => {
       const url = new URL(c.request.url)
@@ -59,7 +52,13 @@ export function createApi(ctx: Ctx) {
       if (url.pathname === '/mcp') void countForCaller(ctx, c.request, 'mcp_calls')
       else if (url.pathname.startsWith('/api/')) void countForCaller(ctx, c.request, 'rest_calls')
     })
-    .onError(({ code, error, set, request }) => errorAnswer(code, error, set, request, allowedMethods))
+    .onError(async ({ code, error, set, request, route }) => {
+      const answer = errorAnswer(code, error, set, request, allowedMethods)
+      // An audited route's failure is logged before the answer goes out (its service wrote nothing).
+      const action = audits.get(`${request.method} ${route}`)
+      if (action) await auditFailure(ctx, request, action, answer.code)
+      return answer
+    })
     .use(
       openapi({
         path: '/docs',
@@ -87,4 +86,24 @@ export function createApi(ctx: Ctx) {
     .use(rulesRoutes(ctx))
     .use(templatesRoutes(ctx))
     .use(queueRoutes(ctx))
+
+  table = app.routes.map((r) => {
+    const hooks = r.hooks as { maxBody?: number; detail?: { 'x-audit'?: string } } | undefined
+    const action = hooks?.detail?.['x-audit']
+    if (action) audits.set(`${r.method} ${r.path}`, action)
+    return {
+      method: r.method,
+      re: new RegExp(`^${r.path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}$`),
+      maxBody: hooks?.maxBody,
+    }
+  })
+  large = table.filter((r) => r.maxBody !== undefined)
+  return app
+}
+
+/** A route as a regex (to tell 405 from 404) with its declared body limit. */
+interface RouteInfo {
+  method: string
+  re: RegExp
+  maxBody?: number
 }

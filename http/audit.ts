@@ -4,7 +4,6 @@
 // answer, or a route that changes nothing durable) is written here after the response.
 import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
-import { track } from '../lib/background'
 import type { AuditScope } from '../services/audit'
 import { callerOf } from './caller'
 
@@ -36,12 +35,13 @@ async function scopeOf(ctx: Ctx, request: Request, action: string): Promise<Audi
   return scope
 }
 
+/** Writes the entry the request's service did not write: a success of a route that changes nothing durable, or a failure. */
 async function writeLeftover(ctx: Ctx, request: Request, action: string, status: number): Promise<void> {
   try {
     const scope = await scopeOf(ctx, request, action)
     if (scope.written && status < 400) return
     await ctx.store.write(async (tx) =>
-      await tx.audit.append({
+      tx.audit.append({
         actor: scope.actor,
         action,
         resource: scope.resource,
@@ -54,16 +54,24 @@ async function writeLeftover(ctx: Ctx, request: Request, action: string, status:
   }
 }
 
-/** Route modules start from this plugin: it gives them the `audit` route option. */
+/** The entry of an audited route that failed with `status` (the API app's error handler calls it). */
+export const auditFailure = (ctx: Ctx, request: Request, action: string, status: number) => writeLeftover(ctx, request, action, status)
+
+/**
+ * Route modules start from this plugin: it gives them the `audit: 'action.name'`
+ * route option. Entries are written before the answer goes out, so the log's order
+ * is the order in which callers got their answers.
+ */
 export function audited(ctx: Ctx) {
   return new Elysia().macro({
     audit(action: string) {
       return {
+        // Kept in the route's detail (Elysia drops the macro option itself): the API app finds a
+        // failing route's action there, and the OpenAPI document shows it as x-audit.
+        ...({ detail: { 'x-audit': action } } as {}), // (the macro typings do not admit detail)
         resolve: async ({ request }: { request: Request }) => ({ audit: await scopeOf(ctx, request, action) }),
-        // Not async: Elysia would wait on the returned promise; the leftover entry is written in the background.
-        afterResponse({ request, set }: { request: Request; set: { status?: number | string } }) {
-          const status = typeof set.status === 'number' ? set.status : 200
-          track(writeLeftover(ctx, request, action, status))
+        afterHandle: async ({ request, set }: { request: Request; set: { status?: number | string } }) => {
+          await writeLeftover(ctx, request, action, typeof set.status === 'number' ? set.status : 200)
         },
       }
     },

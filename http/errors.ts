@@ -38,6 +38,19 @@ function validationMessage(error: any): string {
   return `invalid ${name}: ${first.message}`
 }
 
+/** The AppError behind an error, if any (a body stream cut off for size surfaces wrapped in a parse error). */
+const appErrorOf = (error: unknown): AppError | null =>
+  error instanceof AppError ? error : (error as any)?.cause instanceof AppError ? (error as any).cause : null
+
+/** The status a handler's error answers with (a route that exists, so never 404/405 by routing). */
+export function statusOfError(code: string | number, error: unknown): number {
+  const appError = appErrorOf(error)
+  if (appError) return STATUS[appError.kind]
+  if (code === 'PARSE' || code === 'VALIDATION') return 400
+  const status = (error as any)?.status
+  return typeof status === 'number' && status < 500 ? status : 500
+}
+
 /** The {error, code} answer for anything a handler threw (the API app's onError). */
 export function errorAnswer(
   code: string | number,
@@ -46,38 +59,33 @@ export function errorAnswer(
   request: Request,
   allowedMethods: (path: string) => string[],
 ) {
-      let status = 500
-      let message = 'internal server error'
-      let extra: Record<string, unknown> = {}
-      // A body stream cut off for size surfaces from the JSON parser wrapped in a parse error.
-      const appError: AppError | null = error instanceof AppError ? error : (error as any)?.cause instanceof AppError ? (error as any).cause : null
-      if (appError) {
-        status = STATUS[appError.kind as keyof typeof STATUS]
-        message = appError.message
-        extra = appError.extra
-      } else if (code === 'NOT_FOUND') {
-        const allowed = allowedMethods(new URL(request.url).pathname).filter((m) => m !== request.method)
-        if (allowed.length) {
-          status = 405
-          message = `method ${request.method} not allowed`
-          set.headers['allow'] = allowed.join(', ')
-        } else {
-          status = 404
-          message = 'not found'
-        }
-      } else if (code === 'PARSE') {
-        status = 400
-        message = 'malformed request body: expected valid JSON'
-      } else if (code === 'VALIDATION') {
-        status = 400
-        message = validationMessage(error)
-      } else if (typeof (error as any)?.status === 'number' && (error as any).status < 500) {
-        status = (error as any).status
-        message = (error as any).message || message
-      } else {
-        console.error(`internal error on ${request.method} ${request.url}:`, (error as Error)?.stack ?? error)
-      }
-      set.status = status
-      set.headers['content-type'] = 'application/json'
-      return { error: message, code: status, ...extra }
+  let status = statusOfError(code, error)
+  let message = 'internal server error'
+  let extra: Record<string, unknown> = {}
+  const appError = appErrorOf(error)
+  if (appError) {
+    message = appError.message
+    extra = appError.extra
+  } else if (code === 'NOT_FOUND') {
+    const allowed = allowedMethods(new URL(request.url).pathname).filter((m) => m !== request.method)
+    if (allowed.length) {
+      status = 405
+      message = `method ${request.method} not allowed`
+      set.headers['allow'] = allowed.join(', ')
+    } else {
+      status = 404
+      message = 'not found'
     }
+  } else if (code === 'PARSE') {
+    message = 'malformed request body: expected valid JSON'
+  } else if (code === 'VALIDATION') {
+    message = validationMessage(error)
+  } else if (status < 500) {
+    message = (error as any).message || message
+  } else {
+    console.error(`internal error on ${request.method} ${request.url}:`, (error as Error)?.stack ?? error)
+  }
+  set.status = status
+  set.headers['content-type'] = 'application/json'
+  return { error: message, code: status, ...extra }
+}

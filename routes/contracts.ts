@@ -2,6 +2,7 @@
 // they share the specs' versions, ETags and history; plus payload validation
 // and a live test of an endpoint.
 import { t } from 'elysia'
+import { CasQuery, ProjectNameParams, ProjectParams } from '../http/models'
 import { invalid, notFound } from '../lib/errors'
 import {
   DIRECTIONS,
@@ -21,8 +22,7 @@ import { readJsonBody } from '../http/body'
 import { specNames, specSource } from './specs'
 import { deleteContract, putContract } from '../services/contracts'
 
-const Params = t.Object({ project: t.String(), name: t.String() })
-const CasQuery = t.Object({ if_version: t.Optional(t.String({ description: 'compare-and-swap on the current version' })) })
+const Params = ProjectNameParams
 const tags = ['contracts']
 const MAX_TIMEOUT_MS = 60_000
 
@@ -74,7 +74,7 @@ export function contractsRoutes(ctx: Ctx) {
         return { project, contracts }
       },
       {
-        params: t.Object({ project: t.String() }),
+        params: ProjectParams,
         detail: { summary: "List a project's contracts (no documents)", tags },
       },
     )

@@ -1,6 +1,7 @@
 // /api/instances: the agent registry. Registration returns the instance token
 // once; only its hash is stored, and no other answer carries it.
 import { t } from 'elysia'
+import { IdParams } from '../http/models'
 import { notFound } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import type { AuditScope } from '../services/audit'
@@ -34,7 +35,6 @@ const InstanceFilterQuery = t.Object({
   capability: t.Optional(t.String({ description: 'exact match of one capability' })),
 })
 
-const IdParams = t.Object({ id: t.String() })
 
 const found = <T>(instance: T | null): T => {
   if (!instance) throw notFound('instance not found')

@@ -2,6 +2,7 @@
 // need no instance token; claiming, acking, nacking and extending do (the caller
 // is the claimer). claim_id appears only in the claimer's claim and ack answers.
 import { t } from 'elysia'
+import { IdParams } from '../http/models'
 import type { Ctx } from '../services/context'
 import type { AuditScope } from '../services/audit'
 import { audited, noteAudit } from '../http/audit'
@@ -40,7 +41,6 @@ const TaskSchema = t.Object({
 })
 
 const QueueParams = t.Object({ queue: t.String() })
-const IdParams = t.Object({ id: t.String() })
 const ClaimId = t.String({ description: 'from the claim answer; another one is 409 claim lost' })
 const TAGS = ['tasks']
 

@@ -1,13 +1,13 @@
 // /api/specs: per-project named JSON documents.
 import { t } from 'elysia'
+import { CasQuery, ProjectNameParams, ProjectParams } from '../http/models'
 import type { Ctx } from '../services/context'
 import { deleteSpec, putSpec } from '../services/specs'
 import { audited } from '../http/audit'
 import { readJsonBody } from '../http/body'
 import { DocReadQuery, keyParam, readDocument, writeCondition, type DocSource } from '../http/documents'
 
-const SpecParams = t.Object({ project: t.String(), name: t.String() })
-const CasQuery = t.Object({ if_version: t.Optional(t.String({ description: 'compare-and-swap on the current version' })) })
+const SpecParams = ProjectNameParams
 
 /** One spec as a versioned-document source (contracts are specs too). */
 export const specSource = (ctx: Ctx, project: string, name: string): DocSource => ({
@@ -30,7 +30,7 @@ export function specsRoutes(ctx: Ctx) {
         const project = keyParam(params.project, 'project')
         return { project, specs: await ctx.store.specs.list(project) }
       },
-      { params: t.Object({ project: t.String() }), detail: { summary: "List a project's specs", tags: ['specs'] } },
+      { params: ProjectParams, detail: { summary: "List a project's specs", tags: ['specs'] } },
     )
     .get(
       '/api/specs/:project/:name',

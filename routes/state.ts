@@ -1,5 +1,6 @@
 // /api/state: the versioned key/value store.
 import { t } from 'elysia'
+import { CasQuery } from '../http/models'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { deleteState, putState, rollbackState } from '../services/state'
@@ -8,7 +9,6 @@ import { readBody } from '../http/body'
 import { DocReadQuery, keyParam, readDocument, writeCondition } from '../http/documents'
 
 const Meta = t.Object({ key: t.String(), version: t.Integer(), hash: t.String(), content_type: t.String(), updated_at: t.String() })
-const CasQuery = t.Object({ if_version: t.Optional(t.String({ description: 'compare-and-swap on the current version' })) })
 
 export function stateRoutes(ctx: Ctx) {
   return audited(ctx)

@@ -1,6 +1,7 @@
 // /api/templates: reusable rules, contracts and specs, applied to a project
 // (services/templates.ts writes every part in one unit).
 import { t } from 'elysia'
+import { IdParams } from '../http/models'
 import { invalid, notFound } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { defaultData, templateParts } from '../lib/templates'
@@ -11,7 +12,6 @@ import { applyTemplate, createTemplate, deleteTemplate, updateTemplate } from '.
 import { keyParam } from '../http/documents'
 
 const tags = ['templates']
-const IdParams = t.Object({ id: t.String() })
 const Fields = {
   name: t.String(),
   description: t.Optional(t.String()),

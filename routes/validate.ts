@@ -1,6 +1,7 @@
 // /api/validate: a project's rules (read, replace) and validating content
 // against the accepted rules of the project and of _global.
 import { t } from 'elysia'
+import { ProjectParams } from '../http/models'
 import type { Ctx } from '../services/context'
 import { replaceRules } from '../services/rules'
 import { checkRules } from '../lib/rules'
@@ -11,7 +12,6 @@ import { keyParam } from '../http/documents'
 import { RuleList } from './rules'
 
 const tags = ['validation']
-const ProjectParams = t.Object({ project: t.String() })
 
 export function validateRoutes(ctx: Ctx) {
   return audited(ctx)

@@ -1,6 +1,7 @@
 // /api/webhooks: register receivers for matching events; test and re-enable them.
 // The secret is write-only: no answer ever contains it.
 import { t } from 'elysia'
+import { IdParams } from '../http/models'
 import { httpUrl } from '../lib/values'
 import { invalid, notFound } from '../lib/errors'
 import type { Ctx } from '../services/context'
@@ -20,7 +21,6 @@ const WebhookSchema = t.Object({
   fail_count: t.Integer({ description: 'consecutive failed deliveries; 10 disables the webhook' }),
 })
 
-const IdParams = t.Object({ id: t.String() })
 
 function checkId(id: string): string {
   if (id === '') throw invalid('id is required')

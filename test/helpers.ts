@@ -75,6 +75,45 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   }
 }
 
+/** Servers started in this process by startApp, by their base URL: call() hands them the request directly. */
+const inProcess = new Map<string, (request: Request) => Promise<Response>>()
+let nextInProcess = 1
+
+export interface InProcessServer {
+  /** A base URL that only call() understands: requests go to the app's handle(), not over the network. */
+  api: string
+  dataDir: string
+  /** fetch() for this server: the request goes to the app's handle(). */
+  fetch(path: string, init?: RequestInit): Promise<Response>
+  /** Stops the server and removes the data dir. */
+  cleanup(): Promise<void>
+}
+
+/**
+ * The whole server in this test process, on a temp data dir, without a listening
+ * dashboard; call() goes through `app.handle(new Request(…))`. For route behaviour
+ * where no process boundary matters (signals, kill -9, restore, binaries, CLI and
+ * the browser keep startServer).
+ */
+export async function startApp(args: string[] = []): Promise<InProcessServer> {
+  const { startServer: start } = await import('../app')
+  const { loadConfig } = await import('../lib/config')
+  const dataDir = tempDir('muster-app-')
+  const server = await start(loadConfig(['--bind', '127.0.0.1:0', '--dashboard-bind', '', '--data-dir', dataDir, ...args], {}))
+  const api = `http://in-process-${nextInProcess++}.test`
+  inProcess.set(api, server.handle)
+  return {
+    api,
+    dataDir,
+    fetch: (path, init) => server.handle(new Request(api + path, init)),
+    async cleanup() {
+      inProcess.delete(api)
+      await server.stop()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
 /** fetch + parsed JSON body (or text when not JSON). */
 export async function call(
   base: string,
@@ -89,7 +128,8 @@ export async function call(
     if (!(init.headers as Record<string, string>)['content-type'] && typeof body !== 'string' && !(body instanceof Uint8Array))
       (init.headers as Record<string, string>)['content-type'] = 'application/json'
   }
-  const res = await fetch(base + path, init)
+  const handle = inProcess.get(base)
+  const res = handle ? await handle(new Request(base + path, init)) : await fetch(base + path, init)
   const text = await res.text()
   let parsed: any = text
   try {

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
-import { call, eventually, startServer, type TestServer } from './helpers'
+import { call, eventually, startApp, type InProcessServer } from './helpers'
 
-let s: TestServer
-beforeAll(async () => (s = await startServer()))
+let s: InProcessServer
+beforeAll(async () => (s = await startApp()))
 afterAll(() => s.cleanup())
 
 const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => call(s.api, method, path, body, headers)

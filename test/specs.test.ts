@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, startServer, type TestServer } from './helpers'
+import { call, startApp, type InProcessServer } from './helpers'
 
-let s: TestServer
-beforeAll(async () => (s = await startServer()))
+let s: InProcessServer
+beforeAll(async () => (s = await startApp()))
 afterAll(() => s.cleanup())
 
 describe('specs', () => {
@@ -28,12 +28,12 @@ describe('specs', () => {
         { name: 'db', version: 1, updated_at: expect.any(String) },
       ],
     })
-    const g = await fetch(`${s.api}/api/specs/shop/api`)
+    const g = await s.fetch(`/api/specs/shop/api`)
     expect(await g.json()).toEqual({ endpoints: 2 })
     expect(g.headers.get('content-type')).toBe('application/json')
     expect(g.headers.get('x-service-version')).toBe('2')
     expect(g.headers.get('etag')).toBe(`"${w2.body.hash}"`)
-    const nm = await fetch(`${s.api}/api/specs/shop/api`, { headers: { 'if-none-match': g.headers.get('etag')! } })
+    const nm = await s.fetch(`/api/specs/shop/api`, { headers: { 'if-none-match': g.headers.get('etag')! } })
     expect(nm.status).toBe(304)
     expect(await nm.text()).toBe('')
   })

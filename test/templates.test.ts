@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, eventually, startServer, type TestServer } from './helpers'
+import { call, eventually, startApp, type InProcessServer } from './helpers'
 
-let s: TestServer
-beforeAll(async () => (s = await startServer()))
+let s: InProcessServer
+beforeAll(async () => (s = await startApp()))
 afterAll(() => s.cleanup())
 
 const contract = {
