@@ -4,7 +4,8 @@ import { createApi } from './http/api'
 import { createDashboard } from './http/dashboard'
 import { ConfigError, USAGE, formatHostPort, loadConfig, type Config } from './lib/config'
 import type { Ctx } from './services/context'
-import { AgentMetrics, METRICS_FLUSH_MS } from './lib/metrics'
+import { METRICS_FLUSH_MS } from './lib/metrics'
+import { agentMetrics } from './services/metrics'
 import { every } from './jobs/timer'
 import { openStore } from './store'
 import { settleBackground } from './lib/background'
@@ -34,7 +35,7 @@ export async function startServer(config: Config): Promise<Server> {
     config,
     store,
     bus: undefined as unknown as Bus,
-    metrics: new AgentMetrics((rows) => store.write(async (tx) => await tx.metrics.add(rows))),
+    metrics: agentMetrics(store),
     startedAt: Date.now(),
     shutdown: stopping.signal,
     apiUrl: '',
