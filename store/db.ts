@@ -96,6 +96,26 @@ export const MIGRATIONS: string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX task_deps_reverse ON task_deps (depends_on, task_id);
   `,
+  // Versioned documents keep each value once: an append-only rowid table of versions (value
+  // included) and a small current-version pointer per key. Before, the value went into a WITHOUT
+  // ROWID current table and again into the history, and large values inline in that B-tree slowed
+  // every later write.
+  `
+  CREATE TABLE doc_versions (
+    id INTEGER PRIMARY KEY, space TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL,
+    hash TEXT NOT NULL, content_type TEXT NOT NULL, updated_at TEXT NOT NULL, value BLOB NOT NULL,
+    UNIQUE (space, key, version)
+  );
+  CREATE TABLE doc_current (
+    space TEXT NOT NULL, key TEXT NOT NULL, version_id INTEGER NOT NULL, PRIMARY KEY (space, key)
+  ) WITHOUT ROWID;
+  INSERT INTO doc_versions (space, key, version, hash, content_type, updated_at, value)
+    SELECT space, key, version, hash, content_type, updated_at, value FROM document_history ORDER BY space, key, version;
+  INSERT INTO doc_current (space, key, version_id)
+    SELECT d.space, d.key, v.id FROM documents d JOIN doc_versions v ON v.space = d.space AND v.key = d.key AND v.version = d.version;
+  DROP TABLE documents;
+  DROP TABLE document_history;
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length

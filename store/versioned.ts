@@ -44,6 +44,10 @@ const newCache = () => new Lru<string, Doc | null>(64 * 1024 * 1024, (doc) => (d
 
 const cacheId = (space: string, key: string) => `${space}\u0000${key}`
 
+const CURRENT = `SELECT v.key, v.version, v.hash, v.content_type, v.updated_at, v.value
+  FROM doc_current c JOIN doc_versions v ON v.id = c.version_id WHERE c.space = ? AND c.key = ?`
+const VERSION = 'SELECT key, version, hash, content_type, updated_at, value FROM doc_versions WHERE space = ? AND key = ? AND version = ?'
+
 export class VersionedDocs {
   private r
   private w
@@ -52,44 +56,37 @@ export class VersionedDocs {
   /** `reader` serves reads (committed data only); `writer` the writes, inside the unit `unit`. */
   constructor(reader: Database, writer: Database, private unit: UnitHooks) {
     this.r = {
-      get: reader.query<Doc, [string, string]>(
-        'SELECT key, version, hash, content_type, updated_at, value FROM documents WHERE space = ? AND key = ?',
-      ),
-      exists: reader.query<{ version: number }, [string, string]>('SELECT version FROM documents WHERE space = ? AND key = ?'),
+      get: reader.query<Doc, [string, string]>(CURRENT),
+      exists: reader.query<{ one: number }, [string, string]>('SELECT 1 AS one FROM doc_current WHERE space = ? AND key = ?'),
       list: reader.query<Omit<DocMeta, 'hash'>, [string]>(
-        'SELECT key, version, content_type, updated_at FROM documents WHERE space = ? ORDER BY key',
+        `SELECT c.key, v.version, v.content_type, v.updated_at FROM doc_current c JOIN doc_versions v ON v.id = c.version_id
+         WHERE c.space = ? ORDER BY c.key`,
       ),
-      version: reader.query<Doc, [string, string, number]>(
-        'SELECT key, version, hash, content_type, updated_at, value FROM document_history WHERE space = ? AND key = ? AND version = ?',
-      ),
+      version: reader.query<Doc, [string, string, number]>(VERSION),
       history: reader.query<HistoryItem, [string, string, number]>(
-        'SELECT version, hash, updated_at FROM document_history WHERE space = ? AND key = ? ORDER BY version DESC LIMIT ?',
+        'SELECT version, hash, updated_at FROM doc_versions WHERE space = ? AND key = ? ORDER BY version DESC LIMIT ?',
       ),
-      count: reader.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM documents WHERE space = ?'),
+      count: reader.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM doc_current WHERE space = ?'),
     }
     this.w = {
-      get: writer.query<Doc, [string, string]>(
-        'SELECT key, version, hash, content_type, updated_at, value FROM documents WHERE space = ? AND key = ?',
-      ),
+      get: writer.query<Doc, [string, string]>(CURRENT),
       meta: writer.query<DocMeta, [string, string]>(
-        'SELECT key, version, hash, content_type, updated_at FROM documents WHERE space = ? AND key = ?',
+        `SELECT v.key, v.version, v.hash, v.content_type, v.updated_at
+         FROM doc_current c JOIN doc_versions v ON v.id = c.version_id WHERE c.space = ? AND c.key = ?`,
       ),
-      version: writer.query<Doc, [string, string, number]>(
-        'SELECT key, version, hash, content_type, updated_at, value FROM document_history WHERE space = ? AND key = ? AND version = ?',
+      version: writer.query<Doc, [string, string, number]>(VERSION),
+      append: writer.query<{ id: number }, [string, string, number, string, string, string, Uint8Array]>(
+        'INSERT INTO doc_versions (space, key, version, hash, content_type, updated_at, value) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id',
       ),
-      upsert: writer.query(
-        `INSERT INTO documents (space, key, version, hash, content_type, updated_at, value) VALUES (?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (space, key) DO UPDATE SET version = excluded.version, hash = excluded.hash,
-           content_type = excluded.content_type, updated_at = excluded.updated_at, value = excluded.value`,
-      ),
-      append: writer.query(
-        'INSERT INTO document_history (space, key, version, hash, content_type, updated_at, value) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      point: writer.query<unknown, [string, string, number]>(
+        `INSERT INTO doc_current (space, key, version_id) VALUES (?, ?, ?)
+         ON CONFLICT (space, key) DO UPDATE SET version_id = excluded.version_id`,
       ),
       maxVersion: writer.query<{ v: number | null }, [string, string]>(
-        'SELECT MAX(version) AS v FROM document_history WHERE space = ? AND key = ?',
+        'SELECT MAX(version) AS v FROM doc_versions WHERE space = ? AND key = ?',
       ),
-      delete: writer.query('DELETE FROM documents WHERE space = ? AND key = ?'),
-      deleteHistory: writer.query('DELETE FROM document_history WHERE space = ? AND key = ?'),
+      delete: writer.query('DELETE FROM doc_current WHERE space = ? AND key = ?'),
+      deleteHistory: writer.query('DELETE FROM doc_versions WHERE space = ? AND key = ?'),
     }
   }
 
@@ -157,8 +154,8 @@ export class VersionedDocs {
     // History can outlive a row only if deleted mid-way; max() keeps versions strictly increasing.
     const version = current ? current.version + 1 : (this.w.maxVersion.get(space, key)?.v ?? 0) + 1
     const meta: DocMeta = { key, version, hash: sha256(value), content_type: contentType, updated_at: now() }
-    this.w.upsert.run(space, key, version, meta.hash, contentType, meta.updated_at, value)
-    this.w.append.run(space, key, version, meta.hash, contentType, meta.updated_at, value)
+    const { id } = this.w.append.get(space, key, version, meta.hash, contentType, meta.updated_at, value)!
+    this.w.point.run(space, key, id)
     // The committed document is known here: cache it then, so the next read needs no query.
     this.unit.afterCommit(() => this.cache.set(cacheId(space, key), { ...meta, value }))
     return meta

@@ -139,7 +139,7 @@ describe('backup and restore', () => {
       )
       await refused(
         sqliteFile((db) => db.exec(`CREATE TABLE notes (text TEXT); PRAGMA user_version = ${MIGRATIONS.length}`)),
-        'not a Muster backup: table documents is missing',
+        'not a Muster backup: table audit is missing',
       )
       await refused(
         sqliteFile((db) => {

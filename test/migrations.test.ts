@@ -1,0 +1,45 @@
+// Schema migrations keep the data: a database written by an older schema opens with
+// every document, version and history entry intact.
+import { afterAll, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
+import { mkdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { MIGRATIONS } from '../store/db'
+import { openStore } from '../store'
+import { tempDir } from './helpers'
+
+const dir = tempDir('muster-migrate-')
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+test('documents written before values were kept once are all there after the migration', async () => {
+  // The schema as it was before doc_versions: documents (current, with value) and document_history.
+  const before = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE doc_versions'))
+  expect(before).toBeGreaterThan(0)
+  mkdirSync(dir, { recursive: true })
+  const old = new Database(join(dir, 'muster.db'), { create: true, strict: true })
+  for (let v = 0; v < before; v++) old.exec(MIGRATIONS[v]), old.exec(`PRAGMA user_version = ${v + 1}`)
+  const row = (space: string, key: string, version: number, text: string) => [space, key, version, `h${version}`, 'application/json', `2026-01-0${version}T00:00:00.000Z`, new TextEncoder().encode(text)]
+  const history = old.query('INSERT INTO document_history VALUES (?, ?, ?, ?, ?, ?, ?)')
+  const current = old.query('INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?)')
+  for (const [v, text] of [[1, '{"v":1}'], [2, '{"v":2}']] as const) history.run(...(row('state', 'a/b', v, text) as [string]))
+  current.run(...(row('state', 'a/b', 2, '{"v":2}') as [string]))
+  history.run(...(row('spec:shop', 'api', 1, '{"s":1}') as [string]))
+  current.run(...(row('spec:shop', 'api', 1, '{"s":1}') as [string]))
+  old.close()
+
+  const store = openStore(dir)
+  try {
+    const doc = await store.state.get('a/b')
+    expect(new TextDecoder().decode(doc!.value)).toBe('{"v":2}')
+    expect(doc).toMatchObject({ key: 'a/b', version: 2, hash: 'h2' })
+    expect((await store.state.history('a/b', 10))!.map((h) => h.version)).toEqual([2, 1])
+    expect(new TextDecoder().decode((await store.state.getVersion('a/b', 1))!.value)).toBe('{"v":1}')
+    expect((await store.specs.list('shop')).map((s) => s.name)).toEqual(['api'])
+    expect(await store.state.list()).toEqual([{ key: 'a/b', version: 2, content_type: 'application/json', updated_at: '2026-01-02T00:00:00.000Z' }])
+    // and writes go on from there
+    const meta = await store.write((tx) => tx.state.put('a/b', new TextEncoder().encode('{"v":3}'), 'application/json'))
+    expect(meta.version).toBe(3)
+  } finally {
+    store.close()
+  }
+})
