@@ -192,12 +192,29 @@ export class GroupCommit {
   /** Units in the last committed batch, for metrics. */
   lastBatchSize = 0
 
-  constructor(private db: Database) {}
+  private sql!: Record<'begin' | 'savepoint' | 'release' | 'rollbackTo' | 'commit' | 'rollback', { run(): unknown }>
+
+  constructor(private db: Database) {
+    this.prepare()
+  }
+
+  /** The transaction statements, prepared once per connection (parsing them per unit was measurable). */
+  private prepare(): void {
+    const q = (sql: string) => this.db.prepare(sql)
+    this.sql = {
+      begin: q('BEGIN IMMEDIATE'),
+      savepoint: q('SAVEPOINT unit'),
+      release: q('RELEASE unit'),
+      rollbackTo: q('ROLLBACK TO unit'),
+      commit: q('COMMIT'),
+      rollback: q('ROLLBACK'),
+    }
+  }
 
   run<T>(fn: (unit: UnitHooks) => T | Promise<T>): Promise<T> {
     if (this.busy || this.held) return new Promise<T>((resolve, reject) => this.queue.push(() => void this.run(fn).then(resolve, reject)))
     if (!this.open) {
-      this.db.exec('BEGIN IMMEDIATE')
+      this.sql.begin.run()
       this.open = true
       // 1 ms rather than setImmediate: batches grow enough to cut the commit cost
       // per write for at most 1 ms of latency.
@@ -205,7 +222,7 @@ export class GroupCommit {
     }
     const hooks: (() => void)[] = []
     const unit: UnitHooks = { afterCommit: (hook) => void hooks.push(hook) }
-    this.db.exec('SAVEPOINT unit')
+    this.sql.savepoint.run()
     let out: T | Promise<T>
     try {
       out = fn(unit)
@@ -244,7 +261,7 @@ export class GroupCommit {
 
   /** Runs the held-back units on `db` (the same connection, or the one that replaced it). */
   resume(db: Database): void {
-    this.db = db
+    if (db !== this.db) (this.db = db), this.prepare()
     this.held = false
     this.next()
   }
@@ -256,14 +273,14 @@ export class GroupCommit {
   }
 
   private settled<T>(result: T, hooks: (() => void)[]): Promise<T> {
-    this.db.exec('RELEASE unit')
+    this.sql.release.run()
     this.hooks.push(...hooks)
     return new Promise<T>((resolve, reject) => this.waiters.push({ resolve: () => resolve(result), reject }))
   }
 
   private rollbackUnit(): void {
-    this.db.exec('ROLLBACK TO unit')
-    this.db.exec('RELEASE unit')
+    this.sql.rollbackTo.run()
+    this.sql.release.run()
   }
 
   private next(): void {
@@ -281,11 +298,11 @@ export class GroupCommit {
     this.hooks = []
     this.open = false
     try {
-      this.db.exec('COMMIT')
+      this.sql.commit.run()
     } catch (err) {
       console.error('group commit failed, batch rolled back:', err)
       try {
-        this.db.exec('ROLLBACK')
+        this.sql.rollback.run()
       } catch {}
       for (const w of waiters) w.reject(err)
       return
