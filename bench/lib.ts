@@ -49,6 +49,40 @@ export async function startMuster(args: string[] = []): Promise<Proc> {
   return started(cmd, dir, /Muster API on (\S+),/)
 }
 
+/** A free TCP port on 127.0.0.1 (for servers that cannot take port 0 and report it). */
+export function freePort(): number {
+  const s = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = s.port
+  s.stop(true)
+  return port
+}
+
+/** etcd (Debian package etcd-server) on free ports, for its v3 JSON gateway; null when not installed. */
+export async function startEtcd(): Promise<Proc | null> {
+  if (!Bun.which('etcd')) return null
+  const dir = mkdtempSync(join(tmpdir(), 'muster-etcd-'))
+  const [client, peer] = [freePort(), freePort()]
+  const url = `http://127.0.0.1:${client}`
+  const proc = Bun.spawn(
+    ['etcd', '--data-dir', dir, '--listen-client-urls', url, '--advertise-client-urls', url,
+      '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
+      '--initial-cluster', `default=http://127.0.0.1:${peer}`],
+    { stdout: 'ignore', stderr: 'ignore' },
+  )
+  for (let i = 0; i < 200; i++) {
+    if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break
+    await Bun.sleep(50)
+  }
+  return {
+    url,
+    async stop() {
+      proc.kill('SIGTERM')
+      await proc.exited
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
 /** A bare Bun.serve hello-world: the ceiling every figure is compared with. */
 export async function startBaseline(): Promise<Proc> {
   const dir = mkdtempSync(join(tmpdir(), 'muster-base-'))

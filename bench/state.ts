@@ -1,7 +1,9 @@
 // State store throughput: GET and PUT of a ~1 KB JSON value over 1000 keys at 32
-// connections, against a bare Bun.serve hello-world measured in the same run.
-// Targets (reported, not asserted): GET >= 50% of baseline, PUT >= 15%.
-import { fmt, hasWrk, startBaseline, startMuster, wrk } from './lib'
+// connections, against a bare Bun.serve hello-world measured in the same run, then the
+// same PUTs after five 10 MB values, and etcd's v3 JSON gateway when etcd is installed.
+// Targets (reported, not asserted): GET >= 70% of baseline, PUT >= 30% with p99 < 20 ms,
+// PUT >= 3x etcd's.
+import { fmt, hasWrk, startBaseline, startEtcd, startMuster, wrk, type LoadResult } from './lib'
 
 if (!hasWrk()) {
   console.error('bench/state needs wrk (apt-get install wrk)')
@@ -30,14 +32,38 @@ const get = await wrk(
   `request = function() return wrk.format("GET", "/api/state/bench/" .. math.random(0, ${KEYS - 1})) end`,
   { seconds: SECONDS },
 )
-const put = await wrk(
-  muster.url,
-  `request = function() return wrk.format("PUT", "/api/state/bench/" .. math.random(0, ${KEYS - 1}), {["Content-Type"]="application/json"}, "${luaValue}") end`,
-  { seconds: SECONDS },
-)
+const putLua = () =>
+  `request = function() return wrk.format("PUT", "/api/state/bench/" .. math.random(0, ${KEYS - 1}), {["Content-Type"]="application/json"}, "${luaValue}") end`
+const put = await wrk(muster.url, putLua(), { seconds: SECONDS })
+// Large values must not slow the small writes that follow.
+const big = new Uint8Array(10 * 1024 * 1024).fill(120)
+for (let i = 0; i < 5; i++) await fetch(`${muster.url}/api/state/bench-big/${i}`, { method: 'PUT', body: big, headers: { 'content-type': 'application/octet-stream' } })
+const putAfterBig = await wrk(muster.url, putLua(), { seconds: SECONDS })
 await muster.stop()
 
+// etcd's v3 JSON gateway: keys and values base64, PUT /v3/kv/put, GET as POST /v3/kv/range.
+const etcd = await startEtcd()
+let etcdPut: LoadResult | null = null
+let etcdGet: LoadResult | null = null
+if (etcd) {
+  const b64 = (text: string) => Buffer.from(text).toString('base64')
+  await Promise.all(Array.from({ length: KEYS }, (_, i) => fetch(`${etcd.url}/v3/kv/put`, { method: 'POST', body: JSON.stringify({ key: b64(`bench/${i}`), value: b64(value) }) })))
+  const keys = Array.from({ length: KEYS }, (_, i) => b64(`bench/${i}`))
+  const lua = (path: string, withValue: boolean) => `local keys = {${keys.map((k) => `"${k}"`).join(',')}}
+request = function() return wrk.format("POST", "${path}", {["Content-Type"]="application/json"}, '{"key":"' .. keys[math.random(1, ${KEYS})] .. '"${withValue ? `,"value":"${b64(value)}"` : ''}}') end`
+  etcdPut = await wrk(etcd.url, lua('/v3/kv/put', true), { seconds: SECONDS })
+  etcdGet = await wrk(etcd.url, lua('/v3/kv/range', false), { seconds: SECONDS })
+  await etcd.stop()
+}
+
+const pct = (a: LoadResult, b: LoadResult) => `${((a.rps / b.rps) * 100).toFixed(1)}%`
 console.log(`value ${value.length} bytes, ${KEYS} keys, 32 connections, ${SECONDS} s each (wrk -t2)`)
-console.log(`baseline Bun.serve  ${fmt(base)}`)
-console.log(`GET /api/state/k    ${fmt(get)}   ratio ${((get.rps / base.rps) * 100).toFixed(1)}% (target >= 50%)`)
-console.log(`PUT /api/state/k    ${fmt(put)}   ratio ${((put.rps / base.rps) * 100).toFixed(1)}% (target >= 15%)`)
+console.log(`baseline Bun.serve        ${fmt(base)}`)
+console.log(`GET /api/state/k          ${fmt(get)}   ratio ${pct(get, base)} (target >= 70%)`)
+console.log(`PUT /api/state/k          ${fmt(put)}   ratio ${pct(put, base)} (target >= 30%, p99 < 20 ms)`)
+console.log(`PUT after 5 x 10 MB       ${fmt(putAfterBig)}   ratio ${pct(putAfterBig, base)}`)
+if (etcdPut && etcdGet) {
+  console.log(`etcd PUT /v3/kv/put       ${fmt(etcdPut)}`)
+  console.log(`etcd GET /v3/kv/range     ${fmt(etcdGet)}`)
+  console.log(`Muster / etcd: PUT ${(put.rps / etcdPut.rps).toFixed(2)}x (target >= 3x), GET ${(get.rps / etcdGet.rps).toFixed(2)}x`)
+} else console.log('etcd: not installed (apt-get install etcd-server), no comparison')
