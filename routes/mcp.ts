@@ -2,10 +2,7 @@
 // stateless: one server and transport per request). Each tool calls the same
 // service as its REST twin, as the caller, so validation, events and audit are
 // the REST ones; data itself moves over REST.
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js'
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
-import { z } from 'zod'
 import type { Ctx } from '../services/context'
 import { callerOf } from '../http/caller'
 import { audited, resourceOf } from '../http/audit'
@@ -64,8 +61,21 @@ function result(data: Record<string, unknown>, isError = false): CallToolResult 
   return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data, ...(isError ? { isError } : {}) }
 }
 
+/** The MCP SDK and zod, loaded on the first /mcp request: they are a large part of start-up otherwise. */
+let sdk: Promise<{
+  McpServer: typeof import('@modelcontextprotocol/sdk/server/mcp.js').McpServer
+  Transport: typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js').WebStandardStreamableHTTPServerTransport
+  z: typeof import('zod').z
+}> | null = null
+const loadSdk = () =>
+  (sdk ??= Promise.all([
+    import('@modelcontextprotocol/sdk/server/mcp.js'),
+    import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
+    import('zod'),
+  ]).then(([mcp, transport, zod]) => ({ McpServer: mcp.McpServer, Transport: transport.WebStandardStreamableHTTPServerTransport, z: zod.z })))
+
 /** The tools of one MCP request, bound to its caller. */
-function mcpServer(ctx: Ctx, request: Request, caller: Caller): McpServer {
+function mcpServer(ctx: Ctx, request: Request, caller: Caller, { McpServer, z }: Awaited<ReturnType<typeof loadSdk>>) {
   const origin = new URL(request.url).origin
   /**
    * A service call's answer as the tool result: `shape` turns the value into the
@@ -180,8 +190,9 @@ export function mcpRoutes(ctx: Ctx) {
   return audited(ctx).post(
     '/mcp',
     async ({ request }) => {
-      const server = mcpServer(ctx, request, await callerOf(ctx, request))
-      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
+      const lib = await loadSdk()
+      const server = mcpServer(ctx, request, await callerOf(ctx, request), lib)
+      const transport = new lib.Transport({ sessionIdGenerator: undefined, enableJsonResponse: true })
       await server.connect(transport)
       try {
         return await transport.handleRequest(request)
