@@ -23,6 +23,8 @@ import { mcpRoutes } from '../routes/mcp'
 import { validateRoutes } from '../routes/validate'
 import { rulesRoutes } from '../routes/rules'
 import { templatesRoutes } from '../routes/templates'
+import { locksRoutes } from '../routes/locks'
+import { reservationsRoutes } from '../routes/reservations'
 
 export function createApi(ctx: Ctx) {
   // The server-level cap admits the largest route limit; each request is held to its own route's limit below.
@@ -79,4 +81,6 @@ export function createApi(ctx: Ctx) {
     .use(validateRoutes(ctx))
     .use(rulesRoutes(ctx))
     .use(templatesRoutes(ctx))
+    .use(locksRoutes(ctx))
+    .use(reservationsRoutes(ctx))
 }

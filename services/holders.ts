@@ -6,6 +6,7 @@
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
+import type { HolderView } from '../store/holders'
 import { hashToken } from '../lib/token'
 import { forbidden, invalid } from '../lib/errors'
 import { parseDuration } from '../lib/config'
@@ -41,6 +42,19 @@ export async function optionalHolder(ctx: Ctx, request: Request): Promise<Instan
  */
 export async function touch(tx: Tx, instanceId: string): Promise<void> {
   if (!(await tx.instances.heartbeat(instanceId))) throw forbidden('unknown instance token: register again')
+}
+
+/** Grants with their holder's name and liveness (read after the unit: names and statuses are committed data). */
+export async function withHolders<T extends { instance_id: string }>(ctx: Ctx, rows: T[]): Promise<(HolderView & T)[]> {
+  const views = await ctx.store.holders.views(rows.map((r) => r.instance_id))
+  return rows.map((r) => ({ ...views.get(r.instance_id)!, ...r }))
+}
+
+/** An optional free-text `reason`: null when absent, at most 1,000 characters. */
+export function reasonParam(reason: unknown): string | null {
+  if (reason === undefined || reason === null) return null
+  if (typeof reason !== 'string' || reason.length > 1000) throw invalid('invalid reason: expected a string of at most 1000 characters')
+  return reason
 }
 
 /** The audit scope of a holder's call: the actor is the instance id. */

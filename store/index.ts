@@ -20,6 +20,8 @@ import { webhooksStore, webhooksWrites, type WebhooksStore, type WebhooksWrites 
 import { templatesStore, templatesWrites, type TemplatesStore, type TemplatesWrites } from './templates'
 import { VersionedDocs } from './versioned'
 import { holdersStore, holdersWrites, type HoldersStore, type HoldersWrites } from './holders'
+import { locksStore, locksWrites, type LocksStore, type LocksWrites } from './locks'
+import { reservationsStore, reservationsWrites, type ReservationsStore, type ReservationsWrites } from './reservations'
 export type { Event } from './events'
 
 const DB_FILE = 'muster.db'
@@ -59,6 +61,8 @@ export interface Tx {
   compliance: Async<ComplianceWrites>
   webhooks: Async<WebhooksWrites>
   holders: Async<HoldersWrites>
+  locks: Async<LocksWrites>
+  reservations: Async<ReservationsWrites>
   emit(topic: string, data: unknown, source: string): Promise<Event>
 }
 
@@ -76,6 +80,8 @@ export interface Store {
   compliance: ComplianceStore
   webhooks: WebhooksStore
   holders: HoldersStore
+  locks: LocksStore
+  reservations: ReservationsStore
   /**
    * Runs `fn` as one unit of work in the group commit and resolves with its result
    * once it is durable. A throw (or rejection) rolls the whole unit back. Units run
@@ -128,6 +134,8 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
     compliance: async(complianceWrites(writer)),
     webhooks: async(webhooksWrites(writer, unit, webhooks.changed)),
     holders: async(holdersWrites(writer)),
+    locks: async(locksWrites(writer)),
+    reservations: async(reservationsWrites(writer)),
     async emit(topic, data, source) {
       const event = events.append(topic, data, source)
       unit.afterCommit(() => {
@@ -149,6 +157,8 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
     rules: rulesStore(reader),
     templates: templatesStore(reader),
     holders: holdersStore(reader),
+    locks: locksStore(reader),
+    reservations: reservationsStore(reader),
   }
   return { reads, tx }
 }
