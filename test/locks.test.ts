@@ -73,7 +73,7 @@ describe('acquire', () => {
     const a = await register(s, 'checker')
     const name = fresh()
     expect(await lock(null, name)).toMatchObject({ status: 400, body: { error: 'X-Instance-Token is required', code: 400 } })
-    expect(await lock({ h: { 'x-instance-token': 'f'.repeat(64) } } as Agent, name)).toMatchObject({
+    expect(await lock({ id: '', name: '', token: '', h: { 'x-instance-token': 'f'.repeat(64) } }, name)).toMatchObject({
       status: 403,
       body: { error: 'unknown instance token: register again', code: 403 },
     })

@@ -14,7 +14,7 @@ async function register(server: TestServer, name: string): Promise<Agent> {
 }
 const reserve = (a: Agent | null, body: unknown, server = s) => call(server.api, 'POST', '/api/reservations', body, a?.h ?? {})
 const check = (a: Agent | null, body: unknown) => call(s.api, 'POST', '/api/reservations/check', body, a?.h ?? {})
-const events = async (topic: string, server = s) => (await call(server.api, "GET", `/api/events/history?topic=${topic}&after_id=0&last=500`)).body as any[] // oldest first
+const events = async (topic: string, server = s) => (await call(server.api, 'GET', `/api/events/history?topic=${topic}&after_id=0&last=500`)).body as any[] // oldest first
 let n = 0
 const project = () => `proj-${++n}-${Math.random().toString(36).slice(2, 7)}`
 
@@ -64,7 +64,7 @@ describe('create', () => {
     }
     expect((await reserve(a, { project: p, paths: ['/abs'] })).body.error).toContain('leading /')
     expect((await reserve(null, { project: p, paths: ['a'] })).body).toEqual({ error: 'X-Instance-Token is required', code: 400 })
-    expect((await reserve({ h: { 'x-instance-token': 'nope' } } as Agent, { project: p, paths: ['a'] })).status).toBe(403)
+    expect((await reserve({ id: '', name: '', h: { 'x-instance-token': 'nope' } }, { project: p, paths: ['a'] })).status).toBe(403)
     expect((await call(s.api, 'GET', `/api/reservations?project=${p}`)).body).toEqual([])
   })
 
