@@ -11,6 +11,8 @@ import { contractCommands } from './cli/contracts'
 import { eventsCommands } from './cli/events'
 import { instanceCommands } from './cli/instances'
 import { llmCommands } from './cli/llm'
+import { lockCommands } from './cli/locks'
+import { reservationCommands } from './cli/reservations'
 import { metricsCommands } from './cli/metrics'
 import { EXIT, reportError, setPretty } from './cli/output'
 import { rulesCommands } from './cli/rules'
@@ -45,6 +47,8 @@ export function buildProgram(): Command {
     rulesCommands,
     contractCommands,
     backupCommands,
+    lockCommands,
+    reservationCommands,
   ])
     register(program)
   // --pretty is stripped before parsing, so no subcommand declares it; say so in every help page.

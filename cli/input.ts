@@ -88,3 +88,11 @@ export function projectPath(value: string): { project: string; name: string } {
   if (slash <= 0 || slash === value.length - 1) throw new UsageError(`expected <project>/<name>, got '${value}'`)
   return { project: value.slice(0, slash), name: value.slice(slash + 1) }
 }
+
+/** Commander parser for a duration flag (`500ms`, `30s`, `5m`): milliseconds. */
+export function duration(value: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(value.trim())
+  const ms = m ? Math.round(Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h']) : NaN
+  if (!(ms > 0)) throw new InvalidArgumentError('expected a duration like 500ms, 30s, 5m')
+  return ms
+}

@@ -1,7 +1,8 @@
 // `state ...`: the versioned key/value store. `get` writes the raw value to stdout, byte for byte.
 import type { Command } from 'commander'
 import { api, apiPath, request } from './client'
-import { integer, parseJson, readPayload, withPayload, type PayloadOptions } from './input'
+import { watchState } from './watch'
+import { duration, integer, parseJson, readPayload, withPayload, type PayloadOptions } from './input'
 import { act, printRawResponse } from './output'
 
 const keyPath = (key: string) => apiPath('/api/state', key)
@@ -69,4 +70,12 @@ export function stateCommands(program: Command): void {
     .requiredOption('--v1 <n>', 'from version', integer(1))
     .requiredOption('--v2 <n>', 'to version', integer(1))
     .action(act((key: string, o: { v1: number; v2: number }) => api.get(keyPath(key), { diff: `${o.v1},${o.v2}` })))
+
+  state
+    .command('watch')
+    .description('wait until the value changes (or the key is created), then print it raw; nothing printed when --timeout passes')
+    .argument('<key>')
+    .option('--timeout <duration>', 'give up after this long (requests of at most 60s are chained)', duration, 60_000)
+    .option('--etag <etag>', 'the version you have (default: the current one; * waits for creation)')
+    .action((key: string, o: { timeout: number; etag?: string }) => watchState(key, o))
 }
