@@ -345,3 +345,20 @@ describe('durability', () => {
     }
   })
 })
+
+describe('OpenAPI', () => {
+  test('every coordination route and the watch parameters are documented', async () => {
+    const doc = (await call(s.api, 'GET', '/openapi.json')).body
+    const ops = (path: string) => Object.keys(doc.paths[path] ?? {}).sort()
+    expect(ops('/api/locks')).toEqual(['get'])
+    expect(ops('/api/locks/*')).toEqual(['delete', 'get', 'put'])
+    expect(ops('/api/reservations')).toEqual(['get', 'post'])
+    expect(ops('/api/reservations/check')).toEqual(['post'])
+    expect(ops('/api/reservations/{id}')).toEqual(['delete', 'get'])
+    expect(ops('/api/reservations/{id}/renew')).toEqual(['post'])
+    const params = (path: string) => doc.paths[path].get.parameters.map((p: any) => p.name)
+    expect(params('/api/state/*')).toContain('wait')
+    expect(params('/api/events/history')).toContain('wait')
+    expect(Object.keys(doc.paths['/api/locks/*'].put.requestBody.content['application/json'].schema.properties).sort()).toEqual(['limit', 'reason', 'ttl_ms', 'wait_ms'])
+  })
+})
