@@ -226,23 +226,24 @@ function atomsMeet(a: Atom & { star: false }, b: Atom & { star: false }): boolea
  * keep consuming while the other side takes one character.
  */
 export function segmentsMeet(a: Atom[], b: Atom[]): boolean {
-  const seen = new Set<number>()
   const w = b.length + 1
-  const stack: [number, number][] = [[0, 0]]
+  const seen = new Uint8Array((a.length + 1) * w)
+  const stack: number[] = [0]
   while (stack.length) {
-    const [i, j] = stack.pop()!
+    const key = stack.pop()!
+    const i = Math.floor(key / w)
+    const j = key % w
     if (i === a.length && j === b.length) return true
-    const key = i * w + j
-    if (seen.has(key)) continue
-    seen.add(key)
+    if (seen[key]) continue
+    seen[key] = 1
     const x = a[i]
     const y = b[j]
-    if (x?.star) stack.push([i + 1, j])
-    if (y?.star) stack.push([i, j + 1])
+    if (x?.star) stack.push(key + w)
+    if (y?.star) stack.push(key + 1)
     if (x && y) {
-      if (x.star && !y.star) stack.push([i, j + 1])
-      else if (!x.star && y.star) stack.push([i + 1, j])
-      else if (!x.star && !y.star && atomsMeet(x, y)) stack.push([i + 1, j + 1])
+      if (x.star && !y.star) stack.push(key + 1)
+      else if (!x.star && y.star) stack.push(key + w)
+      else if (!x.star && !y.star && atomsMeet(x, y)) stack.push(key + w + 1)
     }
   }
   return false
@@ -251,18 +252,18 @@ export function segmentsMeet(a: Atom[], b: Atom[]): boolean {
 /** Can two segment sequences match one path? `**` absorbs zero or more segments of the other side. */
 function pathsMeet(a: Segment[], b: Segment[]): boolean {
   const w = b.length + 1
-  const memo = new Map<number, boolean>()
+  // 0 unknown, 1 no, 2 yes
+  const memo = new Uint8Array((a.length + 1) * w)
   const go = (i: number, j: number): boolean => {
     const key = i * w + j
-    const hit = memo.get(key)
-    if (hit !== undefined) return hit
+    if (memo[key]) return memo[key] === 2
     let out: boolean
     if (i === a.length && j === b.length) out = true
     else if (a[i] === 'globstar') out = go(i + 1, j) || (j < b.length && go(i, j + 1))
     else if (b[j] === 'globstar') out = go(i, j + 1) || (i < a.length && go(i + 1, j))
     else if (i === a.length || j === b.length) out = false
     else out = segmentsMeet(a[i] as Atom[], b[j] as Atom[]) && go(i + 1, j + 1)
-    memo.set(key, out)
+    memo[key] = out ? 2 : 1
     return out
   }
   return go(0, 0)
@@ -281,9 +282,32 @@ function compiled(pattern: string): Compiled {
   return c
 }
 
+/** The leading segments of an alternative that are plain literals (no wildcard, no class). */
+function literalHead(alt: Segment[]): string[] {
+  const out: string[] = []
+  for (const seg of alt) {
+    if (seg === 'globstar' || seg.some((a) => a.star || a.negated || a.ranges.length !== 1 || a.ranges[0][0] !== a.ranges[0][1])) break
+    out.push(String.fromCharCode(...seg.map((a) => (a as { ranges: [number, number][] }).ranges[0][0])))
+  }
+  return out
+}
+
+/** Differing literal segments at the same depth rule an overlap out at once (most pairs of a big project). */
+function headsClash(a: string[], b: string[]): boolean {
+  for (let i = 0; i < a.length && i < b.length; i++) if (a[i] !== b[i]) return true
+  return false
+}
+
+const heads = new WeakMap<Segment[], string[]>()
+const headOf = (alt: Segment[]) => {
+  let h = heads.get(alt)
+  if (!h) heads.set(alt, (h = literalHead(alt)))
+  return h
+}
+
 /** True when some file path could match both patterns (never false for a real overlap). */
 export function overlaps(a: string, b: string): boolean {
   const ca = compiled(a)
   const cb = compiled(b)
-  return ca.some((x) => cb.some((y) => pathsMeet(x, y)))
+  return ca.some((x) => cb.some((y) => !headsClash(headOf(x), headOf(y)) && pathsMeet(x, y)))
 }

@@ -5,7 +5,7 @@
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
-import type { Reservation } from '../store/reservations'
+import type { Holding, Reservation } from '../store/reservations'
 import { conflict, forbidden, invalid, notFound } from '../lib/errors'
 import { overlaps, patternProblem } from '../lib/overlap'
 import { recordAudit, type AuditScope } from './audit'
@@ -26,7 +26,7 @@ export interface NewReservation {
 interface Overlap {
   path: string
   held_path: string
-  reservation: Reservation
+  holding: Holding
 }
 
 export function checkProject(project: unknown): string {
@@ -47,16 +47,28 @@ export function checkPaths(paths: unknown): string[] {
 }
 
 /** Overlaps between `paths` and the reservations of others where at least one side is exclusive. */
-function overlapsWith(held: Reservation[], paths: string[], exclusive: boolean, self: string | null): Overlap[] {
+function overlapsWith(held: Holding[], paths: string[], exclusive: boolean, self: string | null): Overlap[] {
   const out: Overlap[] = []
   for (const r of held) {
     if (r.instance_id === self || (!exclusive && !r.exclusive)) continue
-    for (const path of paths) for (const h of r.paths) if (overlaps(path, h)) out.push({ path, held_path: h, reservation: r })
+    for (const path of paths) for (const h of r.paths) if (overlaps(path, h)) out.push({ path, held_path: h, holding: r })
   }
   return out
 }
 
-async function conflictsBody(ctx: Ctx, found: Overlap[]) {
+/** The 409 body's conflicts, with each reservation's expiry and reason as read in the deciding unit. */
+type Found = { path: string; held_path: string; reservation: Reservation }[]
+
+async function withReservations(get: (id: string) => Promise<Reservation | null>, found: Overlap[]): Promise<Found> {
+  const out: Found = []
+  for (const o of found) {
+    const reservation = await get(o.holding.id)
+    if (reservation) out.push({ path: o.path, held_path: o.held_path, reservation })
+  }
+  return out
+}
+
+async function conflictsBody(ctx: Ctx, found: Found) {
   const rows = found.map(({ path, held_path, reservation: r }) => ({
     path,
     held_path,
@@ -79,11 +91,11 @@ onInstanceGone(async (tx, instance, reason) => released(tx, await tx.reservation
 
 /** Grants every path or none: 409 naming each overlap with another instance's reservation. */
 export async function reserve(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, input: NewReservation): Promise<Reservation> {
-  const result = await ctx.store.write(async (tx): Promise<{ found: Overlap[] } | { granted: Reservation }> => {
+  const result = await ctx.store.write(async (tx): Promise<{ found: Found } | { granted: Reservation }> => {
     await touch(tx, holder.id)
-    const found = overlapsWith(await tx.reservations.ofProject(input.project), input.paths, input.exclusive, holder.id)
+    const found = overlapsWith(await tx.reservations.holdings(input.project), input.paths, input.exclusive, holder.id)
     // The refusal commits too: the call still counts as a heartbeat.
-    if (found.length) return { found }
+    if (found.length) return { found: await withReservations((id) => tx.reservations.get(id), found) }
     const r: Reservation = {
       id: crypto.randomUUID(),
       project: input.project,
@@ -136,7 +148,9 @@ export function releaseReservation(ctx: Ctx, audit: AuditScope | undefined, hold
 /** The pre-commit check: overlaps with what others (everyone, without a caller) hold exclusively. */
 export async function checkPathsFree(ctx: Ctx, caller: Instance | null, project: string, paths: string[]) {
   if (caller) await ctx.store.write((tx) => touch(tx, caller.id))
-  const found = overlapsWith(await ctx.store.reservations.ofProject(project), paths, false, caller?.id ?? null)
+  const overlapping = overlapsWith(await ctx.store.reservations.holdings(project), paths, false, caller?.id ?? null)
+  // Read apart from the list: one released in between no longer counts.
+  const found = await withReservations((id) => ctx.store.reservations.get(id), overlapping)
   if (found.length) throw conflict('paths are reserved', { conflicts: await conflictsBody(ctx, found) })
   return { ok: true as const, conflicts: [] as never[] }
 }

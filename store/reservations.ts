@@ -13,14 +13,22 @@ export interface Reservation {
   expires_at: string | null
 }
 
+/** What the overlap check needs of a reservation (a narrow read: grants check against every one of the project). */
+export interface Holding {
+  id: string
+  instance_id: string
+  paths: string[]
+  exclusive: boolean
+}
+
 export interface ReservationFilter {
   project?: string
   instance_id?: string
 }
 
 export interface ReservationsWrites {
-  /** Every reservation of a project (read on the writer: sees this unit's own changes). */
-  ofProject(project: string): Reservation[]
+  /** Every reservation of a project (read on the writer: sees this unit's and its batch's changes). */
+  holdings(project: string): Holding[]
   get(id: string): Reservation | null
   insert(r: Reservation): void
   renew(id: string, expiresAt: string | null): Reservation | null
@@ -34,7 +42,7 @@ export interface ReservationsStore {
   list(filter: ReservationFilter): Promise<Reservation[]>
   get(id: string): Promise<Reservation | null>
   /** Every reservation of a project (for checks). */
-  ofProject(project: string): Promise<Reservation[]>
+  holdings(project: string): Promise<Holding[]>
 }
 
 type Row = Omit<Reservation, 'paths' | 'exclusive'> & { paths: string; exclusive: number }
@@ -42,8 +50,21 @@ const COLUMNS = 'id, project, instance_id, paths, exclusive, fence, reason, crea
 const toReservation = (r: Row): Reservation => ({ ...r, paths: JSON.parse(r.paths), exclusive: r.exclusive === 1 })
 const maybe = (r: Row | null) => (r ? toReservation(r) : null)
 
+type HoldingRow = { id: string; instance_id: string; paths: string; exclusive: number }
+const HOLDING = 'SELECT id, instance_id, paths, exclusive FROM reservations WHERE project = ? ORDER BY seq'
+/** Parsed path lists by their JSON text: the same few lists are read on every grant. */
+const parsed = new Map<string, string[]>()
+function toHolding(r: HoldingRow): Holding {
+  let paths = parsed.get(r.paths)
+  if (!paths) {
+    if (parsed.size >= 50_000) parsed.clear()
+    parsed.set(r.paths, (paths = JSON.parse(r.paths) as string[]))
+  }
+  return { id: r.id, instance_id: r.instance_id, paths, exclusive: r.exclusive === 1 }
+}
+
 export function reservationsWrites(db: Database): ReservationsWrites {
-  const ofProject = db.query<Row, [string]>(`SELECT ${COLUMNS} FROM reservations WHERE project = ? ORDER BY seq`)
+  const holdings = db.query<HoldingRow, [string]>(HOLDING)
   const one = db.query<Row, [string]>(`SELECT ${COLUMNS} FROM reservations WHERE id = ?`)
   const insert = db.query<unknown, [string, string, string, string, number, number, string | null, string, string | null]>(
     `INSERT INTO reservations (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -56,7 +77,7 @@ export function reservationsWrites(db: Database): ReservationsWrites {
   )
   const byFence = (rows: Row[]) => rows.map(toReservation).sort((a, b) => a.fence - b.fence)
   return {
-    ofProject: (project) => ofProject.all(project).map(toReservation),
+    holdings: (project) => holdings.all(project).map(toHolding),
     get: (id) => maybe(one.get(id)),
     insert: (r) =>
       void insert.run(r.id, r.project, r.instance_id, JSON.stringify(r.paths), r.exclusive ? 1 : 0, r.fence, r.reason, r.created_at, r.expires_at),
@@ -69,7 +90,7 @@ export function reservationsWrites(db: Database): ReservationsWrites {
 
 export function reservationsStore(db: Database): ReservationsStore {
   const one = db.query<Row, [string]>(`SELECT ${COLUMNS} FROM reservations WHERE id = ?`)
-  const ofProject = db.query<Row, [string]>(`SELECT ${COLUMNS} FROM reservations WHERE project = ? ORDER BY seq`)
+  const holdings = db.query<HoldingRow, [string]>(HOLDING)
   const shapes = new Map<string, ReturnType<typeof db.query<Row, string[]>>>()
   return {
     async list(filter) {
@@ -83,6 +104,6 @@ export function reservationsStore(db: Database): ReservationsStore {
       return stmt.all(...args).map(toReservation)
     },
     get: async (id) => maybe(one.get(id)),
-    ofProject: async (project) => ofProject.all(project).map(toReservation),
+    holdings: async (project) => holdings.all(project).map(toHolding),
   }
 }
