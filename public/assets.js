@@ -4,6 +4,7 @@
 // A file added to public/ must be listed here (test/dashboard.test.ts checks it).
 import index from './index.html' with { type: 'file' }
 import rules from './rules.html' with { type: 'file' }
+import coordination from './coordination.html' with { type: 'file' }
 import favicon from './favicon.svg' with { type: 'file' }
 import css from './css/muster.css' with { type: 'file' }
 import apiJs from './js/api.js' with { type: 'file' }
@@ -18,10 +19,13 @@ import stateJs from './js/panels/state.js' with { type: 'file' }
 import eventsJs from './js/panels/events.js' with { type: 'file' }
 import llmJs from './js/panels/llm.js' with { type: 'file' }
 import auditJs from './js/panels/audit.js' with { type: 'file' }
+import coordinationJs from './js/coordination.js' with { type: 'file' }
+import coordinationCss from './css/coordination.css' with { type: 'file' }
 
 export const assets = {
   '/': index,
   '/rules': rules,
+  '/coordination': coordination,
   '/favicon.svg': favicon,
   '/css/muster.css': css,
   '/js/api.js': apiJs,
@@ -36,4 +40,6 @@ export const assets = {
   '/js/panels/events.js': eventsJs,
   '/js/panels/llm.js': llmJs,
   '/js/panels/audit.js': auditJs,
+  '/js/coordination.js': coordinationJs,
+  '/css/coordination.css': coordinationCss,
 }

@@ -89,7 +89,8 @@ function publicFiles(dir = PUBLIC): string[] {
     e.isDirectory() ? publicFiles(join(dir, e.name)) : [relative(PUBLIC, join(dir, e.name))].filter((f) => !MANIFEST.has(f)),
   )
 }
-const urlOf = (file: string) => (file === 'index.html' ? '/' : file === 'rules.html' ? '/rules' : `/${file}`)
+const PAGES: Record<string, string> = { 'index.html': '/', 'rules.html': '/rules', 'coordination.html': '/coordination' }
+const urlOf = (file: string) => PAGES[file] ?? `/${file}`
 
 describe('dashboard files', () => {
   test('every file of public/ is listed for embedding and served with its type; anything else is a JSON 404', async () => {
@@ -127,7 +128,7 @@ describe('dashboard files', () => {
         for (const path of ['/', '/rules', '/js/overview.js', '/css/muster.css']) {
           const res = await fetch(m![1] + path)
           expect(res.status).toBe(200)
-          const file = Object.entries({ '/': 'index.html', '/rules': 'rules.html' }).find(([p]) => p === path)?.[1] ?? path.slice(1)
+          const file = Object.entries(PAGES).find(([, p]) => p === path)?.[0] ?? path.slice(1)
           expect(await res.text()).toBe(readFileSync(join(PUBLIC, file), 'utf8'))
         }
       } finally {
