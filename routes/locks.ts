@@ -6,8 +6,8 @@ import { holderOf, reasonParam, ttlParam, waitMsParam } from '../services/holder
 import { LIMIT_MAX, acquireLock, forceReleaseLock, getLock, listLocks, releaseLock } from '../services/locks'
 import { audited } from '../http/audit'
 import { keyParam } from '../http/documents'
+import { ForceQuery, Nullable, isSet } from '../http/schemas'
 
-const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) => t.Union([s, t.Null()])
 
 const HolderSchema = t.Object({
   instance_id: t.String(),
@@ -36,9 +36,6 @@ const AcquireBody = t.Optional(
     reason: t.Optional(t.String()),
   }),
 )
-const ForceQuery = t.Object({ force: t.Optional(t.String({ description: '1: release every holder (no instance token needed)' })) })
-const forced = (q: { force?: string }) => q.force !== undefined && q.force !== '' && q.force !== '0' && q.force !== 'false'
-export { forced }
 
 function limitParam(limit: unknown): number | undefined {
   if (limit === undefined || limit === null) return undefined
@@ -82,7 +79,7 @@ export function locksRoutes(ctx: Ctx) {
       '/api/locks/*',
       async ({ params, query, request, audit }) => {
         const name = keyParam(params['*'], 'name')
-        if (forced(query)) await forceReleaseLock(ctx, audit, name)
+        if (isSet(query.force)) await forceReleaseLock(ctx, audit, name)
         else await releaseLock(ctx, audit, await holderOf(ctx, request), name)
         return { name, released: true as const }
       },

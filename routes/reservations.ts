@@ -4,11 +4,10 @@ import { t } from 'elysia'
 import type { Ctx } from '../services/context'
 import { holderOf, optionalHolder, reasonParam, ttlParam } from '../services/holders'
 import { checkPaths, checkPathsFree, checkProject, releaseReservation, renewReservation, reserve } from '../services/reservations'
-import { notFound, invalid } from '../lib/errors'
+import { invalid, notFound } from '../lib/errors'
 import { audited } from '../http/audit'
-import { forced } from './locks'
+import { ForceQuery, Nullable, isSet } from '../http/schemas'
 
-const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) => t.Union([s, t.Null()])
 
 const ReservationSchema = t.Object({
   id: t.String(),
@@ -114,12 +113,12 @@ export function reservationsRoutes(ctx: Ctx) {
     .delete(
       '/api/reservations/:id',
       async ({ params, query, request, audit }) => {
-        await releaseReservation(ctx, audit, forced(query) ? null : await holderOf(ctx, request), params.id)
+        await releaseReservation(ctx, audit, isSet(query.force) ? null : await holderOf(ctx, request), params.id)
         return { id: params.id, released: true as const }
       },
       {
         params: IdParams,
-        query: t.Object({ force: t.Optional(t.String({ description: '1: release whoever holds it' })) }),
+        query: ForceQuery,
         response: { 200: t.Object({ id: t.String(), released: t.Literal(true) }) },
         audit: 'reservation.release',
         detail: { summary: 'Release a reservation (its holder), or any with ?force=1', tags: ['reservations'] },

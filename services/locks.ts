@@ -22,7 +22,8 @@ export interface AcquireOptions {
   reason: string | null
 }
 
-export type Grant = Omit<LockHolderRow, 'limit'> & { limit: number }
+/** A grant as the acquire answers it. */
+export type Grant = LockHolderRow
 
 /** Waiting callers of one server: their order per lock name, and their wake-ups. */
 interface Line {
