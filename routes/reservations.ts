@@ -2,7 +2,7 @@
 // check pre-commit hooks run against them.
 import { t } from 'elysia'
 import type { Ctx } from '../services/context'
-import { holderOf, optionalHolder, reasonParam, ttlParam } from '../services/holders'
+import { holderOf, optionalHolder, reasonParam, readerHeartbeat, ttlParam } from '../services/holders'
 import { checkPaths, checkPathsFree, checkProject, releaseReservation, renewReservation, reserve } from '../services/reservations'
 import { invalid, notFound } from '../lib/errors'
 import { audited } from '../http/audit'
@@ -78,7 +78,10 @@ export function reservationsRoutes(ctx: Ctx) {
     )
     .get(
       '/api/reservations',
-      ({ query }) => ctx.store.reservations.list({ project: query.project || undefined, instance_id: query.instance_id || undefined }),
+      async ({ query, request }) => {
+        await readerHeartbeat(ctx, request)
+        return ctx.store.reservations.list({ project: query.project || undefined, instance_id: query.instance_id || undefined })
+      },
       {
         query: t.Object({ project: t.Optional(t.String()), instance_id: t.Optional(t.String()) }),
         response: { 200: t.Array(ReservationSchema) },
@@ -87,7 +90,8 @@ export function reservationsRoutes(ctx: Ctx) {
     )
     .get(
       '/api/reservations/:id',
-      async ({ params }) => {
+      async ({ params, request }) => {
+        await readerHeartbeat(ctx, request)
         const r = await ctx.store.reservations.get(params.id)
         if (!r) throw notFound('reservation not found')
         return r

@@ -36,6 +36,16 @@ export async function optionalHolder(ctx: Ctx, request: Request): Promise<Instan
 }
 
 /**
+ * A read of locks or reservations by an instance is a sign of life too (its own
+ * unit, after the read). Reads need no token, so an unknown one is ignored here.
+ */
+export async function readerHeartbeat(ctx: Ctx, request: Request): Promise<void> {
+  const token = request.headers.get('x-instance-token')
+  const id = token ? await ctx.store.instances.idByTokenHash(hashToken(token)) : null
+  if (id) await ctx.store.write(async (tx) => void (await tx.instances.heartbeat(id)))
+}
+
+/**
  * Every call a holder makes counts as a heartbeat: inside the unit of its call,
  * last_seen is refreshed and a stale instance turns active (holding nothing: what it
  * held went when it turned stale). 403 when it deregistered meanwhile.

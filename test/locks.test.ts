@@ -281,7 +281,9 @@ describe('expiry and liveness', () => {
       expect((await call(t.api, 'GET', '/api/locks', undefined)).body.map((l: any) => l.name)).toEqual(['mine'])
       const rel = (await events('lock.released', t)).map((e) => e.data)
       expect(rel.map((d) => [d.name, d.instance_id, d.reason]).sort()).toEqual([['one', a.id, 'holder_stale'], ['two', a.id, 'holder_stale']])
-      // A call of the stale holder makes it active again, holding nothing it had.
+      // Any call of the stale holder, a read included, makes it active again, holding nothing it had.
+      expect((await call(t.api, 'GET', '/api/locks', undefined, a.h)).body.map((l: any) => l.name)).toEqual(['mine'])
+      expect((await call(t.api, 'GET', `/api/instances/${a.id}`)).body.status).toBe('active')
       const back = await lock(a, 'three', undefined, t)
       expect(back.status).toBe(200)
       expect((await call(t.api, 'GET', `/api/instances/${a.id}`)).body.status).toBe('active')
