@@ -26,7 +26,9 @@ export function stateRoutes(ctx: Ctx) {
       async ({ params, query, request }) => {
         const key = keyParam(params['*'])
         const known = request.headers.get('if-none-match')
-        if (known && query.wait !== undefined) {
+        // A watch is of the current value: with history, diff or version the read is that read.
+        const plain = query.history === undefined && query.diff === undefined && query.version === undefined
+        if (known && plain && query.wait !== undefined) {
           const ms = waitParam(query.wait) ?? 0
           return watchResponse(await watchState(ctx, key, known.trim() === '*' ? '*' : (hash) => notModified(request, hash), ms))
         }

@@ -96,6 +96,10 @@ describe('GET /api/state/{key}?wait= with If-None-Match', () => {
     expect(r.status).toBe(200)
     expect(ms).toBeLessThan(1000)
     const etag = r.headers.get('etag')!
+    // A watch is of the current value: with ?version= the read is that read, at once.
+    const [v, vms] = await timed(call(s.api, 'GET', `/api/state/${key}?version=1&wait=30s`, undefined, { 'if-none-match': etag }))
+    expect(v.status).toBe(200)
+    expect(vms).toBeLessThan(1000)
     expect(await watch(key, etag, '61s')).toMatchObject({ status: 400, body: { error: 'invalid wait: at most 60s', code: 400 } })
     expect((await watch(key, etag, 'soon')).status).toBe(400)
     expect((await watch(key, etag, '-5s')).status).toBe(400)
