@@ -25,20 +25,32 @@ export interface AcquireOptions {
 /** A grant as the acquire answers it. */
 export type Grant = LockHolderRow
 
-/** Waiting callers of one server: their order per lock name, and their wake-ups. */
+/** The callers waiting for one lock, in arrival order. */
+interface Queue {
+  tickets: object[]
+  /** The lock's limit as last seen: only the first `limit` in line can be granted, so only they are woken. */
+  limit: number
+}
+
+/** Waiting callers of one server: their lines per lock name, and their wake-ups (one key per caller). */
 interface Line {
-  waiters: Waiters
-  /** Tickets of waiting callers per lock name, in arrival order. */
-  queue: Map<string, object[]>
+  waiters: Waiters<object>
+  queues: Map<string, Queue>
 }
 const lines = new WeakMap<Ctx, Line>()
+
+/** Wakes those at the head of the line for `name`: the only ones a free slot can go to. */
+function wakeHead(line: Line, name: string): void {
+  const q = line.queues.get(name)
+  if (q) for (const ticket of q.tickets.slice(0, q.limit)) line.waiters.wake(ticket)
+}
 
 function lineOf(ctx: Ctx): Line {
   let line = lines.get(ctx)
   if (!line) {
-    const made: Line = { waiters: new Waiters(ctx.shutdown), queue: new Map() }
+    const made: Line = { waiters: new Waiters(ctx.shutdown), queues: new Map() }
     ctx.bus.listen((event) => {
-      if (event.topic === 'lock.released' && event.source === SOURCE) made.waiters.wake((event.data as { name: string }).name)
+      if (event.topic === 'lock.released' && event.source === SOURCE) wakeHead(made, (event.data as { name: string }).name)
     })
     lines.set(ctx, (line = made))
   }
@@ -93,33 +105,34 @@ const heldError = async (ctx: Ctx, rows: LockHolderRow[]) =>
 /** Takes a slot of lock `name` (or renews the caller's), waiting up to `wait_ms` in line; 409 naming the holders otherwise. */
 export async function acquireLock(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, name: string, o: AcquireOptions): Promise<Grant> {
   const line = lineOf(ctx)
-  const queued = line.queue.get(name)?.length ?? 0
+  const queued = line.queues.get(name)?.tickets.length ?? 0
   const first = await ctx.store.write((tx) => attempt(tx, audit, holder, name, o, queued))
   if ('grant' in first) return first.grant
   if (o.waitMs === 0) throw await heldError(ctx, first.held)
 
   const ticket = {}
-  const queue = line.queue.get(name) ?? []
-  line.queue.set(name, queue)
-  queue.push(ticket)
+  const queue = line.queues.get(name) ?? { tickets: [], limit: 1 }
+  line.queues.set(name, queue)
+  queue.tickets.push(ticket)
   const deadline = Date.now() + o.waitMs
   try {
     for (;;) {
       // Registered before the re-check, so a release committed in between still wakes it.
-      const wait = line.waiters.wait(name, Math.max(0, deadline - Date.now()))
-      const r = await ctx.store.write((tx) => attempt(tx, audit, holder, name, o, queue.indexOf(ticket)))
+      const wait = line.waiters.wait(ticket, Math.max(0, deadline - Date.now()))
+      const r = await ctx.store.write((tx) => attempt(tx, audit, holder, name, o, queue.tickets.indexOf(ticket)))
       if ('grant' in r) {
         wait.cancel()
         return r.grant
       }
+      queue.limit = Math.max(queue.limit, r.held[0]?.limit ?? o.limit ?? 1)
       if ((await wait.done) !== 'woken') throw await heldError(ctx, r.held)
     }
   } finally {
-    const at = queue.indexOf(ticket)
-    queue.splice(at, 1)
-    if (!queue.length) line.queue.delete(name)
-    // Those behind it may now be within the free slots.
-    else line.waiters.wake(name)
+    const at = queue.tickets.indexOf(ticket)
+    queue.tickets.splice(at, 1)
+    if (!queue.tickets.length) line.queues.delete(name)
+    // Leaving from the head lets the next in line within the free slots.
+    else if (at < queue.limit) wakeHead(line, name)
   }
 }
 

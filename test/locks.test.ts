@@ -186,6 +186,31 @@ describe('waiting', () => {
     expect(order).toEqual(['w-b', 'w-c', 'w-d'])
   })
 
+  test('semaphore waiters get freed slots one per release, in arrival order', async () => {
+    const [a, b, c, d, e] = await Promise.all(['sw-a', 'sw-b', 'sw-c', 'sw-d', 'sw-e'].map((x) => register(s, x)))
+    const name = fresh()
+    await lock(a, name, { limit: 2 })
+    await lock(b, name)
+    const got: string[] = []
+    const take = (x: Agent) => lock(x, name, { wait_ms: 10_000 }).then((r) => (got.push(x.name), r))
+    const pc = take(c)
+    await Bun.sleep(80)
+    const pd = take(d)
+    await Bun.sleep(80)
+    const pe = take(e)
+    await Bun.sleep(80)
+    await unlock(a, name)
+    expect((await pc).status).toBe(200)
+    await Bun.sleep(150)
+    expect(got).toEqual(['sw-c'])
+    await unlock(b, name)
+    expect((await pd).status).toBe(200)
+    await unlock(c, name)
+    expect((await pe).status).toBe(200)
+    expect(got).toEqual(['sw-c', 'sw-d', 'sw-e'])
+    expect((await call(s.api, 'GET', `/api/locks/${name}`)).body.holders.map((h: any) => h.instance_name)).toEqual(['sw-d', 'sw-e'])
+  })
+
   test('a wait that runs out is 409 with the holders, after about wait_ms', async () => {
     const a = await register(s, 'wt-a')
     const b = await register(s, 'wt-b')
