@@ -60,7 +60,13 @@ export function locksRoutes(ctx: Ctx) {
       async ({ params, body, request, audit }) => {
         const name = keyParam(params['*'], 'name')
         const b = body ?? {}
-        const options = { ttl: ttlParam(b.ttl_ms), waitMs: waitMsParam(b.wait_ms), limit: limitParam(b.limit), reason: reasonParam(b.reason) }
+        const options = {
+          ttl: ttlParam(b.ttl_ms),
+          waitMs: waitMsParam(b.wait_ms),
+          limit: limitParam(b.limit),
+          reason: reasonParam(b.reason),
+          signal: request.signal,
+        }
         return acquireLock(ctx, audit, await holderOf(ctx, request), name, options)
       },
       {

@@ -18,6 +18,8 @@ export const LIMIT_MAX = 1000
 export interface AcquireOptions {
   ttl?: number
   waitMs: number
+  /** Aborted when the caller hangs up: it leaves the line rather than be granted a lock it never hears of. */
+  signal?: AbortSignal
   limit?: number
   reason: string | null
 }
@@ -119,13 +121,17 @@ export async function acquireLock(ctx: Ctx, audit: AuditScope | undefined, holde
     for (;;) {
       // Registered before the re-check, so a release committed in between still wakes it.
       const wait = line.waiters.wait(ticket, Math.max(0, deadline - Date.now()))
-      const r = await ctx.store.write((tx) => attempt(tx, audit, holder, name, o, queue.tickets.indexOf(ticket)))
+      if (o.signal?.aborted) wait.cancel()
+      else o.signal?.addEventListener('abort', wait.cancel, { once: true })
+      const r = await ctx.store.write((tx) => attempt(tx, audit, holder, name, o, o.signal?.aborted ? Infinity : queue.tickets.indexOf(ticket)))
       if ('grant' in r) {
         wait.cancel()
         return r.grant
       }
       queue.limit = Math.max(queue.limit, r.held[0]?.limit ?? o.limit ?? 1)
-      if ((await wait.done) !== 'woken') throw await heldError(ctx, r.held)
+      const why = await wait.done
+      o.signal?.removeEventListener('abort', wait.cancel)
+      if (why !== 'woken') throw await heldError(ctx, r.held)
     }
   } finally {
     const at = queue.tickets.indexOf(ticket)

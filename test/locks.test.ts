@@ -211,6 +211,26 @@ describe('waiting', () => {
     expect((await call(s.api, 'GET', `/api/locks/${name}`)).body.holders.map((h: any) => h.instance_name)).toEqual(['sw-d', 'sw-e'])
   })
 
+  test('a waiter that hangs up leaves the line and is never granted the lock', async () => {
+    const a = await register(s, 'hu-a')
+    const b = await register(s, 'hu-b')
+    const c = await register(s, 'hu-c')
+    const name = fresh()
+    await lock(a, name)
+    const gone = new AbortController()
+    const pb = fetch(`${s.api}/api/locks/${name}`, { method: 'PUT', headers: { ...b.h, 'content-type': 'application/json' }, body: JSON.stringify({ wait_ms: 10_000 }), signal: gone.signal }).catch(() => 'aborted')
+    await Bun.sleep(100)
+    const pc = lock(c, name, { wait_ms: 10_000 })
+    await Bun.sleep(100)
+    gone.abort()
+    expect(await pb).toBe('aborted')
+    await Bun.sleep(100)
+    await unlock(a, name)
+    const r = await pc
+    expect(r.status).toBe(200)
+    expect((await call(s.api, 'GET', `/api/locks/${name}`)).body.holders.map((h: any) => h.instance_name)).toEqual(['hu-c'])
+  })
+
   test('a wait that runs out is 409 with the holders, after about wait_ms', async () => {
     const a = await register(s, 'wt-a')
     const b = await register(s, 'wt-b')
