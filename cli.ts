@@ -16,6 +16,8 @@ import { addExamples } from './cli/examples'
 import { extractGlobals } from './cli/globals'
 import { instanceCommands } from './cli/instances'
 import { llmCommands } from './cli/llm'
+import { lockCommands } from './cli/locks'
+import { reservationCommands } from './cli/reservations'
 import { metricsCommands } from './cli/metrics'
 import { EXIT, reportError, setDebug, setPretty } from './cli/output'
 import { rulesCommands } from './cli/rules'
@@ -61,6 +63,8 @@ export function buildProgram(): Command {
     backupCommands,
     completionCommand,
     taskCommands,
+    lockCommands,
+    reservationCommands,
   ])
     register(program)
   addExamples(program)

@@ -1,6 +1,6 @@
 // Shared benchmark plumbing: start the real server or a bare Bun.serve baseline
 // as subprocesses, and drive load with wrk (Debian package) from a third process.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -8,7 +8,14 @@ const ROOT = join(import.meta.dir, '..')
 
 export interface Proc {
   url: string
+  pid: number
   stop(): Promise<void>
+}
+
+/** Resident memory of a process in MB (Linux /proc). */
+export function rssMb(pid: number): number {
+  const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
+  return Number(kb) / 1024
 }
 
 async function waitFor(proc: ReturnType<typeof Bun.spawn>, re: RegExp): Promise<RegExpExecArray> {
@@ -35,6 +42,7 @@ async function started(cmd: string[], dir: string, ready: RegExp): Promise<Proc>
   const m = await waitFor(proc, ready)
   return {
     url: m[1],
+    pid: proc.pid,
     async stop() {
       proc.kill('SIGTERM')
       await proc.exited
@@ -75,6 +83,7 @@ export async function startEtcd(): Promise<Proc | null> {
   }
   return {
     url,
+    pid: proc.pid,
     async stop() {
       proc.kill('SIGTERM')
       await proc.exited

@@ -1,10 +1,10 @@
 // The compiled server: time from spawn to the first healthy GET /health over 20 starts
 // (min / median / max), and its resident memory once idle after start.
 // Targets (reported, not asserted): start to healthy < 150 ms, idle RSS < 60 MB.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort } from './lib'
+import { freePort, rssMb } from './lib'
 
 const ROOT = join(import.meta.dir, '..')
 const STARTS = Number(process.env.BENCH_STARTS ?? 20)
@@ -15,8 +15,6 @@ const build = Bun.spawnSync(
   { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' },
 )
 if (build.exitCode !== 0) throw new Error(`build failed: ${build.stderr}`)
-
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024
 
 const times: number[] = []
 let idleRss = NaN

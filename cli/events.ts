@@ -1,7 +1,8 @@
 // `events publish|history|subscribe`: the event bus.
 import type { Command } from 'commander'
 import { api } from './client'
-import { integer, readJsonPayload, withPayload, type PayloadOptions } from './input'
+import { waitEvents } from './watch'
+import { durationArg, integer, readJsonPayload, withPayload, type PayloadOptions } from './input'
 import { act } from './output'
 import { subscribe } from './subscribe'
 
@@ -48,4 +49,13 @@ export function eventsCommands(program: Command): void {
     .option('--count <n>', 'exit after n events', integer(1))
     .option('--poll', 'poll history every 2 s instead of using the WebSocket')
     .action((pattern: string, o: { afterId?: number; count?: number; poll?: boolean }) => subscribe(pattern, o))
+
+  events
+    .command('wait')
+    .description('wait for the next matching events and print them as a JSON array, oldest first ([] when --timeout passes)')
+    .option('--topic <glob>', 'topic pattern (default *)')
+    .option('--source <source>', 'only events from this source')
+    .option('--after <id>', 'events after this id (default: from now on)', integer(0))
+    .option('--timeout <duration>', 'give up after this long (requests of at most 60s are chained)', durationArg, 60_000)
+    .action((o: { topic?: string; source?: string; after?: number; timeout: number }) => waitEvents(o))
 }

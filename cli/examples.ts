@@ -4,6 +4,19 @@
 import type { Command } from 'commander'
 
 export const EXAMPLES: Record<string, string[]> = {
+  lock: ['muster lock acquire deploy --ttl 10m && ./deploy.sh; muster lock release deploy'],
+  'lock acquire': ['muster lock acquire deploy --ttl 10m --reason "release 1.4"', 'muster lock acquire ci-runners --limit 3 --wait 30s'],
+  'lock release': ['muster lock release deploy', 'muster lock release deploy --force'],
+  'lock get': ['muster lock get deploy'],
+  'lock list': ['muster lock list', 'muster lock list --prefix db/'],
+  reserve: ['muster reserve shop "src/cart/**" --ttl 30m --reason "cart refactor"', 'muster reserve shop "docs/**" --shared'],
+  release: ['muster release 3f2a…'],
+  renew: ['muster renew 3f2a… --ttl 30m'],
+  reservation: ['muster reservation 3f2a…'],
+  reservations: ['muster reservations --project shop'],
+  check: ['muster check shop src/cart/total.ts', 'git diff --cached --name-only | muster check shop --stdin'],
+  'state watch': ['muster state watch app/plan --timeout 5m'],
+  'events wait': ['muster events wait --topic "task.*" --timeout 30s'],
   task: ['muster task add build --title "compile" && muster task claim build --wait 30s'],
   'task add': ['muster task add build --title "compile api" --priority 5 --requires go', 'muster task add build --title "deploy" --depends-on 12 --payload \'{"env":"staging"}\''],
   'task claim': ['muster task claim build --wait 30s', 'muster task claim build --visibility 10m'],

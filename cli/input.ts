@@ -105,3 +105,4 @@ export function projectPath(value: string): { project: string; name: string } {
   if (slash <= 0 || slash === value.length - 1) throw new UsageError(`expected <project>/<name>, got '${value}'`)
   return { project: value.slice(0, slash), name: value.slice(slash + 1) }
 }
+

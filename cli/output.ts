@@ -18,6 +18,13 @@ export class ServerError extends Error {
   }
 }
 
+/** The command already said what went wrong on stderr; only the exit code is left (`check`). */
+export class Exit extends Error {
+  constructor(readonly code: number) {
+    super(`exit ${code}`)
+  }
+}
+
 /** The request never got an answer (connection refused, DNS, reset): exit 1. */
 export class ClientError extends Error {}
 
@@ -72,6 +79,7 @@ export function note(message: string): void {
 
 /** Prints an error the way the spec asks and returns the exit code for it. */
 export function reportError(err: unknown): number {
+  if (err instanceof Exit) return err.code
   if (err instanceof ServerError) {
     process.stderr.write(formatJson(err.body) + '\n')
     return EXIT.server

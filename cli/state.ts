@@ -1,7 +1,8 @@
 // `state ...`: the versioned key/value store. `get` writes the raw value to stdout, byte for byte.
 import type { Command } from 'commander'
 import { api, apiPath, request } from './client'
-import { integer, parseJson, readPayload, withPayload, type PayloadOptions } from './input'
+import { watchState } from './watch'
+import { durationArg, integer, parseJson, readPayload, withPayload, type PayloadOptions } from './input'
 import { act, printRawResponse } from './output'
 import { versionCommands } from './versions'
 
@@ -57,4 +58,12 @@ export function stateCommands(program: Command): void {
     .argument('<key>')
     .requiredOption('--version <n>', 'version to restore', integer(1))
     .action(act((key: string, o: { version: number }) => api.post(keyPath(key), undefined, { rollback: o.version })))
+
+  state
+    .command('watch')
+    .description('wait until the value changes (or the key is created), then print it raw; nothing printed when --timeout passes')
+    .argument('<key>')
+    .option('--timeout <duration>', 'give up after this long (requests of at most 60s are chained)', durationArg, 60_000)
+    .option('--etag <etag>', 'the version you have (default: the current one; * waits for creation)')
+    .action((key: string, o: { timeout: number; etag?: string }) => watchState(key, o))
 }

@@ -25,6 +25,8 @@ import { validateRoutes } from '../routes/validate'
 import { rulesRoutes } from '../routes/rules'
 import { templatesRoutes } from '../routes/templates'
 import { queueRoutes } from '../routes/queue'
+import { locksRoutes } from '../routes/locks'
+import { reservationsRoutes } from '../routes/reservations'
 
 export function createApi(ctx: Ctx) {
   // The server-level cap admits the largest route limit; each request is held to its own route's limit below.
@@ -86,6 +88,8 @@ export function createApi(ctx: Ctx) {
     .use(rulesRoutes(ctx))
     .use(templatesRoutes(ctx))
     .use(queueRoutes(ctx))
+    .use(locksRoutes(ctx))
+    .use(reservationsRoutes(ctx))
 
   table = app.routes.map((r) => {
     const hooks = r.hooks as { maxBody?: number; detail?: { 'x-audit'?: string } } | undefined

@@ -33,17 +33,22 @@ export function writeCondition(request: Request, query: { if_version?: string },
   return cond
 }
 
+const docHeaders = (doc: Doc, withEtag: boolean): Record<string, string> => ({
+  'content-type': doc.content_type,
+  'x-service-version': String(doc.version),
+  ...(withEtag ? { etag: etag(doc.hash) } : {}),
+})
+
 /** The stored bytes with Content-Type, ETag and X-Service-Version; 304 when If-None-Match matches. */
 export function rawResponse(request: Request, doc: Doc, withEtag = true): Response {
-  const headers: Record<string, string> = {
-    'content-type': doc.content_type,
-    'x-service-version': String(doc.version),
-  }
-  if (withEtag) {
-    headers.etag = etag(doc.hash)
-    if (notModified(request, doc.hash)) return new Response(null, { status: 304, headers })
-  }
-  return new Response(doc.value as Uint8Array<ArrayBuffer>, { headers })
+  if (withEtag && notModified(request, doc.hash)) return new Response(null, { status: 304, headers: docHeaders(doc, true) })
+  return new Response(doc.value as Uint8Array<ArrayBuffer>, { headers: docHeaders(doc, withEtag) })
+}
+
+/** A watch's answer: 200 with the new value, or 304 with the unchanged ETag (none for a key that still does not exist). */
+export function watchResponse(result: { changed: Doc } | { unchanged: Doc | null }): Response {
+  if ('changed' in result) return new Response(result.changed.value as Uint8Array<ArrayBuffer>, { headers: docHeaders(result.changed, true) })
+  return new Response(null, { status: 304, headers: result.unchanged ? { etag: etag(result.unchanged.hash) } : {} })
 }
 
 /** Decodes a key taken from a wildcard path; an empty or undecodable one is 400. */

@@ -24,3 +24,6 @@ export function timeParam(value: string | undefined, name: string): string | und
   return new Date(ms).toISOString()
 }
 
+
+/** A query flag: present and not 0/false/empty. */
+export const isSet = (value: string | undefined) => value !== undefined && value !== '' && value !== '0' && value !== 'false'

@@ -65,6 +65,11 @@ export class Waiters<K = string> {
     for (const key of [...this.byKey.keys()]) this.wake(key)
   }
 
+  /** Keys that have someone waiting (e.g. to wake only those whose filter an event matches). */
+  keys(): K[] {
+    return [...this.byKey.keys()]
+  }
+
   /** Held requests right now (for metrics and benchmarks). */
   get size(): number {
     let n = 0

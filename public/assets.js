@@ -5,6 +5,7 @@
 import index from './index.html' with { type: 'file' }
 import rules from './rules.html' with { type: 'file' }
 import admin from './admin.html' with { type: 'file' }
+import coordination from './coordination.html' with { type: 'file' }
 import favicon from './favicon.svg' with { type: 'file' }
 import css from './css/muster.css' with { type: 'file' }
 import apiJs from './js/api.js' with { type: 'file' }
@@ -31,11 +32,14 @@ import adminBackupJs from './js/admin/backup.js' with { type: 'file' }
 import tasksHtml from './tasks.html' with { type: 'file' }
 import tasksCss from './css/tasks.css' with { type: 'file' }
 import tasksJs from './js/tasks.js' with { type: 'file' }
+import coordinationJs from './js/coordination.js' with { type: 'file' }
+import coordinationCss from './css/coordination.css' with { type: 'file' }
 
 export const assets = {
   '/': index,
   '/rules': rules,
   '/admin': admin,
+  '/coordination': coordination,
   '/favicon.svg': favicon,
   '/css/muster.css': css,
   '/js/api.js': apiJs,
@@ -62,4 +66,6 @@ export const assets = {
   '/tasks': tasksHtml,
   '/css/tasks.css': tasksCss,
   '/js/tasks.js': tasksJs,
+  '/js/coordination.js': coordinationJs,
+  '/css/coordination.css': coordinationCss,
 }

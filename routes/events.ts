@@ -7,6 +7,8 @@ import { publishEvent } from '../services/events'
 import { errorResponse } from '../http/errors'
 import { intParam, timeParam } from '../http/params'
 import { audited } from '../http/audit'
+import { waitParam } from '../services/holders'
+import { waitForEvents } from '../services/watches'
 
 export const EventSchema = t.Object({
   id: t.Integer(),
@@ -49,14 +51,17 @@ export function eventsRoutes(ctx: Ctx) {
       '/api/events/history',
       ({ query }) => {
         const afterId = afterIdParam(query.after_id)
-        return ctx.store.events.query({
+        const q = {
           topic: query.topic || '*',
           source: query.source || undefined,
           from: timeParam(query.from, 'from'),
           to: timeParam(query.to, 'to'),
           afterId,
           limit: intParam(query.last, 'last', 50, 1),
-        })
+        }
+        const wait = afterId === undefined ? undefined : waitParam(query.wait)
+        if (afterId === undefined || wait === undefined) return ctx.store.events.query(q)
+        return waitForEvents(ctx, { ...q, afterId }, wait)
       },
       {
         query: t.Object({
@@ -66,6 +71,7 @@ export function eventsRoutes(ctx: Ctx) {
           to: t.Optional(t.String({ description: 'RFC 3339, inclusive' })),
           source: t.Optional(t.String({ description: 'exact source, e.g. state' })),
           after_id: t.Optional(t.String({ description: 'resume: only ids greater than this, oldest first' })),
+          wait: t.Optional(t.String({ description: 'with after_id: hold until a matching event exists, up to this long (e.g. 25s, at most 60s); [] when none came' })),
         }),
         response: { 200: t.Array(EventSchema) },
         detail: {

@@ -18,10 +18,14 @@ export const MCP_TOOLS = ['register_instance', 'discover_instances', 'set_intent
 
 /** REST routes an agent needs, by purpose; paths are relative to `rest`. */
 const REST_ENDPOINTS = {
-  state: 'GET|PUT|DELETE /api/state/{key} (?history=1, ?version=N, ?diff=a,b, POST ?rollback=N)',
+  state: 'GET|PUT|DELETE /api/state/{key} (?history=1, ?version=N, ?diff=a,b, POST ?rollback=N); watch: GET ?wait=25s with If-None-Match: "<etag>" (or *)',
   specs: 'GET|PUT|DELETE /api/specs/{project}/{name} (?history=1, ?version=N, ?diff=a,b)',
   contracts: 'GET|PUT /api/contracts/{project}/{name}, POST .../validate, POST .../test',
-  events: 'POST /api/events/publish, GET /api/events/history, WS /api/events/subscribe?pattern=&after_id=',
+  events: 'POST /api/events/publish, GET /api/events/history (long-poll: ?after_id=N&wait=25s), WS /api/events/subscribe?pattern=&after_id=',
+  locks: 'PUT /api/locks/{name} {ttl_ms?, wait_ms?, limit?, reason?} (X-Instance-Token), DELETE /api/locks/{name} [?force=1], GET /api/locks[?prefix=], GET /api/locks/{name}',
+  reservations:
+    'POST /api/reservations {project, paths, exclusive?, ttl_ms?, reason?} (X-Instance-Token), GET /api/reservations[?project=&instance_id=], GET|DELETE /api/reservations/{id}, POST /api/reservations/{id}/renew {ttl_ms}',
+  check: 'POST /api/reservations/check {project, paths} (pre-commit: 409 with conflicts)',
   instances: 'GET /api/instances, POST /api/instances/{id}/heartbeat, PUT /api/instances/{id}/intent',
   validate: 'POST /api/validate/{project} {content, filename}',
   rules: 'POST /api/rules/propose, GET /api/rules?status=proposed',
@@ -55,6 +59,10 @@ const CLI_COMMANDS = [
   'muster instances list',
   'muster heartbeat --every 1m',
   'muster task add <queue> --title T | claim <queue> --wait 30s | ack|nack <id> | list [queue]',
+  'muster lock acquire|release|list <name> [--ttl D] [--wait D]',
+  'muster reserve <project> <glob...> [--shared] [--ttl D]; muster release <id>; muster reservations',
+  'muster check <project> <path...> (exit 1 on a conflict)',
+  'muster state watch <key>; muster events wait [--topic T]',
 ]
 
 function result(data: Record<string, unknown>, isError = false): CallToolResult {

@@ -6,9 +6,15 @@ import type { Ctx } from '../services/context'
 import { deleteState, putState, rollbackState } from '../services/state'
 import { audited } from '../http/audit'
 import { readBody } from '../http/body'
-import { DocReadQuery, keyParam, readDocument, writeCondition } from '../http/documents'
+import { DocReadQuery, keyParam, notModified, readDocument, watchResponse, writeCondition } from '../http/documents'
+import { waitParam } from '../services/holders'
+import { watchState } from '../services/watches'
 
 const Meta = t.Object({ key: t.String(), version: t.Integer(), hash: t.String(), content_type: t.String(), updated_at: t.String() })
+const StateReadQuery = t.Object({
+  ...DocReadQuery.properties,
+  wait: t.Optional(t.String({ description: 'with If-None-Match: hold until the value changes, up to this long (e.g. 25s, at most 60s); 304 when it does not' })),
+})
 
 export function stateRoutes(ctx: Ctx) {
   return audited(ctx)
@@ -17,8 +23,15 @@ export function stateRoutes(ctx: Ctx) {
     })
     .get(
       '/api/state/*',
-      ({ params, query, request }) => {
+      async ({ params, query, request }) => {
         const key = keyParam(params['*'])
+        const known = request.headers.get('if-none-match')
+        // A watch is of the current value: with history, diff or version the read is that read.
+        const plain = query.history === undefined && query.diff === undefined && query.version === undefined
+        if (known && plain && query.wait !== undefined) {
+          const ms = waitParam(query.wait) ?? 0
+          return watchResponse(await watchState(ctx, key, known.trim() === '*' ? '*' : (hash) => notModified(request, hash), ms))
+        }
         const source = {
           get: () => ctx.store.state.get(key),
           getVersion: (v: number) => ctx.store.state.getVersion(key, v),
@@ -27,10 +40,12 @@ export function stateRoutes(ctx: Ctx) {
         return readDocument(source, query, request, 'key', { key })
       },
       {
-        query: DocReadQuery,
+        query: StateReadQuery,
         detail: {
-          summary: 'Read a value (raw), its history, a version, or a diff',
-          description: 'Precedence when combined: history, then diff, then version.',
+          summary: 'Read a value (raw), its history, a version, or a diff; or watch it (?wait= with If-None-Match)',
+          description:
+            'Precedence when combined: history, then diff, then version. With `wait` and `If-None-Match: "<etag>"` the request is held until the ETag differs ' +
+            '(200 with the value), the key is deleted (404) or `wait` ends (304); `If-None-Match: *` waits for the key to exist.',
           tags: ['state'],
         },
       },

@@ -6,6 +6,7 @@
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
+import type { HolderView } from '../store/holders'
 import { hashToken } from '../lib/token'
 import { forbidden, invalid } from '../lib/errors'
 import { parseDuration } from '../lib/config'
@@ -35,6 +36,16 @@ export async function optionalHolder(ctx: Ctx, request: Request): Promise<Instan
 }
 
 /**
+ * A read of locks or reservations by an instance is a sign of life too (its own
+ * unit, after the read). Reads need no token, so an unknown one is ignored here.
+ */
+export async function readerHeartbeat(ctx: Ctx, request: Request): Promise<void> {
+  const token = request.headers.get('x-instance-token')
+  const id = token ? await ctx.store.instances.idByTokenHash(hashToken(token)) : null
+  if (id) await ctx.store.write(async (tx) => void (await tx.instances.heartbeat(id)))
+}
+
+/**
  * Every call a holder makes counts as a heartbeat: inside the unit of its call,
  * last_seen is refreshed and a stale instance turns active (holding nothing: what it
  * held went when it turned stale). 403 when it deregistered meanwhile. Returns the
@@ -44,6 +55,19 @@ export async function touch(tx: Tx, instanceId: string): Promise<Instance> {
   const instance = await tx.instances.heartbeat(instanceId)
   if (!instance) throw forbidden('unknown instance token: register again')
   return instance
+}
+
+/** Grants with their holder's name and liveness (read after the unit: names and statuses are committed data). */
+export async function withHolders<T extends { instance_id: string }>(ctx: Ctx, rows: T[]): Promise<(HolderView & T)[]> {
+  const views = await ctx.store.holders.views(rows.map((r) => r.instance_id))
+  return rows.map((r) => ({ ...views.get(r.instance_id)!, ...r }))
+}
+
+/** An optional free-text `reason`: null when absent, at most 1,000 characters. */
+export function reasonParam(reason: unknown): string | null {
+  if (reason === undefined || reason === null) return null
+  if (typeof reason !== 'string' || reason.length > 1000) throw invalid('invalid reason: expected a string of at most 1000 characters')
+  return reason
 }
 
 /** The audit scope of a holder's call: the actor is the instance id. */

@@ -116,6 +116,24 @@ export const MIGRATIONS: string[] = [
   DROP TABLE documents;
   DROP TABLE document_history;
   `,
+  // Locks (one row per holder of a named mutex or semaphore) and path reservations.
+  `
+  CREATE TABLE lock_holders (
+    name TEXT NOT NULL, instance_id TEXT NOT NULL, lock_limit INTEGER NOT NULL, fence INTEGER NOT NULL,
+    reason TEXT, acquired_at TEXT NOT NULL, expires_at TEXT,
+    PRIMARY KEY (name, instance_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX lock_holders_instance ON lock_holders (instance_id);
+  CREATE INDEX lock_holders_expiry ON lock_holders (expires_at) WHERE expires_at IS NOT NULL;
+  CREATE TABLE reservations (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, project TEXT NOT NULL,
+    instance_id TEXT NOT NULL, paths TEXT NOT NULL, exclusive INTEGER NOT NULL, fence INTEGER NOT NULL,
+    reason TEXT, created_at TEXT NOT NULL, expires_at TEXT
+  );
+  CREATE INDEX reservations_project ON reservations (project, seq);
+  CREATE INDEX reservations_instance ON reservations (instance_id);
+  CREATE INDEX reservations_expiry ON reservations (expires_at) WHERE expires_at IS NOT NULL;
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length

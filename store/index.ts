@@ -21,6 +21,8 @@ import { templatesStore, templatesWrites, type TemplatesStore, type TemplatesWri
 import { VersionedDocs } from './versioned'
 import { holdersStore, holdersWrites, type HoldersStore, type HoldersWrites } from './holders'
 import { queueStore, queueWrites, type QueueStore, type QueueWrites } from './queue'
+import { locksStore, locksWrites, type LocksStore, type LocksWrites } from './locks'
+import { reservationsStore, reservationsWrites, type ReservationsStore, type ReservationsWrites } from './reservations'
 export type { Event } from './events'
 
 const DB_FILE = 'muster.db'
@@ -61,6 +63,8 @@ export interface Tx {
   webhooks: Async<WebhooksWrites>
   holders: Async<HoldersWrites>
   queue: Async<QueueWrites>
+  locks: Async<LocksWrites>
+  reservations: Async<ReservationsWrites>
   emit(topic: string, data: unknown, source: string): Promise<Event>
 }
 
@@ -79,6 +83,8 @@ export interface Store {
   webhooks: WebhooksStore
   holders: HoldersStore
   queue: QueueStore
+  locks: LocksStore
+  reservations: ReservationsStore
   /**
    * Runs `fn` as one unit of work in the group commit and resolves with its result
    * once it is durable. A throw (or rejection) rolls the whole unit back. Units run
@@ -132,6 +138,8 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
     webhooks: async(webhooksWrites(writer, unit, webhooks.changed)),
     holders: async(holdersWrites(writer)),
     queue: async(queueWrites(writer)),
+    locks: async(locksWrites(writer)),
+    reservations: async(reservationsWrites(writer)),
     async emit(topic, data, source) {
       const event = events.append(topic, data, source)
       unit.afterCommit(() => {
@@ -154,6 +162,8 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
     templates: templatesStore(reader),
     holders: holdersStore(reader),
     queue: queueStore(reader),
+    locks: locksStore(reader),
+    reservations: reservationsStore(reader),
   }
   return { reads, tx }
 }

@@ -139,7 +139,12 @@ describe('MCP discovery endpoint', () => {
   test('get_endpoints returns REST and CLI endpoints', async () => {
     const r = structured(await client.callTool({ name: 'get_endpoints', arguments: {} }))
     expect(r.rest).toBe(s.api)
-    expect(Object.keys(r.endpoints)).toEqual(expect.arrayContaining(['state', 'specs', 'events', 'instances', 'validate', 'rules']))
+    expect(Object.keys(r.endpoints)).toEqual(expect.arrayContaining(['state', 'specs', 'events', 'instances', 'validate', 'rules', 'locks', 'reservations', 'check']))
+    expect(r.endpoints.locks).toContain('PUT /api/locks/{name}')
+    expect(r.endpoints.reservations).toContain('POST /api/reservations')
+    expect(r.endpoints.state).toContain('?wait=')
+    expect(r.endpoints.events).toContain('after_id=N&wait=')
+    expect(r.cli.commands.join('\n')).toContain('muster check <project>')
     expect(r.cli.env).toBe(`SERVICE_SERVER=${s.api}`)
     expect(r.cli.commands.length).toBeGreaterThan(3)
   })

@@ -1,0 +1,174 @@
+// Coordination: held locks and path reservations by project, each with its
+// holder's name and liveness, and a force-release. Redrawn at once when the event
+// stream reports a grant, a release or a change of liveness; polled every 10 s as
+// a fallback (and to age the expiry times).
+
+import { api, onTokenChange, socketUrl } from './api.js'
+import { startShell } from './shell.js'
+import { cell, changed, every, failure, fill, h, loading, stateBox, timeAgo } from './ui.js'
+
+const REFRESH_ON = /^(lock|reservation)\.|^instance\.(stale|deregistered|registered)$/
+const CONFIRM_MS = 4000
+
+/** Liveness as a badge: a stale or gone holder's grants are about to go. */
+const liveness = (status) =>
+  h('span', { class: `badge ${status === 'active' ? 'ok' : status === 'stale' ? 'warn' : 'bad'}`, text: status || 'unknown' })
+
+const holderCell = (name, id, status) =>
+  cell('Holder', { class: 'name-cell' },
+    h('div', { class: 'wrap-any' }, h('span', { text: name || '(gone)' }), ' ', liveness(status)),
+    h('div', { class: 'sub mono', title: id, text: String(id).slice(0, 8) }))
+
+const expiry = (iso) => (iso ? h('span', { title: iso }, 'expires ', h('time', { datetime: iso, text: new Date(iso).toLocaleTimeString() })) : h('span', { class: 'sub', text: 'no TTL' }))
+
+/** A button that asks to be clicked twice: a forced release takes the grant from a live agent. */
+function forceButton(label, run) {
+  let armed = null
+  const btn = h('button', { class: 'btn small danger', type: 'button', text: label })
+  btn.addEventListener('click', async () => {
+    if (!armed) {
+      btn.textContent = 'Confirm release'
+      armed = setTimeout(() => ((armed = null), (btn.textContent = label)), CONFIRM_MS)
+      return
+    }
+    clearTimeout(armed)
+    btn.disabled = true
+    btn.textContent = 'Releasing…'
+    try {
+      await run()
+    } catch (err) {
+      btn.disabled = false
+      btn.textContent = label
+      btn.title = err.message
+      btn.after(h('div', { class: 'inline-error', role: 'alert', text: err.message }))
+    }
+  })
+  return btn
+}
+
+function locksPanel() {
+  const section = document.getElementById('locks')
+  const body = section.querySelector('.body')
+  const meta = section.querySelector('.meta')
+  const drawn = {}
+  loading(body)
+  const poll = every(10_000, async () => {
+    let locks
+    try {
+      locks = await api('/api/locks')
+    } catch (err) {
+      drawn.last = null
+      meta.textContent = ''
+      return failure(body, err, 'GET /api/locks', () => poll.now())
+    }
+    if (!changed(drawn, locks)) return
+    meta.textContent = locks.length ? `${locks.length} held` : ''
+    if (!locks.length)
+      return stateBox(body, 'empty', 'No locks held', ['Agents take them with ', h('code', { text: 'PUT /api/locks/{name}' }), ' or ', h('code', { text: 'muster lock acquire' }), '.'])
+    const rows = locks.flatMap((lock) =>
+      lock.holders.map((hd, i) =>
+        h('tr', { class: hd.instance_status === 'active' ? null : 'stale', dataset: { lock: lock.name } },
+          cell('Lock', { class: 'wrap-any' },
+            i === 0 ? h('div', { class: 'mono', text: lock.name }) : null,
+            i === 0 && lock.limit > 1 ? h('div', { class: 'sub', text: `${lock.holders.length} of ${lock.limit} slots` }) : null),
+          holderCell(hd.instance_name, hd.instance_id, hd.instance_status),
+          cell('Grant', {},
+            h('div', { class: 'grant-line' }, 'fence ', h('b', { text: String(hd.fence) }), ' · ', timeAgo(hd.acquired_at)),
+            h('div', { class: 'sub' }, expiry(hd.expires_at)),
+            hd.reason ? h('div', { class: 'sub wrap-any', text: hd.reason }) : null),
+          cell('', { class: 'nowrap' }, i === 0 ? forceButton('Force release', async () => {
+            await api(`/api/locks/${lock.name.split('/').map(encodeURIComponent).join('/')}?force=1`, { method: 'DELETE' })
+            poll.now()
+          }) : null))))
+    fill(body, h('table', { class: 'data cards' },
+      h('thead', {}, h('tr', {}, ['Lock', 'Holder', 'Grant', ''].map((t) => h('th', { text: t })))),
+      h('tbody', {}, rows)))
+  })
+  return poll
+}
+
+function reservationsPanel() {
+  const section = document.getElementById('reservations')
+  const body = section.querySelector('.body')
+  const meta = section.querySelector('.meta')
+  const drawn = {}
+  loading(body)
+  const poll = every(10_000, async () => {
+    let list, instances
+    try {
+      ;[list, instances] = await Promise.all([api('/api/reservations'), api('/api/instances')])
+    } catch (err) {
+      drawn.last = null
+      meta.textContent = ''
+      return failure(body, err, 'GET /api/reservations', () => poll.now())
+    }
+    const who = new Map(instances.map((i) => [i.id, i]))
+    if (!changed(drawn, { list, who: [...who.values()].map((i) => [i.id, i.name, i.status]) })) return
+    const projects = [...new Set(list.map((r) => r.project))].sort()
+    meta.textContent = list.length ? `${list.length} in ${projects.length} project${projects.length === 1 ? '' : 's'}` : ''
+    if (!list.length)
+      return stateBox(body, 'empty', 'No paths reserved', ['Agents reserve globs with ', h('code', { text: 'POST /api/reservations' }), ' or ', h('code', { text: 'muster reserve' }), '.'])
+    fill(body, projects.map((project) => {
+      const mine = list.filter((r) => r.project === project)
+      return h('div', { class: 'project-group', dataset: { project } },
+        h('h3', { class: 'mono', text: `${project} · ${mine.length}` }),
+        h('table', { class: 'data cards' },
+          h('thead', {}, h('tr', {}, ['Paths', 'Holder', 'Grant', ''].map((t) => h('th', { text: t })))),
+          h('tbody', {}, mine.map((r) => {
+            const holder = who.get(r.instance_id)
+            return h('tr', { class: holder?.status === 'active' ? null : 'stale', dataset: { id: r.id } },
+              cell('Paths', { class: 'wrap-any' },
+                r.paths.map((p) => h('span', { class: 'chip mono', text: p })),
+                h('div', { class: 'sub' }, h('span', { class: `badge ${r.exclusive ? 'accent' : ''}`, text: r.exclusive ? 'exclusive' : 'shared' }))),
+              holderCell(holder?.name, r.instance_id, holder?.status ?? 'gone'),
+              cell('Grant', {},
+                h('div', { class: 'grant-line' }, 'fence ', h('b', { text: String(r.fence) }), ' · ', timeAgo(r.created_at)),
+                h('div', { class: 'sub' }, expiry(r.expires_at)),
+                r.reason ? h('div', { class: 'sub wrap-any', text: r.reason }) : null),
+              cell('', { class: 'nowrap' }, forceButton('Force release', async () => {
+                await api(`/api/reservations/${encodeURIComponent(r.id)}?force=1`, { method: 'DELETE' })
+                poll.now()
+              })))
+          }))))
+    }))
+  })
+  return poll
+}
+
+/** The event stream from now on: any grant, release or liveness change redraws both panels. */
+function follow(refresh) {
+  const status = document.getElementById('stream-status')
+  const set = (cls, text, title = '') => Object.assign(status, { className: `pill ${cls}`, textContent: text, title })
+  let socket = null
+  let retry = null
+  let backoff = 1000
+  const connect = () => {
+    clearTimeout(retry)
+    if (socket) (socket.onclose = null), socket.close()
+    const ws = new WebSocket(socketUrl('/api/events/subscribe', { pattern: '*' }))
+    socket = ws
+    ws.onopen = () => {
+      backoff = 1000
+      set('ok live', 'Live', 'Following lock, reservation and liveness events')
+      refresh() // whatever happened while the socket was down
+    }
+    ws.onmessage = (msg) => {
+      try {
+        if (REFRESH_ON.test(JSON.parse(msg.data).topic)) refresh()
+      } catch {}
+    }
+    ws.onclose = () => {
+      set('warn', 'Reconnecting…', 'The event stream closed; the panels still refresh every 10 s')
+      retry = setTimeout(connect, backoff)
+      backoff = Math.min(15_000, backoff * 2)
+    }
+  }
+  onTokenChange(connect)
+  connect()
+}
+
+startShell()
+const panels = [locksPanel(), reservationsPanel()]
+const refresh = () => panels.forEach((p) => p.now())
+onTokenChange(refresh)
+follow(refresh)

@@ -1,0 +1,133 @@
+// The coordination page in Debian's Chromium: held locks and reservations by
+// project with holder names and liveness, kept current from the event stream,
+// and force-release. Screenshots go to a temp folder printed at the end.
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { join } from 'node:path'
+import { call, startServer, tempDir, type TestServer } from './helpers'
+
+setDefaultTimeout(60_000)
+const SHOTS = tempDir('muster-coordination-shots-')
+const TOKEN = 'coordination-ui-token'
+const AUTH = { authorization: `Bearer ${TOKEN}` }
+
+let s: TestServer
+let browser: BrowserContext
+beforeAll(async () => {
+  s = await startServer({ args: ['--auth-token', TOKEN, '--stale-timeout', '1s', '--liveness-interval', '1h'] })
+  browser = await chromium.launchPersistentContext(tempDir('muster-chromium-'), {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1360, height: 900 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  })
+})
+afterAll(async () => {
+  await browser?.close()
+  await s.cleanup()
+  console.log(`coordination screenshots: ${SHOTS}`)
+})
+
+const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => call(s.api, method, path, body, { ...AUTH, ...headers })
+async function register(name: string) {
+  const r = (await api('POST', '/api/instances/register', { name })).body
+  return { id: r.id as string, h: { 'x-instance-token': r.token as string } }
+}
+
+async function open(width = 1360): Promise<{ page: Page; problems: string[] }> {
+  const page = await browser.newPage()
+  await page.setViewportSize({ width, height: 900 })
+  const problems: string[] = []
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`))
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(`console: ${m.text()}`)
+  })
+  await page.addInitScript((t) => sessionStorage.setItem('muster.token', t), TOKEN)
+  await page.goto(s.dashboard + '/coordination')
+  return { page, problems }
+}
+const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true })
+
+describe('coordination page', () => {
+  test('shows what is held with holder and liveness, follows the event stream, and force-releases', async () => {
+    const alice = await register('alice')
+    const bob = await register('bob')
+    await api('PUT', '/api/locks/deploy/prod', { reason: 'release 2.4', ttl_ms: 600_000 }, alice.h)
+    await api('PUT', '/api/locks/gpu', { limit: 2 }, alice.h)
+    await api('PUT', '/api/locks/gpu', {}, bob.h)
+    await api('POST', '/api/reservations', { project: 'shop', paths: ['src/api/**', 'src/db/schema.ts'], reason: 'auth rework' }, alice.h)
+    await api('POST', '/api/reservations', { project: 'shop', paths: ['docs/**'], exclusive: false }, bob.h)
+    await api('POST', '/api/reservations', { project: 'billing', paths: ['invoices/*.ts'], ttl_ms: 3_600_000 }, bob.h)
+
+    const { page, problems } = await open()
+    const locks = page.locator('#locks')
+    const reservations = page.locator('#reservations')
+    await locks.locator('tr[data-lock="deploy/prod"]').waitFor()
+    await page.locator('#stream-status.live').waitFor()
+    expect(await locks.locator('tr[data-lock="deploy/prod"]').innerText()).toMatch(/deploy\/prod[\s\S]*alice\s+active[\s\S]*release 2\.4/)
+    expect(await locks.locator('tr[data-lock="gpu"]').count()).toBe(2)
+    expect(await locks.locator('tr[data-lock="gpu"]').first().innerText()).toContain('2 of 2 slots')
+    expect(await reservations.locator('.project-group h3').allTextContents()).toEqual(['billing · 1', 'shop · 2'])
+    const shop = reservations.locator('[data-project="shop"]')
+    expect(await shop.innerText()).toMatch(/src\/api\/\*\*[\s\S]*exclusive[\s\S]*alice\s+active[\s\S]*auth rework/)
+    expect(await shop.innerText()).toMatch(/docs\/\*\*[\s\S]*shared[\s\S]*bob\s+active/)
+    await shot(page, 'coordination-1-held')
+
+    // Live: a grant made elsewhere shows up without a reload (the poll is every 10 s).
+    const t0 = Date.now()
+    await api('POST', '/api/reservations', { project: 'shop', paths: ['README.md'] }, bob.h)
+    await shop.getByText('README.md').waitFor({ timeout: 5000 })
+    expect(Date.now() - t0).toBeLessThan(5000)
+
+    // Force release takes two clicks and goes through the API.
+    const deploy = locks.locator('tr[data-lock="deploy/prod"]')
+    await deploy.getByRole('button', { name: 'Force release' }).click()
+    await deploy.getByRole('button', { name: 'Confirm release' }).click()
+    await deploy.waitFor({ state: 'detached', timeout: 5000 })
+    expect((await api('GET', '/api/locks/deploy/prod')).status).toBe(404)
+    const released = (await api('GET', '/api/events/history?topic=lock.released')).body
+    expect(released[0].data).toMatchObject({ name: 'deploy/prod', reason: 'forced' })
+
+    const billing = reservations.locator('[data-project="billing"]')
+    await billing.getByRole('button', { name: 'Force release' }).click()
+    await billing.getByRole('button', { name: 'Confirm release' }).click()
+    await billing.waitFor({ state: 'detached', timeout: 5000 })
+
+    // A holder that goes stale loses everything, and the page follows.
+    await Bun.sleep(1100)
+    await api('PUT', '/api/locks/gpu', {}, bob.h) // bob's call is a heartbeat
+    await api('POST', '/api/liveness/check')
+    await shop.locator('tr', { hasText: 'src/api/**' }).waitFor({ state: 'detached', timeout: 5000 })
+    expect(await locks.locator('tr[data-lock="gpu"]').count()).toBe(1)
+    expect(await locks.locator('tr[data-lock="gpu"]').innerText()).toContain('bob')
+    await shot(page, 'coordination-2-after')
+
+    const narrow = await open(390)
+    await narrow.page.locator('#reservations [data-project="shop"]').waitFor()
+    expect(await narrow.page.evaluate(() => document.documentElement.scrollWidth)).toBe(390)
+    await shot(narrow.page, 'coordination-3-narrow')
+    expect([...problems, ...narrow.problems]).toEqual([])
+    await narrow.page.close()
+    await page.close()
+  })
+
+  test('empty and token-needed states are deliberate', async () => {
+    const page = await browser.newPage()
+    await page.goto(s.dashboard + '/coordination') // no token in this tab
+    await page.locator('dialog#token-dialog[open] button[value=cancel]').click()
+    await page.locator('#locks .state-box.auth').getByText('Access token needed').waitFor()
+    await page.locator('#reservations .state-box.auth').getByText('Access token needed').waitFor()
+    await page.close()
+    const t = await startServer()
+    try {
+      const empty = await browser.newPage()
+      await empty.goto(t.dashboard + '/coordination')
+      await empty.locator('#locks').getByText('No locks held').waitFor()
+      await empty.locator('#reservations').getByText('No paths reserved').waitFor()
+      await shot(empty, 'coordination-4-empty')
+      await empty.close()
+    } finally {
+      await t.cleanup()
+    }
+  })
+})

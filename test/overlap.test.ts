@@ -1,0 +1,99 @@
+// The overlap rule of path reservations (lib/overlap.ts), as a table of cases.
+// Every "overlaps" case is also checked against picomatch itself: the witness
+// path must match both patterns, so the table cannot claim an overlap that isn't.
+import { describe, expect, test } from 'bun:test'
+import picomatch from 'picomatch'
+import { expandBraces, overlaps, patternProblem, segmentsMeet } from '../lib/overlap'
+
+/** [a, b, witness path matching both (checked with picomatch)] */
+const OVERLAP: [string, string, string][] = [
+  ['src/**', 'src/a.ts', 'src/a.ts'],
+  ['src/*.ts', 'src/a.ts', 'src/a.ts'],
+  ['src/**/*.test.ts', 'src/x/y.test.ts', 'src/x/y.test.ts'],
+  ['{a,b}/x', 'b/x', 'b/x'],
+  ['src/a.ts', 'src/a.ts', 'src/a.ts'],
+  ['**', 'docs/readme.md', 'docs/readme.md'],
+  ['**/*.md', 'docs/deep/x.md', 'docs/deep/x.md'],
+  ['src/**', 'src/**/*.ts', 'src/q/r.ts'],
+  ['src/*/index.ts', 'src/**/index.ts', 'src/m/index.ts'],
+  ['src/a*.ts', 'src/*b.ts', 'src/ab.ts'],
+  ['src/?.ts', 'src/[a-c].ts', 'src/b.ts'],
+  ['src/[!a].ts', 'src/a.ts', 'src/a.ts'], // picomatch: only ^ negates
+  ['app/[id].tsx', 'app/[id].tsx', 'app/i.tsx'],
+  ['[ab]', '\\[ab\\]', '[ab]'], // a bracket expression also matches its own text
+  ['src/[^x-z]*', 'src/[a-c]', 'src/a'],
+  ['lib/{x,y/z}/**', 'lib/y/z/k.ts', 'lib/y/z/k.ts'],
+  ['file{1..3}.txt', 'file2.txt', 'file2.txt'],
+  ['src/**/a/**/b.ts', 'src/a/b.ts', 'src/a/b.ts'],
+  ['**/test/**', 'pkg/test/unit/x.ts', 'pkg/test/unit/x.ts'],
+  ['a/*/c', '*/b/*', 'a/b/c'],
+  ['src/*.{ts,tsx}', 'src/App.tsx', 'src/App.tsx'],
+  ['./src/a.ts', 'src/a.ts', 'src/a.ts'],
+]
+
+/** Pairs with disjoint literal parts (or classes): never an overlap. */
+const DISJOINT: [string, string][] = [
+  ['src/a.ts', 'src/b.ts'],
+  ['docs/**', 'src/**'],
+  ['src/*.ts', 'lib/*.ts'],
+  ['src/*.ts', 'src/*.js'],
+  ['src/*.ts', 'src/a/b.ts'], // * stays within one segment
+  ['src/?.ts', 'src/ab.ts'],
+  ['src/[a-c].ts', 'src/[d-f].ts'],
+  ['src/[^a].ts', 'src/a.ts'],
+  ['src/[!a].ts', 'src/b.ts'],
+  ['{a,b}/x', 'c/x'],
+  ['file{1..3}.txt', 'file4.txt'],
+  ['src/**/*.test.ts', 'src/x/y.ts'],
+  ['a/**/z', 'b/**/z'],
+  ['src/a\\*.ts', 'src/ab.ts'], // an escaped * is literal
+]
+
+/** Over-approximations the rule states: wider than picomatch, never narrower. */
+const WIDENED: [string, string][] = [
+  ['src/@(a|b).ts', 'src/c/d.ts'], // extglob segment counts as **
+  ['src/[[:digit:]].ts', 'src/x.ts'], // POSIX class counts as any character
+]
+
+describe('overlap rule', () => {
+  test.each(OVERLAP)('%p overlaps %p (both match %p)', (a, b, path) => {
+    expect(picomatch(a, { dot: true })(path.replace(/^\.\//, ''))).toBe(true)
+    expect(picomatch(b, { dot: true })(path)).toBe(true)
+    expect(overlaps(a, b)).toBe(true)
+    expect(overlaps(b, a)).toBe(true)
+  })
+
+  test.each(DISJOINT)('%p and %p never overlap', (a, b) => {
+    expect(overlaps(a, b)).toBe(false)
+    expect(overlaps(b, a)).toBe(false)
+  })
+
+  test.each(WIDENED)('%p is widened and overlaps %p', (a, b) => {
+    expect(overlaps(a, b)).toBe(true)
+    expect(overlaps(b, a)).toBe(true)
+  })
+
+  test('a brace expansion beyond the cap counts as ** (never a missed overlap)', () => {
+    const huge = '{a,b,c,d}{a,b,c,d}{a,b,c,d}{a,b,c,d}{a,b,c,d}/x' // 1024 alternatives
+    expect(expandBraces(huge)).toBeNull()
+    expect(overlaps(huge, 'zzz/y')).toBe(true)
+    expect(expandBraces('{a,{b,c}}-{1..2}')).toEqual(['a-1', 'a-2', 'b-1', 'b-2', 'c-1', 'c-2'])
+  })
+
+  test('segment intersection is exact for *, ? and literals', () => {
+    const seg = (s: string) => [...s].map((c) => (c === '*' ? { star: true as const } : { star: false as const, ranges: [[c.charCodeAt(0), c.charCodeAt(0)]] as [number, number][], negated: false }))
+    expect(segmentsMeet(seg('a*'), seg('*b'))).toBe(true)
+    expect(segmentsMeet(seg('a*c'), seg('b*'))).toBe(false)
+    expect(segmentsMeet(seg('*x*'), seg('y*z'))).toBe(true) // yxz
+    expect(segmentsMeet(seg('ab'), seg('abc'))).toBe(false)
+  })
+
+  test('bad patterns are named', () => {
+    expect(patternProblem('')).toBe('a pattern must not be empty')
+    expect(patternProblem('/etc/passwd')).toContain('no leading /')
+    expect(patternProblem('src/../x')).toContain('..')
+    expect(patternProblem('!src/**')).toContain('negated')
+    expect(patternProblem('src/**')).toBeNull()
+    expect(patternProblem('a..b/c')).toBeNull() // only a whole .. segment escapes the root
+  })
+})
