@@ -25,6 +25,20 @@ export interface Server {
 const reachable = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host)
 const urlOf = (host: string, port: number) => `http://${formatHostPort({ host: reachable(host), port })}`
 
+/**
+ * Listens without SO_REUSEPORT (Elysia's default), so a second server on a port in
+ * use fails instead of sharing it with the first: two databases behind one port.
+ */
+function listenOn<A extends { listen(o: object): A }>(app: A, what: string, bind: { host: string; port: number }): A {
+  try {
+    return app.listen({ hostname: bind.host, port: bind.port, reusePort: false })
+  } catch (err) {
+    const code = (err as { code?: string }).code
+    if (code === 'EADDRINUSE' || /in use/i.test((err as Error).message)) throw new Error(`${what} address ${formatHostPort(bind)} is in use`)
+    throw err
+  }
+}
+
 export async function startServer(config: Config): Promise<Server> {
   const store = openStore(config.dataDir)
   const stopping = new AbortController()
@@ -49,14 +63,14 @@ export async function startServer(config: Config): Promise<Server> {
   stopJobs.push(startExpiryJob(ctx))
   stopJobs.push(() => ctx.bus.closeSubscriptions())
 
-  const api = createApi(ctx).listen({ hostname: config.bind.host, port: config.bind.port })
+  const api = listenOn(createApi(ctx), 'API', config.bind)
   ctx.apiBind = formatHostPort({ host: config.bind.host, port: api.server!.port! })
   ctx.apiUrl = urlOf(config.bind.host, api.server!.port!)
 
   let dashboardUrl: string | null = null
   let dashboard: ReturnType<typeof createDashboard> | null = null
   if (config.dashboardBind) {
-    dashboard = createDashboard(ctx, (stop) => stopJobs.push(stop)).listen({ hostname: config.dashboardBind.host, port: config.dashboardBind.port })
+    dashboard = listenOn(createDashboard(ctx, (stop) => stopJobs.push(stop)), 'dashboard', config.dashboardBind)
     ctx.dashboardBind = formatHostPort({ host: config.dashboardBind.host, port: dashboard.server!.port! })
     dashboardUrl = urlOf(config.dashboardBind.host, dashboard.server!.port!)
   }
