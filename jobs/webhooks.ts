@@ -9,9 +9,12 @@ import type { Event } from '../store'
 import { recordDelivery } from '../services/webhooks'
 import { logDelivery } from '../services/delivery-log'
 import { now } from '../store/db'
+import { StreamTooLarge, readUpTo } from '../lib/stream'
 
 export const DELIVERY_TIMEOUT_MS = 5000
 export const MAX_FAILURES = 10
+/** The receiver's answer is read (and discarded) up to this size; a longer one fails the delivery. */
+export const MAX_ANSWER = 1024 * 1024
 /** Events waiting per webhook; beyond this the oldest waiting one is dropped (logged). */
 const QUEUE_MAX = 1000
 
@@ -37,10 +40,12 @@ export async function deliver(target: { url: string; secret: string }, event: Ev
       redirect: 'manual',
       signal: stop ? AbortSignal.any([timeout, stop]) : timeout,
     })
-    await res.arrayBuffer() // the receiver's answer counts only once fully read, within the timeout
+    // The receiver's answer counts only once fully read, within the timeout and the size limit.
+    await readUpTo(res.body, MAX_ANSWER)
     return res.ok ? { ok: true, status: res.status } : { ok: false, error: `HTTP ${res.status}`, status: res.status }
   } catch (err) {
     if (timeout.aborted) return { ok: false, error: `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` }
+    if (err instanceof StreamTooLarge) return { ok: false, error: `answer too large (over ${MAX_ANSWER} bytes)` }
     return { ok: false, error: (err as Error).message || String(err) }
   }
 }
