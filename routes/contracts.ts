@@ -18,6 +18,7 @@ import { DEFAULT_TIMEOUT_MS, callEndpoint, requestFromTestData } from '../lib/co
 import type { Ctx } from '../services/context'
 import type { Doc } from '../store/versioned'
 import { intParam } from '../http/params'
+import { checkTarget } from '../services/targets'
 import { noteAudit, audited } from '../http/audit'
 import { DocReadQuery, keyParam, readDocument, writeCondition } from '../http/documents'
 import { readJsonBody } from '../http/body'
@@ -167,6 +168,7 @@ export function contractsRoutes(ctx: Ctx) {
           if (!baseUrl) throw invalid('invalid base_url: expected an absolute http or https URL')
         }
         if (!baseUrl) throw invalid('base_url is required: the contract has none')
+        checkTarget(ctx, baseUrl, 'base_url')
         const { request, requestViolations } = requestFromTestData(contract, endpoint, body.test_data)
         const result = await callEndpoint(contract, endpoint, baseUrl, request, timeout)
         return { ...result, request_violations: requestViolations }

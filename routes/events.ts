@@ -4,6 +4,7 @@ import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import type { Subscription } from '../services/bus'
 import { publishEvent } from '../services/events'
+import { DELIVERY_HEADER } from '../jobs/webhooks'
 import { errorResponse } from '../http/errors'
 import { intParam, timeParam } from '../http/params'
 import { audited } from '../http/audit'
@@ -32,9 +33,9 @@ export function eventsRoutes(ctx: Ctx) {
   return audited(ctx)
     .post(
       '/api/events/publish',
-      ({ body }) => {
+      ({ body, request }) => {
         if (!body.topic) throw invalid('topic is required')
-        return publishEvent(ctx, undefined, body.topic, body.data ?? null)
+        return publishEvent(ctx, undefined, body.topic, body.data ?? null, request.headers.has(DELIVERY_HEADER))
       },
       {
         body: t.Object({

@@ -8,6 +8,7 @@ import { now } from '../store/db'
 import { deliverAndLog } from '../jobs/webhooks'
 import { deliveriesOf, forgetDeliveries, KEEP_DELIVERIES } from '../services/delivery-log'
 import { audited } from '../http/audit'
+import { checkTarget } from '../services/targets'
 import { createWebhook, deleteWebhook, setWebhookActive } from '../services/webhooks'
 
 const WebhookSchema = t.Object({
@@ -28,8 +29,9 @@ function checkId(id: string): string {
   return id
 }
 
-function checkUrl(url: string): string {
+function checkUrl(ctx: Ctx, url: string): string {
   if (!httpUrl(url)) throw invalid('invalid url: expected an absolute http or https URL')
+  checkTarget(ctx, url, 'url')
   return url
 }
 
@@ -51,7 +53,7 @@ export function webhooksRoutes(ctx: Ctx) {
       ({ body, audit }) =>
         createWebhook(ctx, audit, {
           id: checkId(body.id),
-          url: checkUrl(body.url),
+          url: checkUrl(ctx, body.url),
           patterns: checkPatterns(body.patterns),
           secret: body.secret ?? '',
         }),

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { connect } from 'node:net'
 import { join } from 'node:path'
+import { apiContract } from './contract-fixture'
 import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
 
 const ROOT = join(import.meta.dir, '..')
@@ -245,8 +246,10 @@ describe('no loops, no reach into metadata services', () => {
       expect(r.status).toBe(400)
       expect(r.body.error).toContain('not allowed')
     }
-    const c = await call(s.api, 'POST', '/api/contracts/p/c/test', { base_url: 'http://169.254.169.254/' })
+    expect((await call(s.api, 'PUT', '/api/contracts/p/c', apiContract())).status).toBe(200)
+    const c = await call(s.api, 'POST', '/api/contracts/p/c/test', { endpoint: 'GET /users', base_url: 'http://169.254.169.254/' })
     expect(c.status).toBe(400)
+    expect(c.body.error).toContain('not allowed')
     // Loopback and private ranges stay allowed: local development.
     expect((await call(s.api, 'POST', '/api/webhooks', { id: 'private', url: 'http://10.1.2.3:9/' })).status).toBe(200)
   })
