@@ -3,7 +3,7 @@
 import { Elysia } from 'elysia'
 import { openapi } from '@elysiajs/openapi'
 import type { Ctx } from '../services/context'
-import { MAX_ANY_BODY, MAX_BODY, boundedRequest, tooLarge } from './body'
+import { MAX_ANY_BODY, MAX_BODY, boundedRequest, checkValueDepth, tooLarge } from './body'
 import { authorized, countForCaller } from './caller'
 import { errorAnswer, errorResponse } from './errors'
 import { healthRoutes } from '../routes/health'
@@ -40,7 +40,7 @@ export function createApi(ctx: Ctx) {
   // Only routes that declare maxBody differ from MAX_BODY: look those up, the rest need no match.
   let large: { method: string; re: RegExp; maxBody: number }[] | null = null
   const bodyLimit = (method: string, path: string) => {
-    large ??= routeTable().filter((r): r is { method: string; re: RegExp; maxBody: number } => r.maxBody !== undefined)
+    large ??= routeTable().filter((r): r is typeof r & { maxBody: number } => r.maxBody !== undefined)
     return large.find((r) => r.method === method && r.re.test(path))?.maxBody ?? MAX_BODY
   }
 
@@ -59,6 +59,8 @@ export function createApi(ctx: Ctx) {
       if (url.pathname === '/mcp') void countForCaller(ctx, c.request, 'mcp_calls')
       else if (url.pathname.startsWith('/api/')) void countForCaller(ctx, c.request, 'rest_calls')
     })
+    // Parsed bodies are depth-checked before any schema check or handler walks them.
+    .onTransform({ as: 'global' }, ({ body }) => checkValueDepth(body))
     .onError(({ code, error, set, request }) => errorAnswer(code, error, set, request, allowedMethods))
     .use(
       openapi({

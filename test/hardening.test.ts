@@ -311,10 +311,13 @@ describe('400 instead of 500, and other edges', () => {
       '/api/compliance/history?limit=99999999999999999999',
       '/api/state/x?history=1&limit=99999999999999999999',
       '/api/audit?offset=99999999999999999999',
+      '/api/state/x?diff=1,99999999999999999999',
     ]) {
       const r = await call(s.api, 'GET', path, undefined, auth)
       expect([path, r.status, r.body?.code]).toEqual([path, 400, 400])
     }
+    expect((await call(s.api, 'PUT', '/api/state/x?if_version=99999999999999999999', { v: 1 }, auth)).status).toBe(400)
+    expect((await call(s.api, 'POST', '/api/state/x?rollback=99999999999999999999', undefined, auth)).status).toBe(400)
   })
 
   test('timestamps must be strict RFC 3339', async () => {
@@ -334,7 +337,11 @@ describe('400 instead of 500, and other edges', () => {
       const r = await call(s.api, 'PUT', '/api/state/deep', body, { ...auth, 'content-type': 'application/json' })
       expect([depth, r.status, r.body?.code]).toEqual([depth, 400, 400])
     }
+    const deep = '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000)
+    const published = await call(s.api, 'POST', '/api/events/publish', `{"topic":"t","data":${deep}}`, { ...auth, 'content-type': 'application/json' })
+    expect([published.status, published.body?.code]).toEqual([400, 400])
     expect((await call(s.api, 'PUT', '/api/state/deep', JSON.parse('['.repeat(50) + ']'.repeat(50)), auth)).status).toBe(200)
+    expect((await call(s.api, 'POST', '/api/events/publish', { topic: 't', data: JSON.parse('['.repeat(50) + ']'.repeat(50)) }, auth)).status).toBe(200)
   })
 
   test('LLM records must hold finite costs and safe-integer token counts; the summary never breaks', async () => {
