@@ -355,6 +355,10 @@ describe('400 instead of 500, and other edges', () => {
   test('?token= authenticates only a WebSocket upgrade, not a REST call that claims one', async () => {
     const r = await call(s.api, 'GET', '/api/state?token=secret', undefined, { upgrade: 'websocket' })
     expect(r.status).toBe(401)
+    // The real upgrade still works with ?token=.
+    const ws = new WebSocket(`${s.api.replace('http', 'ws')}/api/events/subscribe?token=secret`)
+    await new Promise((resolve, reject) => ((ws.onopen = resolve), (ws.onerror = reject)))
+    ws.close()
   })
 
   test('routing does not depend on the Host header; HTTP/1.0 without Host is answered', async () => {
