@@ -3,8 +3,9 @@
 import { Elysia } from 'elysia'
 import { openapi } from '@elysiajs/openapi'
 import type { Ctx } from '../services/context'
-import { MAX_ANY_BODY, MAX_BODY, boundedRequest, checkValueDepth, tooLarge } from './body'
+import { MAX_BODY, SERVER_OPTIONS, boundedRequest, checkValueDepth, tooLarge } from './body'
 import { authorized, countForCaller } from './caller'
+import { urlOf, withOrigin } from './url'
 import { errorAnswer, errorResponse } from './errors'
 import { healthRoutes } from '../routes/health'
 import { stateRoutes } from '../routes/state'
@@ -26,8 +27,7 @@ import { templatesRoutes } from '../routes/templates'
 import { queueRoutes } from '../routes/queue'
 
 export function createApi(ctx: Ctx) {
-  // The server-level cap admits the largest route limit; each request is held to its own route's limit below.
-  const app = new Elysia({ serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 } })
+  const app = new Elysia(SERVER_OPTIONS).wrap(withOrigin)
   // Routes as regexes, to tell 405 (path exists, other method) from 404, with their declared body limits.
   let table: { method: string; re: RegExp; maxBody?: number }[] | null = null
   const routeTable = () =>
@@ -47,7 +47,7 @@ export function createApi(ctx: Ctx) {
   return app
     // Kept synchronous: an async hook costs every request (GET /api/state: -15% req/s).
     .onRequest((c) => {
-      const url = new URL(c.request.url)
+      const url = urlOf(c.request)
       if (!authorized(ctx, c.request, url)) return errorResponse(401, 'invalid or missing bearer token')
       const limit = bodyLimit(c.request.method, url.pathname)
       const declared = c.request.headers.get('content-length')

@@ -37,6 +37,14 @@ export function boundedRequest(request: Request, limit: number): Request {
   return new Request(request, { body, duplex: 'half' } as RequestInit)
 }
 
+/**
+ * Options of both apps. The server-level body cap admits the largest route limit;
+ * each request is held to its own route's limit. standardHostname off: Elysia then
+ * finds the path after "http://" instead of assuming a host of at least 4
+ * characters (with `Host: ab` every /api/state/* request was routed as /state/...).
+ */
+export const SERVER_OPTIONS = { serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 }, handler: { standardHostname: false } }
+
 /** Reads a raw body, refusing (413) as soon as it passes `limit` bytes; never buffers past it. */
 export async function readBody(request: Request, limit = MAX_BODY): Promise<Uint8Array> {
   const declared = Number(request.headers.get('content-length') ?? NaN)

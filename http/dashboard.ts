@@ -5,15 +5,16 @@
 import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
 import { authorized } from './caller'
+import { urlOf, withOrigin } from './url'
 import { errorResponse } from './errors'
-import { MAX_ANY_BODY } from './body'
+import { SERVER_OPTIONS } from './body'
 import { healthRoutes } from '../routes/health'
 import { assets } from '../public/assets'
 
 const HOP_BY_HOP = ['host', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'content-length']
 
 export async function forward(ctx: Ctx, request: Request): Promise<Response> {
-  const url = new URL(request.url)
+  const url = urlOf(request)
   const headers = new Headers(request.headers)
   for (const h of HOP_BY_HOP) headers.delete(h)
   try {
@@ -108,7 +109,7 @@ function eventsTunnel(ctx: Ctx) {
 
   const plugin = new Elysia().ws('/api/events/subscribe', {
     async beforeHandle({ request }) {
-      const url = new URL(request.url)
+      const url = urlOf(request)
       if (!authorized(ctx, request, url)) return errorResponse(401, 'invalid or missing bearer token')
       let pending = connecting.get(request)
       if (!pending) {
@@ -172,7 +173,7 @@ export function createDashboard(ctx: Ctx, onShutdown: (stop: () => void) => void
   const events = eventsTunnel(ctx)
   onShutdown(events.closeAll)
   // The API's own largest limit (restore) plus slack; each route's limit is enforced by the API as the body streams through.
-  const app = new Elysia({ serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 } })
+  const app = new Elysia(SERVER_OPTIONS).wrap(withOrigin)
     .use(healthRoutes(ctx.startedAt))
     .use(events.plugin)
     .all('/api/*', ({ request }) => forward(ctx, request), { parse: 'none' })

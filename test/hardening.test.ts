@@ -366,6 +366,8 @@ describe('400 instead of 500, and other edges', () => {
     expect(short).toMatch(/^HTTP\/1.1 404/)
     const old = await rawExchange(s.api, 'GET /health HTTP/1.0\r\n\r\n', (t) => t.includes('}'))
     expect(old).toMatch(/^HTTP\/1.[01] 200/)
+    const oldState = await rawExchange(s.api, 'GET /api/state/x HTTP/1.0\r\nAuthorization: Bearer secret\r\n\r\n', (t) => t.includes('}'))
+    expect(oldState).toMatch(/^HTTP\/1.[01] 404/)
   })
 
   test('a request pipelined after one with a body is answered', async () => {
