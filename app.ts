@@ -15,6 +15,9 @@ import { startLivenessJob } from './jobs/liveness'
 import { startExpiryJob } from './jobs/expiry'
 import { VERSION } from './lib/version'
 
+/** How long requests in flight may take to finish after SIGTERM; then their connections are closed. */
+export const SHUTDOWN_GRACE_MS = 3000
+
 export interface Server {
   ctx: Ctx
   apiUrl: string
@@ -83,8 +86,14 @@ export async function startServer(config: Config): Promise<Server> {
     dashboardUrl,
     async stop() {
       stopping.abort()
+      // Stop accepting at once; requests in flight get SHUTDOWN_GRACE_MS to finish, then
+      // their connections are cut (a slow upload, half-sent headers), so exit never waits on a client.
+      const listeners = [api, dashboard].filter((a) => a !== null)
+      const drained = Promise.all(listeners.map((a) => a.server?.stop(false)))
       for (const stop of stopJobs) await stop()
-      await Promise.all([api.stop(), dashboard?.stop()])
+      const grace = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref())
+      await Promise.race([drained, grace])
+      await Promise.all(listeners.map((a) => a.server?.stop(true)))
       await settleBackground()
       await ctx.metrics.flush().catch((err) => console.error('metrics flush failed:', err))
       store.close()
