@@ -73,7 +73,7 @@ export async function startServer(config: Config): Promise<Server> {
   let dashboardUrl: string | null = null
   let dashboard: ReturnType<typeof createDashboard> | null = null
   if (config.dashboardBind) {
-    dashboard = listenOn(createDashboard(ctx, (stop) => stopJobs.push(stop)), 'dashboard', config.dashboardBind)
+    dashboard = listenOn(createDashboard(ctx), 'dashboard', config.dashboardBind)
     ctx.dashboardBind = formatHostPort({ host: config.dashboardBind.host, port: dashboard.server!.port! })
     dashboardUrl = urlOf(config.dashboardBind.host, dashboard.server!.port!)
   }

@@ -199,6 +199,28 @@ describe('bounded answers and reads', () => {
       receiver.stop(true)
     }
   })
+  test("the dashboard's event stream holds a browser that does not read to the API's bounded, counted buffer", async () => {
+    // A browser that completes the WebSocket handshake and then never reads.
+    const { hostname, port } = new URL(s.dashboard)
+    const socket = connect(Number(port), hostname)
+    socket.on('error', () => {})
+    await new Promise<void>((resolve) => {
+      socket.once('data', (d) => (expect(d.toString()).toStartWith('HTTP/1.1 101'), socket.pause(), resolve()))
+      socket.write('GET /api/events/subscribe?pattern=flood.* HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n')
+    })
+    try {
+      const data = 'x'.repeat(100_000)
+      for (let i = 0; i < 250; i++) await call(s.api, 'POST', '/api/events/publish', { topic: 'flood.big', data })
+      const subs = (await call(s.api, 'GET', '/api/events/subscriptions')).body
+      const flood = subs.find((x: any) => x.pattern === 'flood.*')
+      expect(flood).toBeDefined()
+      expect(flood.dropped).toBeGreaterThan(0)
+      expect(flood.buffered).toBeLessThanOrEqual(64)
+      expect(flood.sent + flood.dropped + flood.buffered).toBe(250)
+    } finally {
+      socket.destroy()
+    }
+  })
 })
 
 describe('no loops, no reach into metadata services', () => {
