@@ -8,6 +8,7 @@ const ROOT = join(import.meta.dir, '..')
 
 export interface Proc {
   url: string
+  pid: number
   stop(): Promise<void>
 }
 
@@ -35,6 +36,7 @@ async function started(cmd: string[], dir: string, ready: RegExp): Promise<Proc>
   const m = await waitFor(proc, ready)
   return {
     url: m[1],
+    pid: proc.pid,
     async stop() {
       proc.kill('SIGTERM')
       await proc.exited
