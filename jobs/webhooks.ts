@@ -8,7 +8,7 @@ import { matchesAny } from '../lib/glob'
 import type { Event } from '../store'
 import { recordDelivery } from '../services/webhooks'
 import { logDelivery } from '../services/delivery-log'
-import { refusal } from '../services/targets'
+import { resolvedRefusal } from '../services/targets'
 import { isEcho } from '../services/events'
 import { now } from '../store/db'
 import { StreamTooLarge, readUpTo } from '../lib/stream'
@@ -65,7 +65,7 @@ export async function deliverAndLog(
   const at = now()
   const started = performance.now()
   // Checked per delivery too: for webhooks stored before the policy (or under --allow-link-local-targets).
-  const refused = refusal(ctx, target.url)
+  const refused = await resolvedRefusal(ctx, target.url)
   const result: Delivery = refused ? { ok: false, error: refused } : await deliver(target, event, opts.stop)
   logDelivery(ctx, target.id, {
     event_id: event.id,

@@ -18,7 +18,7 @@ import { DEFAULT_TIMEOUT_MS, callEndpoint, requestFromTestData } from '../lib/co
 import type { Ctx } from '../services/context'
 import type { Doc } from '../store/versioned'
 import { intParam } from '../http/params'
-import { checkTarget } from '../services/targets'
+import { resolvedRefusal } from '../services/targets'
 import { noteAudit, audited } from '../http/audit'
 import { DocReadQuery, keyParam, readDocument, writeCondition } from '../http/documents'
 import { readJsonBody } from '../http/body'
@@ -168,7 +168,8 @@ export function contractsRoutes(ctx: Ctx) {
           if (!baseUrl) throw invalid('invalid base_url: expected an absolute http or https URL')
         }
         if (!baseUrl) throw invalid('base_url is required: the contract has none')
-        checkTarget(ctx, baseUrl, 'base_url')
+        const refused = await resolvedRefusal(ctx, baseUrl)
+        if (refused) throw invalid(`invalid base_url: ${refused}`)
         const { request, requestViolations } = requestFromTestData(contract, endpoint, body.test_data)
         const result = await callEndpoint(contract, endpoint, baseUrl, request, timeout)
         return { ...result, request_violations: requestViolations }
