@@ -11,6 +11,7 @@ import { isObject } from './values'
 import { Lru } from './lru'
 import { RE2JS } from 're2js'
 import { invalid } from './errors'
+import { caselessText, requiredLiterals, type Literals } from './literals'
 
 export const SEVERITIES = ['error', 'warning'] as const
 export const MATCH_TYPES = ['regex', 'missing', 'custom'] as const
@@ -79,6 +80,8 @@ interface Compiled {
   re: RE2JS
   /** Whether a search of a block of lines can rule out every line in it (see regexViolations). */
   wholeSearch: boolean
+  /** Texts one of which every match holds (lib/literals.ts), or null. */
+  literals: Literals | null
 }
 
 const patterns = new Lru<string, Compiled | string>(2000)
@@ -92,7 +95,7 @@ function compileCached(pattern: string): Compiled | string {
   return patterns.getOr(pattern, () => {
     try {
       // MULTILINE: ^ and $ mean line start and end, the same on a single line as in the whole content.
-      return { re: RE2JS.compile(pattern, RE2JS.MULTILINE), wholeSearch: !TEXT_ANCHORED.test(pattern) }
+      return { re: RE2JS.compile(pattern, RE2JS.MULTILINE), wholeSearch: !TEXT_ANCHORED.test(pattern), literals: requiredLiterals(pattern) }
     } catch (err) {
       // re2js reports the pattern with the (?m) it was compiled under; show the agent's own.
       return String((err as Error).message ?? err).replace(/^error parsing regexp: /, '').replace('`(?m)', '`')
@@ -246,6 +249,14 @@ export class Lines {
     return lo
   }
 
+  private lowered: string | null | undefined
+
+  /** The text lower-cased offset for offset, for caseless literals (lib/literals.ts), or null when that is not possible. */
+  lower(): string | null {
+    if (this.lowered === undefined) this.lowered = caselessText(this.text)
+    return this.lowered
+  }
+
   /** Offset where line `i` starts. */
   start(i: number): number {
     return this.starts[i]
@@ -279,19 +290,48 @@ class Sink {
   }
 }
 
+/**
+ * Indices of the lines holding any of `needles` in `haystack` (the text, or its
+ * lower-cased copy of the same length), ascending. A needle holds no line break, so
+ * each occurrence lies in one line.
+ */
+function linesHolding(lines: Lines, needles: readonly string[], haystack = lines.text): number[] {
+  const found: number[] = []
+  for (const needle of needles) {
+    for (let at = haystack.indexOf(needle); at >= 0; ) {
+      const i = lines.lineAt(at)
+      found.push(i)
+      at = i + 1 < lines.lines.length ? haystack.indexOf(needle, lines.start(i + 1)) : -1
+    }
+  }
+  return needles.length > 1 ? [...new Set(found)].sort((a, b) => a - b) : found
+}
+
+/** Adds the violation of line `i` when the rule matches it, with the line's first match. */
+function checkLine(rule: RuleDraft, c: Compiled, lines: Lines, i: number, message: string, out: Sink): void {
+  const line = lines.lines[i]
+  if (!c.re.test(line)) return
+  if (!out.keeps) return out.add(null)
+  const m = c.re.matcher(line)
+  m.find()
+  out.add({ rule_id: rule.rule_id, severity: rule.severity, message, line: i + 1, match: m.group() ?? '' })
+}
+
 /** One violation per matching line (not per match), with the line's first match. */
 function regexViolations(rule: RuleDraft, lines: Lines, message: string, out: Sink): void {
   const check = customCheck(rule)
   if (check) {
-    // Jump from occurrence to occurrence; the needle holds no line break, so each lies in one line.
-    for (let at = lines.text.indexOf(check.needle); at >= 0; ) {
-      const i = lines.lineAt(at)
+    for (const i of linesHolding(lines, [check.needle]))
       out.add(out.keeps ? { rule_id: rule.rule_id, severity: rule.severity, message, line: i + 1, match: check.needle } : null)
-      at = i + 1 < lines.lines.length ? lines.text.indexOf(check.needle, lines.start(i + 1)) : -1
-    }
     return
   }
   const c = compiled(rule.pattern)
+  // Only lines holding one of the pattern's required texts can match: found natively, checked by RE2.
+  const haystack = searchable(lines, c.literals)
+  if (haystack !== null) {
+    for (const i of linesHolding(lines, c.literals!.texts, haystack)) checkLine(rule, c, lines, i, message, out)
+    return
+  }
   const count = lines.lines.length
   // One search of the whole content settles the common case: the rule matches nowhere.
   if (c.wholeSearch && !c.re.test(lines.text)) return
@@ -300,18 +340,22 @@ function regexViolations(rule: RuleDraft, lines: Lines, message: string, out: Si
     // A match inside a line is also a match of the (multi-line) block holding it, so one
     // search rules out a block of lines that cannot match: most blocks, for lint rules.
     if (c.wholeSearch && to - from > 1 && !c.re.test(lines.block(from, to))) continue
-    for (let i = from; i < to; i++) {
-      const line = lines.lines[i]
-      if (!c.re.test(line)) continue
-      if (!out.keeps) {
-        out.add(null)
-        continue
-      }
-      const m = c.re.matcher(line)
-      m.find()
-      out.add({ rule_id: rule.rule_id, severity: rule.severity, message, line: i + 1, match: m.group() ?? '' })
-    }
+    for (let i = from; i < to; i++) checkLine(rule, c, lines, i, message, out)
   }
+}
+
+/** Where to look for `literals`: the text, its lower-cased copy for caseless ones, or null when they cannot be used. */
+function searchable(lines: Lines, literals: Literals | null): string | null {
+  if (!literals) return null
+  return literals.caseless ? lines.lower() : lines.text
+}
+
+/** Whether a `missing` rule's pattern occurs anywhere: not when none of its required texts does. */
+function occurs(pattern: string, lines: Lines): boolean {
+  const c = compiled(pattern)
+  const haystack = searchable(lines, c.literals)
+  if (haystack !== null && !c.literals!.texts.some((t) => haystack.includes(t))) return false
+  return c.re.test(lines.text)
 }
 
 export interface Findings {
@@ -330,7 +374,7 @@ export function findings(rules: readonly RuleDraft[], subject: Subject, max = MA
     if (!applies(rule, subject)) continue
     const message = rule.message || defaultMessage(rule)
     if (rule.match_type === 'missing') {
-      if (!compiled(rule.pattern).re.test(lines.text)) out.add({ rule_id: rule.rule_id, severity: rule.severity, message })
+      if (!occurs(rule.pattern, lines)) out.add({ rule_id: rule.rule_id, severity: rule.severity, message })
     } else {
       regexViolations(rule, lines, message, out)
     }
