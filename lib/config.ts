@@ -11,6 +11,8 @@ export interface Config {
   pruneIntervalMs: number
   eventRetention: number
   complianceIntervalMs: number
+  /** A validation on the worker thread still running after this is stopped (413). */
+  validationTimeoutMs: number
   /** Webhook and contract-test targets may be link-local, unspecified or metadata addresses (lib/targets.ts). */
   allowLinkLocalTargets: boolean
 }
@@ -29,6 +31,7 @@ const OPTIONS = {
   pruneInterval: { flag: '--prune-interval', env: 'SERVICE_PRUNE_INTERVAL', def: '60s' },
   eventRetention: { flag: '--event-retention', env: 'SERVICE_EVENT_RETENTION', def: '1000' },
   complianceInterval: { flag: '--compliance-interval', env: 'SERVICE_COMPLIANCE_INTERVAL', def: '5m' },
+  validationTimeout: { flag: '--validation-timeout', env: 'SERVICE_VALIDATION_TIMEOUT', def: '10s' },
   // A switch: the flag alone means true; it also takes =true / =false, as the env var does.
   allowLinkLocalTargets: { flag: '--allow-link-local-targets', env: 'SERVICE_ALLOW_LINK_LOCAL_TARGETS', def: 'false', switch: true },
 } as const
@@ -115,6 +118,7 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
     pruneIntervalMs: duration('pruneInterval'),
     eventRetention: Number(raw.eventRetention),
     complianceIntervalMs: duration('complianceInterval'),
+    validationTimeoutMs: duration('validationTimeout'),
     allowLinkLocalTargets: flag('allowLinkLocalTargets'),
   }
 }

@@ -7,11 +7,13 @@ export interface Job {
   rules: RuleDraft[]
   subject: Subject
 }
-export type Answer = { id: number; findings: Findings } | { id: number; error: string }
+export type Answer = { id: number; started: true } | { id: number; findings: Findings } | { id: number; error: string }
 
 const scope = globalThis as unknown as Worker
 scope.onmessage = (e: MessageEvent<Job>) => {
   const { id, rules, subject } = e.data
+  // The time limit counts from here: waiting behind another job does not use it up.
+  scope.postMessage({ id, started: true } satisfies Answer)
   try {
     scope.postMessage({ id, findings: findings(rules, subject) } satisfies Answer)
   } catch (err) {

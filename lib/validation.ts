@@ -7,8 +7,6 @@ import { workerUrl } from './workers'
 
 /** Worst-case matching work (lib/rules.ts matchingCost) done inline: about 10 ms. Above it, a thread hop is cheaper than the risk. */
 export const INLINE_BUDGET = 256 * 1024
-/** A validation still running after this is abandoned (its worker is replaced) and answered 413. */
-export const VALIDATION_TIMEOUT_MS = 10_000
 
 let worker: Worker | null = null
 let nextId = 1
@@ -16,7 +14,9 @@ interface Pending {
   job: Job
   resolve: (v: Findings) => void
   reject: (e: Error) => void
-  timer: ReturnType<typeof setTimeout>
+  /** Armed when the worker starts the job. */
+  start: () => void
+  timer?: ReturnType<typeof setTimeout>
 }
 const pending = new Map<number, Pending>()
 
@@ -40,6 +40,7 @@ function getWorker(): Worker {
   const w = new Worker(workerUrl('lib/rules-worker.ts'))
   ;(w as unknown as { unref(): void }).unref() // an idle worker must not keep the process alive
   w.onmessage = (e: MessageEvent<Answer>) => {
+    if ('started' in e.data) return pending.get(e.data.id)?.start()
     const p = settle(e.data.id)
     if (!p) return
     'error' in e.data ? p.reject(new Error(e.data.error)) : p.resolve(e.data.findings)
@@ -54,18 +55,26 @@ function getWorker(): Worker {
   return (worker = w)
 }
 
-/** The violations of `subject` under `rules` (semantics in lib/rules.ts), at most MAX_VIOLATIONS of them listed. */
-export function validate(rules: RuleDraft[], subject: Subject): Promise<Findings> {
+/**
+ * The violations of `subject` under `rules` (semantics in lib/rules.ts), at most
+ * MAX_VIOLATIONS of them listed. A validation on the worker still running after
+ * `timeoutMs` is abandoned (the worker is replaced) and fails with 413.
+ */
+export function validate(rules: RuleDraft[], subject: Subject, timeoutMs: number): Promise<Findings> {
   if (matchingCost(rules, subject) <= INLINE_BUDGET) return Promise.resolve(findings(rules, subject))
   const id = nextId++
   const job: Job = { id, rules, subject }
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      settle(id)
-      reject(new AppError('too_large', `validation took longer than ${VALIDATION_TIMEOUT_MS / 1000} s and was stopped: a smaller file or simpler patterns`))
-      restart()
-    }, VALIDATION_TIMEOUT_MS)
-    pending.set(id, { job, resolve, reject, timer })
+    const p: Pending = { job, resolve, reject, start: () => {} }
+    p.start = () => {
+      clearTimeout(p.timer)
+      p.timer = setTimeout(() => {
+        settle(id)
+        reject(new AppError('too_large', `validation took longer than ${timeoutMs} ms and was stopped: send a smaller file or use simpler patterns`))
+        restart()
+      }, timeoutMs)
+    }
+    pending.set(id, p)
     getWorker().postMessage(job)
   })
 }

@@ -4,7 +4,7 @@ import { t } from 'elysia'
 import type { Ctx } from '../services/context'
 import { replaceRules } from '../services/rules'
 import { MAX_VIOLATIONS, checkRules } from '../lib/rules'
-import { VALIDATION_TIMEOUT_MS, validate } from '../lib/validation'
+import { validate } from '../lib/validation'
 import { countForCaller } from '../http/caller'
 import { noteAudit, audited } from '../http/audit'
 import { keyParam } from '../http/documents'
@@ -53,7 +53,7 @@ export function validateRoutes(ctx: Ctx) {
       async ({ params, body, request }) => {
         const project = keyParam(params.project, 'project')
         const rules = await ctx.store.rules.forValidation(project)
-        const found = await validate(rules, { content: body.content, filename: body.filename, stack: body.stack?.trim() })
+        const found = await validate(rules, { content: body.content, filename: body.filename, stack: body.stack?.trim() }, ctx.config.validationTimeoutMs)
         if (found.count) await countForCaller(ctx, request, 'violations', found.count)
         return { project, violations: found.violations, count: found.count, ...(found.truncated ? { truncated: true } : {}) }
       },
@@ -66,7 +66,7 @@ export function validateRoutes(ctx: Ctx) {
         }),
         detail: {
           summary: 'Validate content against the accepted rules of the project and _global',
-          description: `At most ${MAX_VIOLATIONS} violations are listed; \`count\` is the true total and \`truncated: true\` says some were left out. A validation running longer than ${VALIDATION_TIMEOUT_MS / 1000} s is stopped with 413.`,
+          description: `At most ${MAX_VIOLATIONS} violations are listed; \`count\` is the true total and \`truncated: true\` says some were left out. A validation running longer than --validation-timeout (default 10 s) is stopped with 413.`,
           tags,
         },
       },

@@ -170,6 +170,27 @@ describe('bounded answers and reads', () => {
     expect(health).toBeLessThan(150)
   })
 
+  test('a validation running past --validation-timeout is stopped with 413; the next ones still answer', async () => {
+    const t = await startServer({ args: ['--validation-timeout', '300ms'] })
+    try {
+      // ~9 s of RE2 work (program of 5,000 instructions over 200 KB, no literal to shortcut it).
+      await call(t.api, 'PUT', '/api/validate/stuck/rules', [{ rule_id: 'slow', pattern: '(.*a){1000}' }])
+      await call(t.api, 'PUT', '/api/validate/fine/rules', [{ rule_id: 'todo', pattern: 'TODO' }])
+      const t0 = performance.now()
+      const [stuck, queued] = await Promise.all([
+        call(t.api, 'POST', '/api/validate/stuck', { content: 'a'.repeat(200_000) }),
+        call(t.api, 'POST', '/api/validate/fine', { content: 'TODO\n'.repeat(100_000) }),
+      ])
+      expect(stuck.status).toBe(413)
+      expect(stuck.body).toEqual({ error: expect.stringContaining('took longer than 300 ms'), code: 413 })
+      expect(performance.now() - t0).toBeLessThan(3000)
+      // Queued behind it on the same worker: sent on to the replacement.
+      expect(queued.body.count).toBe(100_000)
+    } finally {
+      await t.cleanup()
+    }
+  })
+
   test('a webhook receiver that streams an endless answer is cut off, and the server does not balloon', async () => {
     let streamed = 0
     const receiver = Bun.serve({
