@@ -16,6 +16,9 @@ import { startLivenessJob } from './jobs/liveness'
 import { startExpiryJob } from './jobs/expiry'
 import { VERSION } from './lib/version'
 
+/** How long requests in flight may take to finish after SIGTERM; then their connections are closed. */
+export const SHUTDOWN_GRACE_MS = 3000
+
 export interface Server {
   ctx: Ctx
   apiUrl: string
@@ -27,6 +30,20 @@ export interface Server {
 
 const reachable = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host)
 const urlOf = (host: string, port: number) => `http://${formatHostPort({ host: reachable(host), port })}`
+
+/**
+ * Listens without SO_REUSEPORT (Elysia's default), so a second server on a port in
+ * use fails instead of sharing it with the first: two databases behind one port.
+ */
+function listenOn<A extends { listen(o: object): A }>(app: A, what: string, bind: { host: string; port: number }): A {
+  try {
+    return app.listen({ hostname: bind.host, port: bind.port, reusePort: false })
+  } catch (err) {
+    const code = (err as { code?: string }).code
+    if (code === 'EADDRINUSE' || /in use/i.test((err as Error).message)) throw new Error(`${what} address ${formatHostPort(bind)} is in use`)
+    throw err
+  }
+}
 
 export async function startServer(config: Config): Promise<Server> {
   const store = openStore(config.dataDir)
@@ -52,14 +69,14 @@ export async function startServer(config: Config): Promise<Server> {
   stopJobs.push(startExpiryJob(ctx))
   stopJobs.push(() => ctx.bus.closeSubscriptions())
 
-  const api = createApi(ctx).listen({ hostname: config.bind.host, port: config.bind.port })
+  const api = listenOn(createApi(ctx), 'API', config.bind)
   ctx.apiBind = formatHostPort({ host: config.bind.host, port: api.server!.port! })
   ctx.apiUrl = urlOf(config.bind.host, api.server!.port!)
 
   let dashboardUrl: string | null = null
   let dashboard: ReturnType<typeof createDashboard> | null = null
   if (config.dashboardBind) {
-    dashboard = createDashboard(ctx, (stop) => stopJobs.push(stop)).listen({ hostname: config.dashboardBind.host, port: config.dashboardBind.port })
+    dashboard = listenOn(createDashboard(ctx), 'dashboard', config.dashboardBind)
     ctx.dashboardBind = formatHostPort({ host: config.dashboardBind.host, port: dashboard.server!.port! })
     dashboardUrl = urlOf(config.dashboardBind.host, dashboard.server!.port!)
   }
@@ -73,8 +90,14 @@ export async function startServer(config: Config): Promise<Server> {
     handle: (request) => api.handle(request),
     async stop() {
       stopping.abort()
+      // Stop accepting at once; requests in flight get SHUTDOWN_GRACE_MS to finish, then
+      // their connections are cut (a slow upload, half-sent headers), so exit never waits on a client.
+      const listeners = [api, dashboard].filter((a) => a !== null)
+      const drained = Promise.all(listeners.map((a) => a.server?.stop(false)))
       for (const stop of stopJobs) await stop()
-      await Promise.all([api.stop(), dashboard?.stop()])
+      const grace = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref())
+      await Promise.race([drained, grace])
+      await Promise.all(listeners.map((a) => a.server?.stop(true)))
       await settleBackground()
       await ctx.metrics.flush().catch((err) => console.error('metrics flush failed:', err))
       store.close()

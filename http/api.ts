@@ -3,8 +3,9 @@
 import { Elysia } from 'elysia'
 import { openapi } from '@elysiajs/openapi'
 import type { Ctx } from '../services/context'
-import { MAX_ANY_BODY, MAX_BODY, boundedRequest, tooLarge } from './body'
+import { MAX_BODY, SERVER_OPTIONS, boundedRequest, checkValueDepth, tooLarge } from './body'
 import { authorized, countForCaller } from './caller'
+import { urlOf, withOrigin } from './url'
 import { errorAnswer, errorResponse } from './errors'
 import { auditFailure } from './audit'
 import { healthRoutes } from '../routes/health'
@@ -29,8 +30,7 @@ import { locksRoutes } from '../routes/locks'
 import { reservationsRoutes } from '../routes/reservations'
 
 export function createApi(ctx: Ctx) {
-  // The server-level cap admits the largest route limit; each request is held to its own route's limit below.
-  const app = new Elysia({ serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 } })
+  const app = new Elysia(SERVER_OPTIONS).wrap(withOrigin)
   // Filled once every route is mounted (below): read off the route options before Elysia compiles them away.
   let table: RouteInfo[] = []
   let large: RouteInfo[] = []
@@ -42,7 +42,7 @@ export function createApi(ctx: Ctx) {
   app
     // Kept synchronous: an async hook costs every request (GET /api/state: -15% req/s).
     .onRequest((c) => {
-      const url = new URL(c.request.url)
+      const url = urlOf(c.request)
       if (!authorized(ctx, c.request, url)) return errorResponse(401, 'invalid or missing bearer token')
       const limit = bodyLimit(c.request.method, url.pathname)
       const declared = c.request.headers.get('content-length')
@@ -54,6 +54,8 @@ export function createApi(ctx: Ctx) {
       if (url.pathname === '/mcp') void countForCaller(ctx, c.request, 'mcp_calls')
       else if (url.pathname.startsWith('/api/')) void countForCaller(ctx, c.request, 'rest_calls')
     })
+    // Parsed bodies are depth-checked before any schema check or handler walks them.
+    .onTransform({ as: 'global' }, ({ body }) => checkValueDepth(body))
     .onError(async ({ code, error, set, request, route }) => {
       const answer = errorAnswer(code, error, set, request, allowedMethods)
       // An audited route's failure is logged before the answer goes out (its service wrote nothing).

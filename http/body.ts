@@ -1,6 +1,7 @@
 // Request bodies: size limits enforced while streaming, raw and JSON readers.
 import { Elysia } from 'elysia'
 import { AppError, invalid } from '../lib/errors'
+import { MAX_DEPTH, nestedDeeperThan, valueDeeperThan } from '../lib/json'
 import { StreamTooLarge, readUpTo } from '../lib/stream'
 
 export const MAX_BODY = 10 * 1024 * 1024
@@ -36,6 +37,14 @@ export function boundedRequest(request: Request, limit: number): Request {
   return new Request(request, { body, duplex: 'half' } as RequestInit)
 }
 
+/**
+ * Options of both apps. The server-level body cap admits the largest route limit;
+ * each request is held to its own route's limit. standardHostname off: Elysia then
+ * finds the path after "http://" instead of assuming a host of at least 4
+ * characters (with `Host: ab` every /api/state/* request was routed as /state/...).
+ */
+export const SERVER_OPTIONS = { serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 }, handler: { standardHostname: false } }
+
 /** Reads a raw body, refusing (413) as soon as it passes `limit` bytes; never buffers past it. */
 export async function readBody(request: Request, limit = MAX_BODY): Promise<Uint8Array> {
   const declared = Number(request.headers.get('content-length') ?? NaN)
@@ -56,10 +65,23 @@ export const tooLarge = (limit = MAX_BODY) =>
 const limitText = (bytes: number) => (bytes >= 1024 ** 3 ? `${bytes / 1024 ** 3} GB` : `${bytes / 1024 ** 2} MB`)
 
 
+export const isJson = (contentType: string | null | undefined) => !!contentType && /^application\/([\w.+-]*\+)?json\b/i.test(contentType.trim())
+
+/** A body that nests deeper than MAX_DEPTH is 400 before anything parses or walks it (lib/json.ts). */
+export function checkDepth(body: string | Uint8Array): void {
+  if (nestedDeeperThan(body)) throw invalid(`request body nests deeper than ${MAX_DEPTH} levels`)
+}
+
+/** The same for a body the framework has parsed. */
+export function checkValueDepth(body: unknown): void {
+  if (valueDeeperThan(body)) throw invalid(`request body nests deeper than ${MAX_DEPTH} levels`)
+}
+
 /** Reads a JSON body (state, specs, contracts): the raw bytes and the parsed value; empty or not JSON is 400. */
 export async function readJsonBody(request: Request): Promise<{ bytes: Uint8Array; json: unknown }> {
   const bytes = await readBody(request)
   if (bytes.byteLength === 0) throw invalid('request body is empty')
+  checkDepth(bytes)
   try {
     return { bytes, json: JSON.parse(new TextDecoder().decode(bytes)) }
   } catch {

@@ -9,14 +9,25 @@ import { seen } from '../services/implicit-heartbeat'
 export { hashToken } from '../lib/token'
 export type { Caller } from '../services/audit'
 
-/** Bearer check in constant time; GET /health is open. WebSocket upgrades may pass ?token= (browsers cannot set headers). */
+/** The WebSocket routes: the only ones where ?token= stands in for the header (browsers cannot set headers on an upgrade). */
+export const WEBSOCKET_PATHS = new Set(['/api/events/subscribe'])
+
+/** A real WebSocket handshake on a WebSocket route, not any request that claims `Upgrade: websocket`. */
+const isUpgrade = (request: Request, url: URL) =>
+  request.method === 'GET' &&
+  WEBSOCKET_PATHS.has(url.pathname) &&
+  request.headers.get('upgrade')?.toLowerCase() === 'websocket' &&
+  /\bupgrade\b/i.test(request.headers.get('connection') ?? '') &&
+  request.headers.has('sec-websocket-key')
+
+/** Bearer check in constant time; GET /health is open. WebSocket upgrades may pass ?token= instead. */
 export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
   const expected = ctx.config.authToken
   if (!expected) return true
   if (url.pathname === '/health' && request.method === 'GET') return true
   const header = request.headers.get('authorization') ?? ''
   let given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim()
-  if (!given && request.headers.get('upgrade')?.toLowerCase() === 'websocket') given = url.searchParams.get('token') ?? undefined
+  if (!given && isUpgrade(request, url)) given = url.searchParams.get('token') ?? undefined
   if (!given) return false
   return timingSafeEqual(Buffer.from(hashToken(given), 'hex'), Buffer.from(hashToken(expected), 'hex'))
 }

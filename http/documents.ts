@@ -26,8 +26,8 @@ export function writeCondition(request: Request, query: { if_version?: string },
   const ifMatch = request.headers.get('if-match')
   if (ifMatch) cond.ifMatch = ifMatch.split(',').map((t) => t.trim().replace(/^W\//, '').replace(/^"|"$/g, ''))
   if (query.if_version !== undefined) {
-    if (!/^\d+$/.test(query.if_version)) throw invalid('invalid if_version: expected an integer >= 0')
-    cond.ifVersion = Number(query.if_version)
+    if (query.if_version === '') throw invalid('invalid if_version: expected an integer >= 0')
+    cond.ifVersion = intParam(query.if_version, 'if_version', 0)
   }
   if (forPut && request.headers.get('if-none-match')?.trim() === '*') cond.createOnly = true
   return cond
@@ -110,7 +110,7 @@ export async function readDocument(
   if (query.diff !== undefined) {
     const m = /^(\d+),(\d+)$/.exec(query.diff)
     if (!m) throw invalid('invalid diff: expected diff=v1,v2')
-    const [v1, v2] = [Number(m[1]), Number(m[2])]
+    const [v1, v2] = [intParam(m[1], 'diff', 0), intParam(m[2], 'diff', 0)]
     const [a, b] = await Promise.all([src.getVersion(v1), src.getVersion(v2)])
     if (!a || !b) throw await missing(!a ? v1 : v2)
     return { ...key, v1, v2, diffs: jsonDiff(parseJson(a.value, v1), parseJson(b.value, v2)) }

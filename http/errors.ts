@@ -1,4 +1,5 @@
 // Error answers: every non-2xx is {error, code}; the status of each error kind.
+import { urlOf } from './url'
 import { AppError, type ErrorKind } from '../lib/errors'
 
 export const STATUS: Record<ErrorKind, number> = {
@@ -67,7 +68,7 @@ export function errorAnswer(
     message = appError.message
     extra = appError.extra
   } else if (code === 'NOT_FOUND') {
-    const allowed = allowedMethods(new URL(request.url).pathname).filter((m) => m !== request.method)
+    const allowed = allowedMethods(urlOf(request).pathname).filter((m) => m !== request.method)
     if (allowed.length) {
       status = 405
       message = `method ${request.method} not allowed`

@@ -8,14 +8,22 @@ import { matchesAny } from '../lib/glob'
 import type { Event } from '../store'
 import { recordDelivery } from '../services/webhooks'
 import { logDelivery } from '../services/delivery-log'
+import { resolvedRefusal } from '../services/targets'
+import { isEcho } from '../services/events'
 import { now } from '../store/db'
+import { StreamTooLarge, readUpTo } from '../lib/stream'
 
 export const DELIVERY_TIMEOUT_MS = 5000
 export const MAX_FAILURES = 10
+/** The receiver's answer is read (and discarded) up to this size; a longer one fails the delivery. */
+export const MAX_ANSWER = 1024 * 1024
 /** Events waiting per webhook; beyond this the oldest waiting one is dropped (logged). */
 const QUEUE_MAX = 1000
 
 export type Delivery = { ok: true; status: number } | { ok: false; error: string; status?: number }
+
+/** The header every delivery carries; an event published by a request carrying it is an echo (services/events.ts). */
+export const DELIVERY_HEADER = 'x-service-delivery'
 
 /** One POST of the event, signed (both styles, lib/webhook-signature.ts) when there is a secret. Never throws. */
 export async function deliver(target: { url: string; secret: string }, event: Event, stop?: AbortSignal): Promise<Delivery> {
@@ -25,7 +33,7 @@ export async function deliver(target: { url: string; secret: string }, event: Ev
     'content-type': 'application/json',
     'user-agent': 'muster-webhooks',
     'x-service-event': event.topic,
-    'x-service-delivery': delivery,
+    [DELIVERY_HEADER]: delivery,
     ...(target.secret ? signatureHeaders(target.secret, delivery, body) : {}),
   }
   const timeout = AbortSignal.timeout(DELIVERY_TIMEOUT_MS)
@@ -37,10 +45,12 @@ export async function deliver(target: { url: string; secret: string }, event: Ev
       redirect: 'manual',
       signal: stop ? AbortSignal.any([timeout, stop]) : timeout,
     })
-    await res.arrayBuffer() // the receiver's answer counts only once fully read, within the timeout
+    // The receiver's answer counts only once fully read, within the timeout and the size limit.
+    await readUpTo(res.body, MAX_ANSWER)
     return res.ok ? { ok: true, status: res.status } : { ok: false, error: `HTTP ${res.status}`, status: res.status }
   } catch (err) {
     if (timeout.aborted) return { ok: false, error: `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` }
+    if (err instanceof StreamTooLarge) return { ok: false, error: `answer too large (over ${MAX_ANSWER} bytes)` }
     return { ok: false, error: (err as Error).message || String(err) }
   }
 }
@@ -54,7 +64,9 @@ export async function deliverAndLog(
 ): Promise<Delivery> {
   const at = now()
   const started = performance.now()
-  const result = await deliver(target, event, opts.stop)
+  // Checked per delivery too: for webhooks stored before the policy (or under --allow-link-local-targets).
+  const refused = await resolvedRefusal(ctx, target.url)
+  const result: Delivery = refused ? { ok: false, error: refused } : await deliver(target, event, opts.stop)
   logDelivery(ctx, target.id, {
     event_id: event.id,
     topic: event.topic,
@@ -104,6 +116,7 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
     ctx.store.webhooks
       .active()
       .then((hooks) => {
+        if (isEcho(event)) return
         for (const hook of hooks) if (matchesAny(hook.patterns, event.topic)) enqueue(hook.id, event)
       })
       .catch((err) => console.error('webhook dispatch failed:', err))

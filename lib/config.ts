@@ -11,6 +11,10 @@ export interface Config {
   pruneIntervalMs: number
   eventRetention: number
   complianceIntervalMs: number
+  /** A validation on the worker thread still running after this is stopped (413). */
+  validationTimeoutMs: number
+  /** Webhook and contract-test targets may be link-local, unspecified or metadata addresses (lib/targets.ts). */
+  allowLinkLocalTargets: boolean
 }
 
 export interface HostPort { host: string; port: number }
@@ -27,12 +31,15 @@ const OPTIONS = {
   pruneInterval: { flag: '--prune-interval', env: 'SERVICE_PRUNE_INTERVAL', def: '60s' },
   eventRetention: { flag: '--event-retention', env: 'SERVICE_EVENT_RETENTION', def: '1000' },
   complianceInterval: { flag: '--compliance-interval', env: 'SERVICE_COMPLIANCE_INTERVAL', def: '5m' },
+  validationTimeout: { flag: '--validation-timeout', env: 'SERVICE_VALIDATION_TIMEOUT', def: '10s' },
+  // A switch: the flag alone means true; it also takes =true / =false, as the env var does.
+  allowLinkLocalTargets: { flag: '--allow-link-local-targets', env: 'SERVICE_ALLOW_LINK_LOCAL_TARGETS', def: 'false', switch: true },
 } as const
 
 type Key = keyof typeof OPTIONS
 
 export const USAGE = `Usage: muster-server [options]
-${Object.values(OPTIONS).map((o) => `  ${(o.flag + ' VALUE').padEnd(28)} env ${o.env.padEnd(28)} default ${o.def || '(none)'}`).join('\n')}
+${Object.values(OPTIONS).map((o) => `  ${(o.flag + ('switch' in o ? '' : ' VALUE')).padEnd(28)} env ${o.env.padEnd(28)} default ${o.def || '(none)'}`).join('\n')}
   --version                    print the version
   --help`
 
@@ -67,6 +74,7 @@ function readRaw(argv: string[], env: Record<string, string | undefined>): Recor
     if (!key) throw new ConfigError(`unknown option ${name}`)
     let value: string | undefined
     if (eq > 0) value = arg.slice(eq + 1)
+    else if ('switch' in OPTIONS[key]) value = 'true'
     else value = argv[++i]
     if (value === undefined) throw new ConfigError(`option ${name} needs a value`)
     fromFlags[key] = value
@@ -93,6 +101,12 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
   }
   if (!/^\d+$/.test(raw.eventRetention) || Number(raw.eventRetention) < 1)
     throw new ConfigError(`invalid ${where('eventRetention')} "${raw.eventRetention}": expected a positive integer`)
+  const flag = (k: Key) => {
+    const v = raw[k].trim().toLowerCase()
+    if (['true', '1', 'yes'].includes(v)) return true
+    if (['false', '0', 'no', ''].includes(v)) return false
+    throw new ConfigError(`invalid ${where(k)} "${raw[k]}": expected true or false`)
+  }
   if (raw.dataDir.trim() === '') throw new ConfigError(`invalid ${where('dataDir')}: must not be empty`)
   return {
     bind: hostPort('bind'),
@@ -104,5 +118,7 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
     pruneIntervalMs: duration('pruneInterval'),
     eventRetention: Number(raw.eventRetention),
     complianceIntervalMs: duration('complianceInterval'),
+    validationTimeoutMs: duration('validationTimeout'),
+    allowLinkLocalTargets: flag('allowLinkLocalTargets'),
   }
 }

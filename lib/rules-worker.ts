@@ -1,19 +1,21 @@
 // Worker entry: evaluates rules against one content off the request thread. Its
 // compiled-pattern cache (lib/rules.ts) lives here, warm across requests.
-import { evaluate, type RuleDraft, type Subject } from './rules'
+import { findings, type Findings, type RuleDraft, type Subject } from './rules'
 
 export interface Job {
   id: number
   rules: RuleDraft[]
   subject: Subject
 }
-export type Answer = { id: number; violations: ReturnType<typeof evaluate> } | { id: number; error: string }
+export type Answer = { id: number; started: true } | { id: number; findings: Findings } | { id: number; error: string }
 
 const scope = globalThis as unknown as Worker
 scope.onmessage = (e: MessageEvent<Job>) => {
   const { id, rules, subject } = e.data
+  // The time limit counts from here: waiting behind another job does not use it up.
+  scope.postMessage({ id, started: true } satisfies Answer)
   try {
-    scope.postMessage({ id, violations: evaluate(rules, subject) } satisfies Answer)
+    scope.postMessage({ id, findings: findings(rules, subject) } satisfies Answer)
   } catch (err) {
     scope.postMessage({ id, error: (err as Error)?.message ?? String(err) } satisfies Answer)
   }

@@ -1,19 +1,38 @@
-// Runs validations: small contents inline, large ones on a worker thread, so a
-// 10 MB file (about a second of matching) never holds up other requests.
-import { evaluate, type RuleDraft, type Subject, type Violation } from './rules'
+// Runs validations: cheap ones inline, the rest on a worker thread with a time
+// limit, so neither a big file nor a slow pattern ever holds up other requests.
+import { AppError } from './errors'
+import { findings, matchingCost, type Findings, type RuleDraft, type Subject } from './rules'
 import type { Answer, Job } from './rules-worker'
 import { workerUrl } from './workers'
 
-/** Below this many characters matching takes well under a millisecond per rule: not worth a thread hop. */
-export const INLINE_LIMIT = 64 * 1024
+/** Worst-case matching work (lib/rules.ts matchingCost) done inline: about 10 ms. Above it, a thread hop is cheaper than the risk. */
+export const INLINE_BUDGET = 256 * 1024
 
 let worker: Worker | null = null
 let nextId = 1
-const pending = new Map<number, { resolve: (v: Violation[]) => void; reject: (e: Error) => void }>()
+interface Pending {
+  job: Job
+  resolve: (v: Findings) => void
+  reject: (e: Error) => void
+  /** Armed when the worker starts the job. */
+  start: () => void
+  timer?: ReturnType<typeof setTimeout>
+}
+const pending = new Map<number, Pending>()
 
-function failAll(err: Error): void {
-  for (const p of pending.values()) p.reject(err)
-  pending.clear()
+function settle(id: number): Pending | undefined {
+  const p = pending.get(id)
+  if (!p) return
+  pending.delete(id)
+  clearTimeout(p.timer)
+  return p
+}
+
+/** Replaces the worker; the jobs it held are sent to the new one (a job that timed out is settled first). */
+function restart(): void {
+  worker?.terminate()
+  worker = null
+  for (const p of pending.values()) getWorker().postMessage(p.job)
 }
 
 function getWorker(): Worker {
@@ -21,26 +40,41 @@ function getWorker(): Worker {
   const w = new Worker(workerUrl('lib/rules-worker.ts'))
   ;(w as unknown as { unref(): void }).unref() // an idle worker must not keep the process alive
   w.onmessage = (e: MessageEvent<Answer>) => {
-    const p = pending.get(e.data.id)
+    if ('started' in e.data) return pending.get(e.data.id)?.start()
+    const p = settle(e.data.id)
     if (!p) return
-    pending.delete(e.data.id)
-    'error' in e.data ? p.reject(new Error(e.data.error)) : p.resolve(e.data.violations)
+    'error' in e.data ? p.reject(new Error(e.data.error)) : p.resolve(e.data.findings)
   }
   w.onerror = (e) => {
     // A crashed worker is replaced on the next call; what it held fails now.
-    worker = null
+    if (worker === w) worker = null
     w.terminate()
-    failAll(new Error(`validation worker failed: ${e.message}`))
+    const err = new Error(`validation worker failed: ${e.message}`)
+    for (const id of [...pending.keys()]) settle(id)!.reject(err)
   }
   return (worker = w)
 }
 
-/** The violations of `subject` under `rules` (semantics in lib/rules.ts). */
-export function validate(rules: RuleDraft[], subject: Subject): Promise<Violation[]> {
-  if (subject.content.length < INLINE_LIMIT) return Promise.resolve(evaluate(rules, subject))
+/**
+ * The violations of `subject` under `rules` (semantics in lib/rules.ts), at most
+ * MAX_VIOLATIONS of them listed. A validation on the worker still running after
+ * `timeoutMs` is abandoned (the worker is replaced) and fails with 413.
+ */
+export function validate(rules: RuleDraft[], subject: Subject, timeoutMs: number): Promise<Findings> {
+  if (matchingCost(rules, subject) <= INLINE_BUDGET) return Promise.resolve(findings(rules, subject))
   const id = nextId++
+  const job: Job = { id, rules, subject }
   return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject })
-    getWorker().postMessage({ id, rules, subject } satisfies Job)
+    const p: Pending = { job, resolve, reject, start: () => {} }
+    p.start = () => {
+      clearTimeout(p.timer)
+      p.timer = setTimeout(() => {
+        settle(id)
+        reject(new AppError('too_large', `validation took longer than ${timeoutMs} ms and was stopped: send a smaller file or use simpler patterns`))
+        restart()
+      }, timeoutMs)
+    }
+    pending.set(id, p)
+    getWorker().postMessage(job)
   })
 }

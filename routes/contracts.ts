@@ -17,6 +17,7 @@ import { DEFAULT_TIMEOUT_MS, callEndpoint, requestFromTestData } from '../lib/co
 import type { Ctx } from '../services/context'
 import type { Doc } from '../store/versioned'
 import { audited } from '../http/audit'
+import { resolvedRefusal } from '../services/targets'
 import { DocReadQuery, keyParam, readDocument, writeCondition } from '../http/documents'
 import { readJsonBody } from '../http/body'
 import { specNames, specSource } from './specs'
@@ -159,6 +160,8 @@ export function contractsRoutes(ctx: Ctx) {
           if (!baseUrl) throw invalid('invalid base_url: expected an absolute http or https URL')
         }
         if (!baseUrl) throw invalid('base_url is required: the contract has none')
+        const refused = await resolvedRefusal(ctx, baseUrl)
+        if (refused) throw invalid(`invalid base_url: ${refused}`)
         const { request, requestViolations } = requestFromTestData(contract, endpoint, body.test_data)
         const result = await callEndpoint(contract, endpoint, baseUrl, request, timeout)
         return { ...result, request_violations: requestViolations }

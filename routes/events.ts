@@ -4,6 +4,7 @@ import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import type { Subscription } from '../services/bus'
 import { publishEvent } from '../services/events'
+import { DELIVERY_HEADER } from '../jobs/webhooks'
 import { errorResponse } from '../http/errors'
 import { intParam, timeParam } from '../http/params'
 import { audited } from '../http/audit'
@@ -27,16 +28,48 @@ const SubscribeQuery = t.Object({
 /** An optional after_id: absent stays undefined, garbage is 400. */
 const afterIdParam = (value: string | undefined) => (value === undefined || value === '' ? undefined : intParam(value, 'after_id', 0))
 
-export function eventsRoutes(ctx: Ctx) {
+/** The socket as Elysia hands it to each callback (a new wrapper each time, hence the id). */
+interface SubscriberSocket {
+  id: string
+  data: { query: { pattern?: string; after_id?: string } }
+  raw: { sendText(frame: string): number; close(code: number, reason: string): void }
+}
+
+/**
+ * The WebSocket side of /api/events/subscribe: one bus subscription per socket, with
+ * its bounded, counted buffer (services/bus.ts). The dashboard serves the same stream
+ * with these same handlers, in process, rather than relaying the API's through a buffer of its own.
+ */
+export function subscribeSocket(ctx: Ctx) {
   // Keyed by the connection's id: Elysia wraps the socket in a new object per callback.
   const open = new Map<string, Subscription>()
+  return {
+    query: SubscribeQuery,
+    // Runs before the upgrade, so a bad after_id is an ordinary 400.
+    beforeHandle: ({ query }: { query: { after_id?: string } }) => void afterIdParam(query.after_id),
+    open(ws: SubscriberSocket) {
+      const { pattern, after_id } = ws.data.query
+      const sink = { send: (frame: string) => ws.raw.sendText(frame), end: (code: number, reason: string) => ws.raw.close(code, reason) }
+      open.set(ws.id, ctx.bus.subscribe(sink, pattern || '*', afterIdParam(after_id)))
+    },
+    drain(ws: SubscriberSocket) {
+      open.get(ws.id)?.drain()
+    },
+    close(ws: SubscriberSocket) {
+      open.get(ws.id)?.close()
+      open.delete(ws.id)
+    },
+  }
+}
+
+export function eventsRoutes(ctx: Ctx) {
 
   return audited(ctx)
     .post(
       '/api/events/publish',
-      ({ body }) => {
+      ({ body, request }) => {
         if (!body.topic) throw invalid('topic is required')
-        return publishEvent(ctx, undefined, body.topic, body.data ?? null)
+        return publishEvent(ctx, undefined, body.topic, body.data ?? null, request.headers.has(DELIVERY_HEADER))
       },
       {
         body: t.Object({
@@ -94,21 +127,7 @@ export function eventsRoutes(ctx: Ctx) {
       { query: SubscribeQuery, detail: { hide: true } },
     )
     .ws('/api/events/subscribe', {
-      query: SubscribeQuery,
-      // Runs before the upgrade, so a bad after_id is an ordinary 400.
-      beforeHandle: ({ query }) => void afterIdParam(query.after_id),
-      open(ws) {
-        const { pattern, after_id } = ws.data.query
-        const sub = ctx.bus.subscribe({ send: (frame) => ws.raw.sendText(frame), end: (code, reason) => ws.raw.close(code, reason) }, pattern || '*', afterIdParam(after_id))
-        open.set(ws.id, sub)
-      },
-      drain(ws) {
-        open.get(ws.id)?.drain()
-      },
-      close(ws) {
-        open.get(ws.id)?.close()
-        open.delete(ws.id)
-      },
+      ...subscribeSocket(ctx),
       detail: {
         summary: 'Subscribe over WebSocket: one JSON text frame per matching event',
         description:

@@ -7,14 +7,18 @@ import { intParam, timeParam } from '../http/params'
 import { audited } from '../http/audit'
 import { recordLlmUsage } from '../services/llm'
 
+// Bounds far beyond any real call, so that sums of many records stay finite and exact enough.
+const MAX_TOKENS = 1e12
+const MAX_COST_USD = 1e6
+
 const UsageBody = t.Object({
   provider: t.String({ description: 'required, e.g. anthropic' }),
   model: t.String({ description: 'required' }),
   instance_id: t.Optional(t.String({ description: "default: the caller's instance (X-Instance-Token), else empty" })),
   project: t.Optional(t.String()),
-  tokens_in: t.Optional(t.Integer({ minimum: 0 })),
-  tokens_out: t.Optional(t.Integer({ minimum: 0 })),
-  cost_usd: t.Optional(t.Number({ minimum: 0 })),
+  tokens_in: t.Optional(t.Integer({ minimum: 0, maximum: MAX_TOKENS })),
+  tokens_out: t.Optional(t.Integer({ minimum: 0, maximum: MAX_TOKENS })),
+  cost_usd: t.Optional(t.Number({ minimum: 0, maximum: MAX_COST_USD })),
   request_type: t.Optional(t.Union([t.Literal('completion'), t.Literal('embedding')])),
   session_tag: t.Optional(t.String()),
 })

@@ -5,6 +5,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { Ctx } from '../services/context'
 import { callerOf } from '../http/caller'
+import { urlOf } from '../http/url'
 import { audited, resourceOf } from '../http/audit'
 import { AppError } from '../lib/errors'
 import { STATUS } from '../http/errors'
@@ -84,7 +85,7 @@ const loadSdk = () =>
 
 /** The tools of one MCP request, bound to its caller. */
 function mcpServer(ctx: Ctx, request: Request, caller: Caller, { McpServer, z }: Awaited<ReturnType<typeof loadSdk>>) {
-  const origin = new URL(request.url).origin
+  const origin = urlOf(request).origin
   /**
    * A service call's answer as the tool result: `shape` turns the value into the
    * result's object; an error becomes an isError result with the REST error body.

@@ -5,7 +5,7 @@ import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { deleteState, putState, rollbackState } from '../services/state'
 import { audited } from '../http/audit'
-import { readBody } from '../http/body'
+import { checkDepth, isJson, readBody } from '../http/body'
 import { DocReadQuery, keyParam, notModified, readDocument, watchResponse, writeCondition } from '../http/documents'
 import { waitParam } from '../services/holders'
 import { watchState } from '../services/watches'
@@ -58,6 +58,7 @@ export function stateRoutes(ctx: Ctx) {
         const value = await readBody(request)
         if (value.byteLength === 0) throw invalid('request body is empty')
         const contentType = request.headers.get('content-type')?.trim() || 'application/json'
+        if (isJson(contentType)) checkDepth(value)
         return putState(ctx, audit, key, value, contentType, cond)
       },
       {
@@ -72,7 +73,7 @@ export function stateRoutes(ctx: Ctx) {
       '/api/state/*',
       async ({ params, query, request, audit }) => {
         const key = keyParam(params['*'])
-        if (query.rollback === undefined || !/^\d+$/.test(query.rollback) || Number(query.rollback) < 1)
+        if (query.rollback === undefined || !/^\d+$/.test(query.rollback) || !(Number(query.rollback) >= 1 && Number.isSafeInteger(Number(query.rollback))))
           throw invalid('rollback must be a version number >= 1')
         const r = await rollbackState(ctx, audit, key, Number(query.rollback), writeCondition(request, query, false))
         return { key: r.key, version: r.version, hash: r.hash, rolled_back: r.rolled_back, updated_at: r.updated_at }

@@ -4,7 +4,7 @@ import { t } from 'elysia'
 import { ProjectParams } from '../http/models'
 import type { Ctx } from '../services/context'
 import { replaceRules } from '../services/rules'
-import { checkRules } from '../lib/rules'
+import { MAX_VIOLATIONS, checkRules } from '../lib/rules'
 import { validate } from '../lib/validation'
 import { countForCaller } from '../http/caller'
 import { audited } from '../http/audit'
@@ -53,9 +53,9 @@ export function validateRoutes(ctx: Ctx) {
       async ({ params, body, request }) => {
         const project = keyParam(params.project, 'project')
         const rules = await ctx.store.rules.forValidation(project)
-        const violations = await validate(rules, { content: body.content, filename: body.filename, stack: body.stack?.trim() })
-        if (violations.length) await countForCaller(ctx, request, 'violations', violations.length)
-        return { project, violations, count: violations.length }
+        const found = await validate(rules, { content: body.content, filename: body.filename, stack: body.stack?.trim() }, ctx.config.validationTimeoutMs)
+        if (found.count) await countForCaller(ctx, request, 'violations', found.count)
+        return { project, violations: found.violations, count: found.count, ...(found.truncated ? { truncated: true } : {}) }
       },
       {
         params: ProjectParams,
@@ -64,7 +64,11 @@ export function validateRoutes(ctx: Ctx) {
           filename: t.Optional(t.String({ description: "matched against each rule's applies_to globs (full path or base name)" })),
           stack: t.Optional(t.String({ description: 'rules of another stack are skipped' })),
         }),
-        detail: { summary: 'Validate content against the accepted rules of the project and _global', tags },
+        detail: {
+          summary: 'Validate content against the accepted rules of the project and _global',
+          description: `At most ${MAX_VIOLATIONS} violations are listed; \`count\` is the true total and \`truncated: true\` says some were left out. A validation running longer than --validation-timeout (default 10 s) is stopped with 413.`,
+          tags,
+        },
       },
     )
 }

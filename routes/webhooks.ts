@@ -9,6 +9,7 @@ import { now } from '../store/db'
 import { deliverAndLog } from '../jobs/webhooks'
 import { deliveriesOf, forgetDeliveries, KEEP_DELIVERIES } from '../services/delivery-log'
 import { audited } from '../http/audit'
+import { resolvedRefusal } from '../services/targets'
 import { createWebhook, deleteWebhook, setWebhookActive } from '../services/webhooks'
 
 const WebhookSchema = t.Object({
@@ -28,8 +29,10 @@ function checkId(id: string): string {
   return id
 }
 
-function checkUrl(url: string): string {
+async function checkUrl(ctx: Ctx, url: string): Promise<string> {
   if (!httpUrl(url)) throw invalid('invalid url: expected an absolute http or https URL')
+  const refused = await resolvedRefusal(ctx, url)
+  if (refused) throw invalid(`invalid url: ${refused}`)
   return url
 }
 
@@ -48,10 +51,10 @@ export function webhooksRoutes(ctx: Ctx) {
   return audited(ctx)
     .post(
       '/api/webhooks',
-      ({ body, audit }) =>
+      async ({ body, audit }) =>
         createWebhook(ctx, audit, {
           id: checkId(body.id),
-          url: checkUrl(body.url),
+          url: await checkUrl(ctx, body.url),
           patterns: checkPatterns(body.patterns),
           secret: body.secret ?? '',
         }),

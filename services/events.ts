@@ -4,10 +4,20 @@ import type { Ctx } from './context'
 import type { Event } from '../store'
 import { recordAudit, type AuditScope } from './audit'
 
-/** Publishes an event of a client (source ""); it commits, then reaches subscribers. */
-export function publishEvent(ctx: Ctx, scope: AuditScope | undefined, topic: string, data: unknown): Promise<Event> {
+// Events published by a webhook delivery (a receiver that forwards to this server, or
+// this server itself): they reach subscribers but never webhooks, or the two would loop.
+const echoes = new WeakSet<Event>()
+export const isEcho = (event: Event) => echoes.has(event)
+
+/**
+ * Publishes an event of a client (source ""); it commits, then reaches subscribers.
+ * `echo`: the request came from a webhook delivery (it carries the delivery header).
+ */
+export function publishEvent(ctx: Ctx, scope: AuditScope | undefined, topic: string, data: unknown, echo = false): Promise<Event> {
   return ctx.store.write(async (tx) => {
     const event = await tx.emit(topic, data, '')
+    // Marked inside the unit: the dispatcher sees the event at COMMIT, before this resolves.
+    if (echo) echoes.add(event)
     await recordAudit(tx, scope, `event ${event.id}`)
     return event
   })

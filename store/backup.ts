@@ -32,10 +32,10 @@ export function removeStaleTemps(dataDir: string): void {
 const WORKER_SOURCE = `
 import { Database } from 'bun:sqlite'
 self.onmessage = (e) => {
-  const { file, steps } = e.data
+  const { file, steps, writable } = e.data
   let db
   try {
-    db = new Database(file, { readonly: true })
+    db = new Database(file, { readonly: !writable })
     db.exec('PRAGMA busy_timeout = 5000')
     postMessage({ ok: true, results: steps.map((s) => db.query(s.sql).all(...s.args)) })
   } catch (err) {
@@ -48,15 +48,15 @@ let workerUrl: string | null = null
 
 class QueryFailed extends Error {}
 
-/** Runs statements on a read-only connection to `file` in a worker thread; one read transaction per statement. */
-async function offThread(file: string, steps: { sql: string; args?: string[] }[]): Promise<any[][]> {
+/** Runs statements on a connection to `file` (read-only unless `writable`) in a worker thread. */
+async function offThread(file: string, steps: { sql: string; args?: string[] }[], opts: { writable?: boolean } = {}): Promise<any[][]> {
   workerUrl ??= URL.createObjectURL(new Blob([WORKER_SOURCE], { type: 'application/javascript' }))
   const worker = new Worker(workerUrl)
   try {
     const reply = await new Promise<{ ok: boolean; results?: any[][]; error?: string }>((resolve, reject) => {
       worker.onmessage = (e) => resolve(e.data)
       worker.onerror = (e) => reject(new Error(`database worker failed: ${e.message}`))
-      worker.postMessage({ file, steps: steps.map((s) => ({ sql: s.sql, args: s.args ?? [] })) })
+      worker.postMessage({ file, writable: opts.writable ?? false, steps: steps.map((s) => ({ sql: s.sql, args: s.args ?? [] })) })
     })
     if (!reply.ok) throw new QueryFailed(reply.error)
     return reply.results!
@@ -80,53 +80,69 @@ export async function snapshot(source: string, target: string): Promise<void> {
 
 // ---- checking a candidate --------------------------------------------------------
 
-const SHAPE_SQL = `SELECT m.name AS t, p.name AS c FROM sqlite_master m JOIN pragma_table_info(m.name) p
-  WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'`
+// Everything the schema consists of, as SQLite stores it: a table that lost a key
+// or gained a column, a missing index, a trigger or a view all show here.
+const SCHEMA_SQL = `SELECT type, name, tbl_name, sql FROM sqlite_master
+  WHERE name NOT LIKE 'sqlite_%' ORDER BY rowid`
+type SchemaRow = { type: string; name: string; tbl_name: string; sql: string | null }
+const describe = (r: SchemaRow) => `${r.type} ${r.name}`
 
-type Shape = Map<string, Set<string>>
-
-function shape(rows: { t: string; c: string }[]): Shape {
-  const out: Shape = new Map()
-  for (const { t, c } of rows) (out.get(t) ?? out.set(t, new Set()).get(t)!).add(c)
-  return out
-}
-
-let expected: Shape | null = null
-/** The tables and columns this build's migrations create. */
-function expectedShape(): Shape {
+let expected: Map<string, string | null> | null = null
+/** The schema a freshly migrated database of this build has. */
+function expectedSchema(): Map<string, string | null> {
   if (expected) return expected
   const db = new Database(':memory:')
   for (const m of MIGRATIONS) db.exec(m)
-  expected = shape(db.query<{ t: string; c: string }, []>(SHAPE_SQL).all())
+  expected = new Map(db.query<SchemaRow, []>(SCHEMA_SQL).all().map((r) => [describe(r), r.sql]))
   db.close()
   return expected
 }
 
+/** What differs between `rows` and this build's schema, for the 400 message. */
+function schemaProblem(rows: SchemaRow[]): string | null {
+  const want = expectedSchema()
+  const have = new Map(rows.map((r) => [describe(r), r.sql]))
+  for (const name of want.keys()) if (!have.has(name)) return `${name} is missing`
+  for (const [name, sql] of have) {
+    if (!want.has(name)) return `${name} is not part of this build's schema`
+    if (want.get(name) !== sql) return `${name} differs from this build's schema`
+  }
+  return null
+}
+
+// One write per kind of row the server writes first after a restore, rolled back:
+// proves the file opens read-write and takes writes before it replaces anything.
+const SMOKE: { sql: string; args?: string[] }[] = [
+  { sql: 'BEGIN IMMEDIATE' },
+  { sql: `INSERT INTO doc_versions (space, key, version, hash, content_type, updated_at, value) VALUES ('smoke', 'smoke', 1, '', '', '', x'')` },
+  { sql: `INSERT INTO doc_current (space, key, version_id) VALUES ('smoke', 'smoke', last_insert_rowid())` },
+  { sql: `INSERT INTO audit (timestamp, actor, action, resource, detail, outcome) VALUES ('', '', 'smoke', '', '', '')` },
+  { sql: `SELECT count(*) AS n FROM doc_current c JOIN doc_versions v ON v.id = c.version_id WHERE c.space = 'smoke'` },
+  { sql: 'ROLLBACK' },
+]
+
 /** Throws invalid (400) unless `file` is a sound Muster database of this build's schema version. */
 export async function checkBackup(file: string): Promise<void> {
-  let integrity: { integrity_check: string }[], version: { user_version: number }[], columns: { t: string; c: string }[]
+  let integrity: { integrity_check: string }[], version: { user_version: number }[], schema: SchemaRow[]
   try {
-    ;[integrity, version, columns] = await offThread(file, [
+    ;[integrity, version, schema] = await offThread(file, [
       { sql: 'PRAGMA integrity_check(5)' },
       { sql: 'PRAGMA user_version' },
-      { sql: SHAPE_SQL },
+      { sql: SCHEMA_SQL },
     ])
+    const problems = integrity.map((r) => r.integrity_check).filter((m) => m !== 'ok')
+    if (problems.length) throw invalid(`backup is damaged (integrity check failed): ${problems.join('; ')}`)
+    const v = version[0]?.user_version ?? 0
+    if (v !== SCHEMA_VERSION) throw invalid(`not a Muster backup of this version: schema version ${v}, this server uses ${SCHEMA_VERSION}`)
+    const problem = schemaProblem(schema)
+    if (problem) throw invalid(`not a Muster backup: ${problem}`)
+    const smoke = await offThread(file, SMOKE, { writable: true })
+    if (smoke[4]?.[0]?.n !== 1) throw invalid('not a usable Muster backup: a trial write did not read back')
   } catch (err) {
     if (err instanceof QueryFailed) throw invalid(`not a Muster backup: ${err.message}`)
     throw err
   } finally {
-    for (const ext of ['-wal', '-shm']) rmSync(file + ext, { force: true })
-  }
-  const problems = integrity.map((r) => r.integrity_check).filter((m) => m !== 'ok')
-  if (problems.length) throw invalid(`backup is damaged (integrity check failed): ${problems.join('; ')}`)
-  const v = version[0]?.user_version ?? 0
-  if (v !== SCHEMA_VERSION) throw invalid(`not a Muster backup of this version: schema version ${v}, this server uses ${SCHEMA_VERSION}`)
-  const have = shape(columns)
-  for (const [table, cols] of expectedShape()) {
-    const got = have.get(table)
-    if (!got) throw invalid(`not a Muster backup: table ${table} is missing`)
-    const missing = [...cols].filter((c) => !got.has(c))
-    if (missing.length) throw invalid(`not a Muster backup: table ${table} lacks column ${missing.join(', ')}`)
+    for (const ext of ['-wal', '-shm', '-journal']) rmSync(file + ext, { force: true })
   }
 }
 

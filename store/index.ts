@@ -19,6 +19,7 @@ import { stateStore, stateWrites, type StateStore, type StateWrites } from './st
 import { webhooksStore, webhooksWrites, type WebhooksStore, type WebhooksWrites } from './webhooks'
 import { templatesStore, templatesWrites, type TemplatesStore, type TemplatesWrites } from './templates'
 import { VersionedDocs } from './versioned'
+import { lockDataDir } from './lock'
 import { holdersStore, holdersWrites, type HoldersStore, type HoldersWrites } from './holders'
 import { queueStore, queueWrites, type QueueStore, type QueueWrites } from './queue'
 import { locksStore, locksWrites, type LocksStore, type LocksWrites } from './locks'
@@ -169,6 +170,7 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
 }
 
 export function openStore(dataDir: string): Store {
+  const lock = lockDataDir(dataDir)
   let db = openDatabase(dataDir, DB_FILE)
   let reader = openReader(dataDir, DB_FILE)
   const dbPath = join(dataDir, DB_FILE)
@@ -234,6 +236,7 @@ export function openStore(dataDir: string): Store {
       group.commitNow()
       reader.close()
       db.close()
+      lock.release()
     },
   }
   return store

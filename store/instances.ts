@@ -109,7 +109,7 @@ export function instancesStore(db: Database): InstancesStore {
         where.push('EXISTS (SELECT 1 FROM json_each(capabilities) WHERE value = ?)')
         args.push(filter.capability)
       }
-      const sql = `SELECT ${COLUMNS} FROM instances ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY registered_at, id`
+      const sql = `SELECT ${COLUMNS} FROM instances ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY registered_at, rowid`
       let stmt = shapes.get(sql)
       if (!stmt) shapes.set(sql, (stmt = db.query<Row, string[]>(sql)))
       return stmt.all(...args).map(toInstance)

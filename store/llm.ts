@@ -50,8 +50,10 @@ function window(from?: string, to?: string): { sql: string[]; args: string[] } {
 }
 
 // Costs are summed as REAL; rounding to 1e-9 USD drops float noise (0.1 + 0.2) without losing real precision.
-const TOTALS = `COALESCE(SUM(tokens_in), 0) AS total_tokens_in, COALESCE(SUM(tokens_out), 0) AS total_tokens_out,
-  ROUND(COALESCE(SUM(cost_usd), 0), 9) AS total_cost_usd, COUNT(*) AS request_count`
+// TOTAL, not SUM: SUM of integers fails with "integer overflow" past 2^63, and one such
+// pair of records would break every summary for good; TOTAL sums in floating point.
+const TOTALS = `TOTAL(tokens_in) AS total_tokens_in, TOTAL(tokens_out) AS total_tokens_out,
+  ROUND(TOTAL(cost_usd), 9) AS total_cost_usd, COUNT(*) AS request_count`
 
 export function llmWrites(db: Database): LlmWrites {
   const insert = db.query<{ id: number }, [string, string, string, string, number, number, number, string, string, string]>(

@@ -146,7 +146,7 @@ describe('backup and restore', () => {
           db.exec(MIGRATIONS.join(';').replace('tokens_in INTEGER NOT NULL DEFAULT 0,', ''))
           db.exec(`PRAGMA user_version = ${MIGRATIONS.length}`)
         }),
-        'not a Muster backup: table llm_usage lacks column tokens_in',
+        "not a Muster backup: table llm_usage differs from this build's schema",
       )
       await refused(
         sqliteFile((db) => db.exec(`PRAGMA user_version = ${MIGRATIONS.length + 1}`)),

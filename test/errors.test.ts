@@ -116,4 +116,13 @@ describe('configuration', () => {
     expect(c.eventRetention).toBe(1000)
     expect(c.complianceIntervalMs).toBe(300_000)
   })
+
+  test('--allow-link-local-targets is a switch: alone it means true; =false and the env var take true/false', async () => {
+    const { loadConfig, ConfigError } = await import('../lib/config')
+    expect(loadConfig([], {}).allowLinkLocalTargets).toBe(false)
+    expect(loadConfig(['--allow-link-local-targets', '--stale-timeout', '2s'], {}).allowLinkLocalTargets).toBe(true)
+    expect(loadConfig(['--allow-link-local-targets=false'], { SERVICE_ALLOW_LINK_LOCAL_TARGETS: 'true' }).allowLinkLocalTargets).toBe(false)
+    expect(loadConfig([], { SERVICE_ALLOW_LINK_LOCAL_TARGETS: '1' }).allowLinkLocalTargets).toBe(true)
+    expect(() => loadConfig([], { SERVICE_ALLOW_LINK_LOCAL_TARGETS: 'maybe' })).toThrow(ConfigError)
+  })
 })

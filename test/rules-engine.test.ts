@@ -1,7 +1,7 @@
 // The rule engine (lib/rules.ts) directly: each validation semantics item, the
 // edge cases of content, and the rule checks used by every write path.
 import { describe, expect, test } from 'bun:test'
-import { applies, checkRule, checkRules, evaluate, type RuleDraft, type Subject } from '../lib/rules'
+import { applies, checkRule, checkRules, evaluate, findings, matchingCost, type RuleDraft, type Subject } from '../lib/rules'
 
 const rule = (r: Partial<RuleDraft> & { rule_id: string; pattern: string }): RuleDraft => checkRule({ ...r }, { project: 'p' })
 const run = (rules: RuleDraft[], subject: Subject) =>
@@ -222,5 +222,26 @@ describe('checkRule and checkRules', () => {
     expect(checkRules([{ project: 'a', rule_id: 'r', pattern: 'x' }, { project: 'b', rule_id: 'r', pattern: 'x' }])).toHaveLength(2)
     expect(() => checkRules([])).toThrow('expected at least one rule')
     expect(checkRules([], { allowEmpty: true })).toEqual([])
+  })
+})
+
+describe('bounded findings and the inline cost estimate', () => {
+  test('lists the first `max` violations in rule then line order, counts them all', () => {
+    const rules = [rule({ rule_id: 'a', pattern: 'a' }), rule({ rule_id: 'gone', match_type: 'missing', pattern: 'zzz' }), rule({ rule_id: 'no-log', match_type: 'custom', pattern: 'no-console-log' })]
+    const content = 'a console.log(\n'.repeat(5)
+    const f = findings(rules, { content }, 7)
+    expect(f.count).toBe(11)
+    expect(f.truncated).toBe(true)
+    expect(f.violations.map((v) => [v.rule_id, v.line ?? null])).toEqual([['a', 1], ['a', 2], ['a', 3], ['a', 4], ['a', 5], ['gone', null], ['no-log', 1]])
+    expect(findings(rules, { content }, 11).truncated).toBe(false)
+    expect(findings(rules, { content }).violations).toEqual(evaluate(rules, { content }))
+  })
+
+  test('the cost grows with the program size of the rules that apply and the content length', () => {
+    const small = matchingCost([rule({ rule_id: 't', pattern: 'TODO' })], { content: 'x'.repeat(1000) })
+    const costly = matchingCost([rule({ rule_id: 's', pattern: '(.*a){100}' })], { content: 'x'.repeat(1000) })
+    expect(costly).toBeGreaterThan(small * 50)
+    expect(matchingCost([rule({ rule_id: 's', pattern: '(.*a){100}', applies_to: ['*.md'] })], { content: 'x'.repeat(1000), filename: 'a.ts' })).toBe(0)
+    expect(matchingCost([rule({ rule_id: 'c', match_type: 'custom', pattern: 'no-console-log' })], { content: 'x'.repeat(1000) })).toBe(0)
   })
 })

@@ -1,0 +1,42 @@
+// JSON nesting depth: JSON.parse copes with 100k levels, but every recursive walk
+// after it (schema checks, diffs, canonical forms) overflows the stack. Bodies are
+// refused past MAX_DEPTH before they are parsed.
+
+export const MAX_DEPTH = 256
+
+const OPEN_BRACE = 0x7b
+const OPEN_BRACKET = 0x5b
+const CLOSE_BRACE = 0x7d
+const CLOSE_BRACKET = 0x5d
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+
+/** Whether the JSON text (or bytes) nests objects and arrays deeper than `max`; strings are skipped, the text need not be valid. */
+export function nestedDeeperThan(json: string | Uint8Array, max = MAX_DEPTH): boolean {
+  const code = typeof json === 'string' ? (i: number) => json.charCodeAt(i) : (i: number) => json[i]
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < json.length; i++) {
+    const c = code(i)
+    if (inString) {
+      if (c === BACKSLASH) i++
+      else if (c === QUOTE) inString = false
+    } else if (c === QUOTE) inString = true
+    else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > max) return true
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--
+  }
+  return false
+}
+
+/** Whether a parsed value nests deeper than `max` (walked without recursion, so any depth is safe to ask about). */
+export function valueDeeperThan(value: unknown, max = MAX_DEPTH): boolean {
+  const stack: [unknown, number][] = [[value, 0]]
+  while (stack.length) {
+    const [v, depth] = stack.pop()!
+    if (typeof v !== 'object' || v === null) continue
+    if (depth + 1 > max) return true
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1])
+  }
+  return false
+}
