@@ -14,6 +14,7 @@ import { startWebhookDispatcher } from './jobs/webhooks'
 import { startLivenessJob } from './jobs/liveness'
 import { startExpiryJob } from './jobs/expiry'
 import { VERSION } from './lib/version'
+import { configureLog, log } from './lib/log'
 
 export interface Server {
   ctx: Ctx
@@ -72,7 +73,7 @@ export async function startServer(config: Config): Promise<Server> {
       for (const stop of stopJobs) await stop()
       await Promise.all([api.stop(), dashboard?.stop()])
       await settleBackground()
-      await ctx.metrics.flush().catch((err) => console.error('metrics flush failed:', err))
+      await ctx.metrics.flush().catch((err) => log.error({ err }, 'metrics flush failed'))
       store.close()
     },
   }
@@ -95,21 +96,21 @@ async function main(argv: string[]): Promise<void> {
     console.error(`muster-server: ${err.message}`)
     process.exit(2)
   }
+  configureLog(config.logFormat, config.logLevel)
   let server: Server
   try {
     server = await startServer(config)
   } catch (err) {
-    console.error(`muster-server: cannot start: ${(err as Error).message}`)
+    log.error(`muster-server: cannot start: ${(err as Error).message}`)
     process.exit(1)
   }
-  console.log(
-    `Muster API on ${server.apiUrl}, dashboard on ${server.dashboardUrl ?? '(disabled)'}, data in ${config.dataDir}`,
-  )
+  // Tests and scripts wait for this line (in either log format).
+  log.info(`Muster API on ${server.apiUrl}, dashboard on ${server.dashboardUrl ?? '(disabled)'}, data in ${config.dataDir}`)
   let stopping = false
   const shutdown = async (signal: string) => {
     if (stopping) return
     stopping = true
-    console.log(`${signal}: shutting down`)
+    log.info(`${signal}: shutting down`)
     await server.stop()
     process.exit(0)
   }

@@ -1,9 +1,10 @@
 // The API app: auth and body-size guard, one error mapper, OpenAPI, and every
 // resource's routes. Built by app.ts; tests start the whole server as a process.
 import { Elysia } from 'elysia'
-import { openapi } from '@elysiajs/openapi'
 import type { Ctx } from '../services/context'
-import { MAX_ANY_BODY, MAX_BODY, boundedRequest, tooLarge } from './body'
+import { MAX_ANY_BODY, MAX_BODY, asJson, boundedRequest, tooLarge } from './body'
+import { requestObserver } from './observe'
+import { apiDocs } from './openapi'
 import { authorized, countForCaller } from './caller'
 import { errorAnswer, errorResponse } from './errors'
 import { healthRoutes } from '../routes/health'
@@ -24,51 +25,58 @@ import { validateRoutes } from '../routes/validate'
 import { rulesRoutes } from '../routes/rules'
 import { templatesRoutes } from '../routes/templates'
 import { queueRoutes } from '../routes/queue'
+import { prometheusRoutes } from '../routes/prometheus'
 
 export function createApi(ctx: Ctx) {
   // The server-level cap admits the largest route limit; each request is held to its own route's limit below.
   const app = new Elysia({ serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 } })
-  // Routes as regexes, to tell 405 (path exists, other method) from 404, with their declared body limits.
-  let table: { method: string; re: RegExp; maxBody?: number }[] | null = null
+  // Routes as regexes, to tell 405 (path exists, other method) from 404, with their declared body limits
+  // and whether they read the raw body themselves (`parse: 'none'`).
+  type Route = { method: string; re: RegExp; maxBody?: number; raw: boolean }
+  let table: Route[] | null = null
   const routeTable = () =>
     (table ??= app.routes.map((r) => ({
       method: r.method,
       re: new RegExp(`^${r.path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}$`),
       maxBody: (r.hooks as { maxBody?: number } | undefined)?.maxBody,
+      raw: [r.hooks?.parse].flat().some((p: any) => p === 'none' || p?.fn === 'none'),
     })))
   const allowedMethods = (path: string) => [...new Set(routeTable().filter((r) => r.re.test(path)).map((r) => r.method))]
   // Only routes that declare maxBody differ from MAX_BODY: look those up, the rest need no match.
-  let large: { method: string; re: RegExp; maxBody: number }[] | null = null
-  const bodyLimit = (method: string, path: string) => {
-    large ??= routeTable().filter((r): r is { method: string; re: RegExp; maxBody: number } => r.maxBody !== undefined)
-    return large.find((r) => r.method === method && r.re.test(path))?.maxBody ?? MAX_BODY
-  }
+  let large: Route[] | null = null
+  const bodyLimit = (method: string, path: string) =>
+    (large ??= routeTable().filter((r) => r.maxBody !== undefined)).find((r) => r.method === method && r.re.test(path))?.maxBody ?? MAX_BODY
+  let raw: Route[] | null = null
+  const readsRawBody = (method: string, path: string) => (raw ??= routeTable().filter((r) => r.raw)).some((r) => r.method === method && r.re.test(path))
+  const observer = requestObserver(ctx)
 
   return app
     // Kept synchronous: an async hook costs every request (GET /api/state: -15% req/s).
     .onRequest((c) => {
+      observer.start(c.request)
       const url = new URL(c.request.url)
-      if (!authorized(ctx, c.request, url)) return errorResponse(401, 'invalid or missing bearer token')
+      const refuse = (status: number, message: string) => {
+        observer.refused(c.request, status)
+        return errorResponse(status, message)
+      }
+      if (!authorized(ctx, c.request, url)) return refuse(401, 'invalid or missing bearer token')
       const limit = bodyLimit(c.request.method, url.pathname)
       const declared = c.request.headers.get('content-length')
-      if (Number(declared ?? 0) > limit) return errorResponse(413, tooLarge(limit).message)
+      if (Number(declared ?? 0) > limit) return refuse(413, tooLarge(limit).message)
       // A body without Content-Length is cut off with 413 as soon as it passes the limit, whoever reads it.
       if (declared === null && c.request.body) c.request = boundedRequest(c.request, limit)
+      if (c.request.body && !readsRawBody(c.request.method, url.pathname)) c.request = asJson(c.request)
+      observer.start(c.request)
       // Agent metrics: every call an instance makes (its token identifies it), /mcp apart.
       // The count settles within microtasks, before any later request is read.
       if (url.pathname === '/mcp') void countForCaller(ctx, c.request, 'mcp_calls')
       else if (url.pathname.startsWith('/api/')) void countForCaller(ctx, c.request, 'rest_calls')
     })
-    .onError(({ code, error, set, request }) => errorAnswer(code, error, set, request, allowedMethods))
-    .use(
-      openapi({
-        path: '/docs',
-        specPath: '/openapi.json',
-        documentation: {
-          info: { title: 'Muster API', version: '0.1.0', description: 'Coordination server for cooperating AI coding agents' },
-        },
-      }),
+    .onAfterResponse(({ request, route, set, responseValue }) =>
+      observer.finished(request, route, responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200),
     )
+    .onError(({ code, error, set, request }) => errorAnswer(code, error, set, request, allowedMethods))
+    .use(apiDocs(ctx, () => app))
     .use(healthRoutes(ctx.startedAt))
     .use(stateRoutes(ctx))
     .use(specsRoutes(ctx))
@@ -87,4 +95,5 @@ export function createApi(ctx: Ctx) {
     .use(rulesRoutes(ctx))
     .use(templatesRoutes(ctx))
     .use(queueRoutes(ctx))
+    .use(prometheusRoutes(ctx))
 }

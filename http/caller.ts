@@ -6,6 +6,7 @@ import type { MetricName } from '../lib/metrics'
 import type { Caller } from '../services/audit'
 import { hashToken } from '../lib/token'
 import { seen } from '../services/implicit-heartbeat'
+import { log } from '../lib/log'
 export { hashToken } from '../lib/token'
 export type { Caller } from '../services/audit'
 
@@ -17,8 +18,9 @@ export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
   const header = request.headers.get('authorization') ?? ''
   let given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim()
   if (!given && request.headers.get('upgrade')?.toLowerCase() === 'websocket') given = url.searchParams.get('token') ?? undefined
-  if (!given) return false
-  return timingSafeEqual(Buffer.from(hashToken(given), 'hex'), Buffer.from(hashToken(expected), 'hex'))
+  const ok = !!given && timingSafeEqual(Buffer.from(hashToken(given), 'hex'), Buffer.from(hashToken(expected), 'hex'))
+  if (!ok) log.warn({ method: request.method, path: url.pathname, reason: given ? 'wrong token' : 'no token' }, 'auth failure')
+  return ok
 }
 
 const callers = new WeakMap<Request, Caller>()

@@ -1,4 +1,6 @@
 // Error answers: every non-2xx is {error, code}; the status of each error kind.
+import { log } from '../lib/log'
+import { NOT_JSON } from './body'
 import { AppError, type ErrorKind } from '../lib/errors'
 
 export const STATUS: Record<ErrorKind, number> = {
@@ -67,7 +69,7 @@ export function errorAnswer(
         }
       } else if (code === 'PARSE') {
         status = 400
-        message = 'malformed request body: expected valid JSON'
+        message = `${NOT_JSON}: not valid JSON`
       } else if (code === 'VALIDATION') {
         status = 400
         message = validationMessage(error)
@@ -75,7 +77,7 @@ export function errorAnswer(
         status = (error as any).status
         message = (error as any).message || message
       } else {
-        console.error(`internal error on ${request.method} ${request.url}:`, (error as Error)?.stack ?? error)
+        log.error({ err: error, method: request.method, url: request.url }, 'internal error')
       }
       set.status = status
       set.headers['content-type'] = 'application/json'

@@ -1,5 +1,6 @@
 // Server configuration: flags beat env, env beats defaults. A bad value is a
 // ConfigError with one clear line; app.ts prints it and exits 2.
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './log'
 
 export interface Config {
   bind: HostPort
@@ -11,6 +12,8 @@ export interface Config {
   pruneIntervalMs: number
   eventRetention: number
   complianceIntervalMs: number
+  logFormat: LogFormat
+  logLevel: LogLevel
 }
 
 export interface HostPort { host: string; port: number }
@@ -27,6 +30,8 @@ const OPTIONS = {
   pruneInterval: { flag: '--prune-interval', env: 'SERVICE_PRUNE_INTERVAL', def: '60s' },
   eventRetention: { flag: '--event-retention', env: 'SERVICE_EVENT_RETENTION', def: '1000' },
   complianceInterval: { flag: '--compliance-interval', env: 'SERVICE_COMPLIANCE_INTERVAL', def: '5m' },
+  logFormat: { flag: '--log-format', env: 'SERVICE_LOG_FORMAT', def: 'pretty' },
+  logLevel: { flag: '--log-level', env: 'SERVICE_LOG_LEVEL', def: 'info' },
 } as const
 
 type Key = keyof typeof OPTIONS
@@ -93,6 +98,10 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
   }
   if (!/^\d+$/.test(raw.eventRetention) || Number(raw.eventRetention) < 1)
     throw new ConfigError(`invalid ${where('eventRetention')} "${raw.eventRetention}": expected a positive integer`)
+  const oneOf = <T extends string>(k: Key, allowed: readonly T[]): T => {
+    if (!(allowed as readonly string[]).includes(raw[k])) throw new ConfigError(`invalid ${where(k)} "${raw[k]}": expected ${allowed.join(' or ')}`)
+    return raw[k] as T
+  }
   if (raw.dataDir.trim() === '') throw new ConfigError(`invalid ${where('dataDir')}: must not be empty`)
   return {
     bind: hostPort('bind'),
@@ -104,5 +113,7 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
     pruneIntervalMs: duration('pruneInterval'),
     eventRetention: Number(raw.eventRetention),
     complianceIntervalMs: duration('complianceInterval'),
+    logFormat: oneOf('logFormat', LOG_FORMATS),
+    logLevel: oneOf('logLevel', LOG_LEVELS),
   }
 }

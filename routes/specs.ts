@@ -3,7 +3,7 @@ import { t } from 'elysia'
 import type { Ctx } from '../services/context'
 import { deleteSpec, putSpec } from '../services/specs'
 import { audited } from '../http/audit'
-import { readJsonBody } from '../http/body'
+import { rawBodyDoc, readJsonBody } from '../http/body'
 import { DocReadQuery, keyParam, readDocument, writeCondition } from '../http/documents'
 
 const SpecParams = t.Object({ project: t.String(), name: t.String() })
@@ -59,7 +59,7 @@ export function specsRoutes(ctx: Ctx) {
         params: SpecParams,
         query: CasQuery,
         audit: 'spec.put',
-        detail: { summary: 'Write a spec (raw JSON body, at most 10 MB)', tags: ['specs'] },
+        detail: { summary: 'Write a spec (raw JSON body, at most 10 MB)', tags: ['specs'], requestBody: rawBodyDoc('application/json', 'The spec, any JSON value') },
       },
     )
     .delete(

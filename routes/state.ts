@@ -4,7 +4,7 @@ import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { deleteState, putState, rollbackState } from '../services/state'
 import { audited } from '../http/audit'
-import { readBody } from '../http/body'
+import { isJsonType, parseJsonBody, rawBodyDoc, readBody } from '../http/body'
 import { DocReadQuery, keyParam, readDocument, writeCondition } from '../http/documents'
 
 const Meta = t.Object({ key: t.String(), version: t.Integer(), hash: t.String(), content_type: t.String(), updated_at: t.String() })
@@ -43,6 +43,8 @@ export function stateRoutes(ctx: Ctx) {
         const value = await readBody(request)
         if (value.byteLength === 0) throw invalid('request body is empty')
         const contentType = request.headers.get('content-type')?.trim() || 'application/json'
+        // Bytes labelled JSON must be JSON (readers parse them); any other type is stored as is.
+        if (isJsonType(contentType)) parseJsonBody(value)
         return putState(ctx, audit, key, value, contentType, cond)
       },
       {
@@ -50,7 +52,7 @@ export function stateRoutes(ctx: Ctx) {
         query: CasQuery,
         response: { 200: Meta },
         audit: 'state.put',
-        detail: { summary: 'Write a value (raw body, at most 10 MB)', tags: ['state'] },
+        detail: { summary: 'Write a value (raw body, at most 10 MB)', tags: ['state'], requestBody: rawBodyDoc('*/*', 'The value, stored as sent with its Content-Type (default application/json, which must then be JSON)') },
       },
     )
     .post(

@@ -1,5 +1,7 @@
 // The embedded database: one SQLite file in the data dir, WAL journal, and
 // schema migrations keyed on PRAGMA user_version. Only store/ imports this.
+import { log } from '../lib/log'
+import { writeBatchSize } from '../lib/prometheus'
 import { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -263,7 +265,7 @@ export class GroupCommit {
     try {
       this.db.exec('COMMIT')
     } catch (err) {
-      console.error('group commit failed, batch rolled back:', err)
+      log.error({ err }, 'group commit failed, batch rolled back')
       try {
         this.db.exec('ROLLBACK')
       } catch {}
@@ -271,11 +273,12 @@ export class GroupCommit {
       return
     }
     this.lastBatchSize = waiters.length
+    if (waiters.length) writeBatchSize.observe(waiters.length)
     for (const hook of hooks) {
       try {
         hook()
       } catch (err) {
-        console.error('after-commit hook failed:', err)
+        log.error({ err }, 'after-commit hook failed')
       }
     }
     for (const w of waiters) w.resolve()
