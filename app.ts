@@ -104,8 +104,8 @@ async function main(argv: string[]): Promise<void> {
     log.error(`muster-server: cannot start: ${(err as Error).message}`)
     process.exit(1)
   }
-  // Tests and scripts wait for this line (in either log format).
-  log.info(`Muster API on ${server.apiUrl}, dashboard on ${server.dashboardUrl ?? '(disabled)'}, data in ${config.dataDir}`)
+  // Tests and scripts wait for this line (in either log format), so it is printed whatever --log-level says.
+  log.child({}, { level: 'info' }).info(`Muster API on ${server.apiUrl}, dashboard on ${server.dashboardUrl ?? '(disabled)'}, data in ${config.dataDir}`)
   let stopping = false
   const shutdown = async (signal: string) => {
     if (stopping) return

@@ -80,10 +80,10 @@ describe('GET /metrics', () => {
     await new Promise((resolve, reject) => ((ws.onopen = resolve), (ws.onerror = reject)))
     expect((await api('POST', '/api/events/publish', { topic: 'demo.built', data: {} })).status).toBe(200)
 
-    const after = await eventually(async () => {
+    const after = (await eventually(async () => {
       const m = await scrape()
       return m('muster_webhook_deliveries_total', { outcome: 'failure' }) >= 1 && m('muster_webhook_deliveries_total', { outcome: 'success' }) >= 1 ? m : null
-    }, 10_000)
+    }, 10_000))!
     ws.close()
 
     const put = { method: 'PUT', route: '/api/state/*', status: '200' }
