@@ -48,14 +48,14 @@ const ERROR_SCHEMA = {
   },
 }
 
-const ERROR_DESCRIPTIONS: Record<number, [name: string, description: string]> = {
-  400: ['BadRequest', 'Bad input (a parameter, or a body that is not JSON or does not match the schema); nothing changed'],
-  401: ['Unauthorized', 'Missing or wrong bearer token'],
-  404: ['NotFound', 'Unknown resource'],
-  409: ['Conflict', 'Duplicate id, or the resource is held by someone else'],
-  412: ['PreconditionFailed', 'If-Match / if_version / If-None-Match did not hold; nothing changed'],
-  413: ['PayloadTooLarge', 'Request body over the route\'s limit'],
-  500: ['InternalError', 'Internal error (logged with its stack on the server)'],
+const ERROR_DESCRIPTIONS: Record<number, [name: string, description: string, example: string]> = {
+  400: ['BadRequest', 'Bad input (a parameter, or a body that is not JSON or does not match the schema); nothing changed', 'request body must be JSON: not valid JSON'],
+  401: ['Unauthorized', 'Missing or wrong bearer token', 'invalid or missing bearer token'],
+  404: ['NotFound', 'Unknown resource', 'not found'],
+  409: ['Conflict', 'Duplicate id, a lost claim, or a state that forbids the change', 'claim lost'],
+  412: ['PreconditionFailed', 'If-Match / if_version / If-None-Match did not hold; nothing changed', 'precondition failed: expected version 2'],
+  413: ['PayloadTooLarge', 'Request body over the route\'s limit', 'request body exceeds the 10 MB limit'],
+  500: ['InternalError', 'Internal error (logged with its stack on the server)', 'internal server error'],
 }
 
 const errorRef = (status: number) => ({ $ref: `#/components/responses/${ERROR_DESCRIPTIONS[status][0]}` })
@@ -214,10 +214,11 @@ export function conformDocument(generated: { paths: Json; components?: Json }, o
     components: {
       schemas: { ...unwrapCoercions(generated.components?.schemas ?? {}), Error: ERROR_SCHEMA },
       responses: Object.fromEntries(
-        [...usedErrors].sort().map((status) => [
-          ERROR_DESCRIPTIONS[status][0],
-          { description: ERROR_DESCRIPTIONS[status][1], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
-        ]),
+        [...usedErrors].sort().map((status) => {
+          const [name, description, message] = ERROR_DESCRIPTIONS[status]
+          const example = { error: message, code: status, ...(status === 412 && { current_version: 3 }) }
+          return [name, { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' }, example } } }]
+        }),
       ),
       securitySchemes: {
         // Listed only when the server has a token: a scheme no operation uses is noise to clients (and to linters).
