@@ -14,7 +14,7 @@ import { startWebhookDispatcher } from './jobs/webhooks'
 import { startLivenessJob } from './jobs/liveness'
 import { startExpiryJob } from './jobs/expiry'
 import { VERSION } from './lib/version'
-import { configureLog, log } from './lib/log'
+import { configureLog, flushLog, log } from './lib/log'
 
 export interface Server {
   ctx: Ctx
@@ -102,6 +102,7 @@ async function main(argv: string[]): Promise<void> {
     server = await startServer(config)
   } catch (err) {
     log.error(`muster-server: cannot start: ${(err as Error).message}`)
+    flushLog()
     process.exit(1)
   }
   // Tests and scripts wait for this line (in either log format), so it is printed whatever --log-level says.
@@ -112,6 +113,7 @@ async function main(argv: string[]): Promise<void> {
     stopping = true
     log.info(`${signal}: shutting down`)
     await server.stop()
+    flushLog()
     process.exit(0)
   }
   process.on('SIGTERM', () => void shutdown('SIGTERM'))

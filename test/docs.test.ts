@@ -19,12 +19,13 @@ describe('/docs', () => {
     const origin = new URL(s.api).origin
     const refused: string[] = []
     const { page, problems } = await openPage(browser, `${s.api}/docs`, {
-      prepare: (page) =>
-        page.route('**/*', (route) => {
+      prepare: async (page) => {
+        await page.route('**/*', (route) => {
           if (new URL(route.request().url()).origin === origin) return route.continue()
           refused.push(route.request().url())
           return route.abort()
-        }),
+        })
+      },
     })
     await page.locator('.opblock').first().waitFor({ timeout: 15_000 })
     const paths = await page.locator('.opblock-summary-path').allTextContents()

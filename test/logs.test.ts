@@ -34,7 +34,7 @@ describe('--log-format json', async () => {
     expect((await call(s.api, 'GET', '/api/state/logs/missing', undefined, auth)).status).toBe(404)
     expect((await call(s.api, 'GET', '/api/nowhere', undefined, auth)).status).toBe(404)
 
-    const put = await accessLine('PUT', '/api/state/logs/k', 200)
+    const put = (await accessLine('PUT', '/api/state/logs/k', 200))!
     expect(put).toMatchObject({ level: 'info', route: '/api/state/*', actor: agent.id })
     expect(put.duration_ms).toBeNumber()
     expect(await accessLine('GET', '/api/state/logs/missing', 404)).toMatchObject({ route: '/api/state/*', actor: 'admin' })
@@ -65,9 +65,14 @@ describe('--log-format json', async () => {
   })
 
   test('job runs are logged (at debug for frequent jobs) with their duration', async () => {
-    const run = await eventually(() => lines().find((l) => l.message === 'job liveness ran'))
+    const run = (await eventually(() => lines().find((l) => l.message === 'job liveness ran')))!
     expect(run).toMatchObject({ level: 'debug', job: 'liveness' })
     expect(run.duration_ms).toBeNumber()
+  })
+
+  test('writes are asynchronous, yet nothing queued is lost at shutdown', async () => {
+    await s.stop()
+    expect(await eventually(() => lines().at(-1)?.message === 'SIGTERM: shutting down')).toBe(true)
   })
 })
 
