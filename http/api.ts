@@ -1,5 +1,6 @@
-// The API app: auth and body-size guard, one error mapper, OpenAPI, and every
-// resource's routes. Built by app.ts; tests start the whole server as a process.
+// The API app: auth and body-size guard, JSON bodies whatever their label, an
+// access-log line and Prometheus numbers per request, one error mapper, OpenAPI and
+// /docs, and every resource's routes. Built by app.ts; tests start the whole server as a process.
 import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
 import { MAX_ANY_BODY, MAX_BODY, asJson, boundedRequest, tooLarge } from './body'
@@ -66,6 +67,7 @@ export function createApi(ctx: Ctx) {
       // A body without Content-Length is cut off with 413 as soon as it passes the limit, whoever reads it.
       if (declared === null && c.request.body) c.request = boundedRequest(c.request, limit)
       if (c.request.body && !readsRawBody(c.request.method, url.pathname)) c.request = asJson(c.request)
+      // The request may have been replaced above: its timing and caller are keyed by the one the handler sees.
       observer.start(c.request)
       // Agent metrics: every call an instance makes (its token identifies it), /mcp apart.
       // The count settles within microtasks, before any later request is read.

@@ -8,7 +8,7 @@ import { httpDuration, httpRequests } from '../lib/prometheus'
 import { callerOf } from './caller'
 
 /** Requests matching no route share one label. */
-export const UNMATCHED = '(unmatched)'
+const UNMATCHED = '(unmatched)'
 
 const started = new WeakMap<Request, number>()
 

@@ -34,8 +34,8 @@ const hidden = { detail: { hide: true } }
 export function apiDocs(ctx: Ctx, app: () => AnyElysia) {
   let document: object | null = null
   const build = () => {
-    const generated = toOpenAPISchema(app() as never) as { paths: Record<string, any>; components?: Record<string, any> }
-    const namedOperations = new Set(app().routes.map((r) => (r.hooks as any)?.detail?.operationId).filter(Boolean))
+    const generated = toOpenAPISchema(app())
+    const namedOperations = new Set(app().routes.map((r) => r.hooks?.detail?.operationId).filter((id): id is string => typeof id === 'string'))
     return conformDocument(generated, { version: VERSION, serverUrl: ctx.apiUrl, bearerRequired: !!ctx.config.authToken, namedOperations })
   }
   const plugin = new Elysia()
