@@ -99,10 +99,30 @@ function unwrapCoercions(schema: any): any {
   return out
 }
 
-function conformOperation(op: Json, method: string, path: string, opts: ConformOptions): void {
+/**
+ * Versioned documents, recognised by their query parameters (README "Compare-and-swap"):
+ * reads (`history`) return the raw value with its ETag and 304 on If-None-Match;
+ * writes (`if_version`) also take If-Match, and If-None-Match: * to create only.
+ */
+function conditionalRequests(op: Json, method: string, query: Set<string>): void {
+  const responses: Json = op.responses
+  if (method === 'get' && query.has('history')) {
+    op.parameters.push(HEADER_PARAMS.IfNoneMatchRead)
+    responses['200'] ??= { description: 'The value as stored, with its Content-Type; `history` and `diff` answer JSON', content: { '*/*': { schema: {} } } }
+    responses['200'].headers = { ...DOCUMENT_HEADERS, ...responses['200'].headers }
+    responses['304'] = { description: 'Not modified: If-None-Match matched the current ETag' }
+  }
+  if (query.has('if_version')) {
+    op.parameters.push(HEADER_PARAMS.IfMatch)
+    if (method === 'put') op.parameters.push(HEADER_PARAMS.IfNoneMatchWrite)
+    responses['412'] ??= errorRef(412)
+  }
+}
+
+function conformOperation(op: Json, method: string, path: string): void {
   op.summary ??= `${method.toUpperCase()} ${path}`
   op.parameters = (op.parameters ?? []) as Json[]
-  const query = new Set(op.parameters.filter((p: Json) => p.in === 'query').map((p: Json) => p.name))
+  const query = new Set<string>(op.parameters.filter((p: Json) => p.in === 'query').map((p: Json) => p.name))
   const hasParams = op.parameters.length > 0 || path.includes('{')
 
   // JSON endpoints read every body as JSON (README "Conventions"): advertise nothing else.
@@ -117,20 +137,8 @@ function conformOperation(op: Json, method: string, path: string, opts: ConformO
     if (Number(status) >= 400) responses[status] = ERROR_DESCRIPTIONS[Number(status)] ? errorRef(Number(status)) : { description: answer.description ?? 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }
     else if (answer.description?.startsWith('Response for status')) answer.description = Number(status) < 300 ? 'OK' : answer.description
   }
-  // Document reads (history/diff/version): the raw value as stored with its ETag, 304 on If-None-Match.
-  if (method === 'get' && query.has('history')) {
-    op.parameters.push(HEADER_PARAMS.IfNoneMatchRead)
-    responses['200'] ??= { description: 'The value as stored, with its Content-Type; `history` and `diff` answer JSON', content: { '*/*': { schema: {} } } }
-    responses['200'].headers = { ...DOCUMENT_HEADERS, ...responses['200'].headers }
-    responses['304'] = { description: 'Not modified: If-None-Match matched the current ETag' }
-  }
+  conditionalRequests(op, method, query)
   if (!Object.keys(responses).some((s) => s.startsWith('2'))) responses['200'] = { description: 'OK', content: { 'application/json': { schema: {} } } }
-  // Compare-and-swap writes (if_version): If-Match, and If-None-Match: * to create only.
-  if (query.has('if_version')) {
-    op.parameters.push(HEADER_PARAMS.IfMatch)
-    if (method === 'put') op.parameters.push(HEADER_PARAMS.IfNoneMatchWrite)
-    responses['412'] ??= errorRef(412)
-  }
   if (hasParams || op.requestBody) responses['400'] ??= errorRef(400)
   if (op.security?.length !== 0) responses['401'] ??= errorRef(401)
   if (path.includes('{')) responses['404'] ??= errorRef(404)
@@ -168,7 +176,7 @@ export function conformDocument(generated: { paths: Json; components?: Json }, o
           ...(op.parameters ?? []).filter((p: Json) => !(p.in === 'path' && p.name === '*')),
         ]
       }
-      conformOperation(op, method, path, opts)
+      conformOperation(op, method, path)
     }
     paths[path] = item
   }

@@ -42,9 +42,10 @@ export function stateRoutes(ctx: Ctx) {
         const cond = writeCondition(request, query, true)
         const value = await readBody(request)
         if (value.byteLength === 0) throw invalid('request body is empty')
-        const contentType = request.headers.get('content-type')?.trim() || 'application/json'
-        // Bytes labelled JSON must be JSON (readers parse them); any other type is stored as is.
-        if (isJsonType(contentType)) parseJsonBody(value)
+        const label = request.headers.get('content-type')?.trim()
+        // Bytes labelled JSON must be JSON (readers parse them); unlabelled or other types are stored as is.
+        if (label && isJsonType(label)) parseJsonBody(value)
+        const contentType = label || 'application/json'
         return putState(ctx, audit, key, value, contentType, cond)
       },
       {
@@ -52,7 +53,7 @@ export function stateRoutes(ctx: Ctx) {
         query: CasQuery,
         response: { 200: Meta },
         audit: 'state.put',
-        detail: { summary: 'Write a value (raw body, at most 10 MB)', tags: ['state'], requestBody: rawBodyDoc('*/*', 'The value, stored as sent with its Content-Type (default application/json, which must then be JSON)') },
+        detail: { summary: 'Write a value (raw body, at most 10 MB)', tags: ['state'], requestBody: rawBodyDoc('*/*', 'The value, stored as sent with its Content-Type (none: application/json). A body labelled application/json or +json must be JSON') },
       },
     )
     .post(

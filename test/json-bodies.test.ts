@@ -50,10 +50,13 @@ describe('state and spec PUT', () => {
     expect(good.status).toBe(200)
   })
 
-  test('other types stay raw bytes, stored and returned as sent', async () => {
+  test('other types, and bytes sent without a type, stay raw bytes, stored and returned as sent', async () => {
     expect((await put('/api/state/raw/text', 'not json at all', 'text/plain')).status).toBe(200)
     const r = await fetch(`${s.api}/api/state/raw/text`)
     expect([r.headers.get('content-type'), await r.text()]).toEqual(['text/plain', 'not json at all'])
+    const bytes = new Uint8Array([0, 255, 7, 128])
+    expect((await fetch(`${s.api}/api/state/raw/bin`, { method: 'PUT', body: bytes })).status).toBe(200)
+    expect(new Uint8Array(await (await fetch(`${s.api}/api/state/raw/bin`)).arrayBuffer())).toEqual(bytes)
   })
 
   test('a spec is JSON whatever its label; not JSON is 400 and nothing stored', async () => {
