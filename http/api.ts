@@ -33,11 +33,12 @@ export function createApi(ctx: Ctx) {
   const app = new Elysia({ serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 } })
   // Routes as regexes, to tell 405 (path exists, other method) from 404, with their declared body limits
   // and whether they read the raw body themselves (`parse: 'none'`).
-  type Route = { method: string; re: RegExp; maxBody?: number; raw: boolean }
+  type Route = { method: string; path: string; re: RegExp; maxBody?: number; raw: boolean }
   let table: Route[] | null = null
   const routeTable = () =>
     (table ??= app.routes.map((r) => ({
       method: r.method,
+      path: r.path,
       re: new RegExp(`^${r.path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}$`),
       maxBody: (r.hooks as { maxBody?: number } | undefined)?.maxBody,
       raw: [r.hooks?.parse].flat().some((p: any) => p === 'none' || p?.fn === 'none'),
@@ -49,34 +50,38 @@ export function createApi(ctx: Ctx) {
     (large ??= routeTable().filter((r) => r.maxBody !== undefined)).find((r) => r.method === method && r.re.test(path))?.maxBody ?? MAX_BODY
   let raw: Route[] | null = null
   const readsRawBody = (method: string, path: string) => (raw ??= routeTable().filter((r) => r.raw)).some((r) => r.method === method && r.re.test(path))
-  const observer = requestObserver(ctx)
+  // The route pattern a request matched, for logs and metrics: fixed paths first, then parameters,
+  // wildcards last, as the router matches. The WebSocket route is listed as "WS" and reached with a GET.
+  const verb = (r: Route) => (r.method === 'WS' ? 'GET' : r.method)
+  let patterns: { fixed: Map<string, string>; dynamic: Route[] } | null = null
+  const routeOf = (method: string, path: string) => {
+    patterns ??= {
+      fixed: new Map(routeTable().filter((r) => !/[:*]/.test(r.path)).map((r) => [`${verb(r)} ${r.path}`, r.path])),
+      dynamic: routeTable().filter((r) => /[:*]/.test(r.path)).sort((a, b) => Number(a.path.includes('*')) - Number(b.path.includes('*'))),
+    }
+    return patterns.fixed.get(`${method} ${path}`) ?? patterns.dynamic.find((r) => verb(r) === method && r.re.test(path))?.path
+  }
+  const observer = requestObserver(ctx, routeOf)
 
   return app
+    .wrap(observer.wrap as never)
     // Kept synchronous: an async hook costs every request (GET /api/state: -15% req/s).
     .onRequest((c) => {
-      observer.start(c.request)
       const url = new URL(c.request.url)
-      const refuse = (status: number, message: string) => {
-        observer.refused(c.request, status)
-        return errorResponse(status, message)
-      }
-      if (!authorized(ctx, c.request, url)) return refuse(401, 'invalid or missing bearer token')
+      if (!authorized(ctx, c.request, url)) return errorResponse(401, 'invalid or missing bearer token')
       const limit = bodyLimit(c.request.method, url.pathname)
       const declared = c.request.headers.get('content-length')
-      if (Number(declared ?? 0) > limit) return refuse(413, tooLarge(limit).message)
+      if (Number(declared ?? 0) > limit) return errorResponse(413, tooLarge(limit).message)
+      const original = c.request
       // A body without Content-Length is cut off with 413 as soon as it passes the limit, whoever reads it.
       if (declared === null && c.request.body) c.request = boundedRequest(c.request, limit)
       if (c.request.body && !readsRawBody(c.request.method, url.pathname)) c.request = asJson(c.request)
-      // The request may have been replaced above: its timing and caller are keyed by the one the handler sees.
-      observer.start(c.request)
+      observer.replaced(original, c.request)
       // Agent metrics: every call an instance makes (its token identifies it), /mcp apart.
       // The count settles within microtasks, before any later request is read.
       if (url.pathname === '/mcp') void countForCaller(ctx, c.request, 'mcp_calls')
       else if (url.pathname.startsWith('/api/')) void countForCaller(ctx, c.request, 'rest_calls')
     })
-    .onAfterResponse(({ request, route, set, responseValue }) =>
-      observer.finished(request, route, responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200),
-    )
     .onError(({ code, error, set, request }) => errorAnswer(code, error, set, request, allowedMethods))
     .use(apiDocs(ctx, () => app))
     .use(healthRoutes(ctx.startedAt))

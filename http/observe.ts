@@ -2,6 +2,13 @@
 // pattern, path, status, duration, actor) and the Prometheus request counter and
 // latency histogram, both labelled with the route pattern (`/api/instances/:id`),
 // never the raw path, so label sets stay bounded.
+//
+// It wraps the app's fetch (Elysia `wrap`) rather than using a global afterResponse
+// or afterHandle hook: either (even empty) changes how Elysia compiles every route,
+// and with one the server stalled past test/validate.test.ts's 100 ms bound while
+// answering a large validation. The wrap also sees answers given in onRequest (401, 413).
+// GET /health is counted but not access-logged: probes would drown the log (and a
+// probe loop's log lines were enough to push that same stall past the bound).
 import type { Ctx } from '../services/context'
 import { log } from '../lib/log'
 import { httpDuration, httpRequests } from '../lib/prometheus'
@@ -10,34 +17,49 @@ import { callerOf } from './caller'
 /** Requests matching no route share one label. */
 const UNMATCHED = '(unmatched)'
 
-const started = new WeakMap<Request, number>()
+type Handle = (request: Request) => Response | Promise<Response> | undefined
 
-export function requestObserver(ctx: Ctx) {
-  const elapsed = (request: Request) => (performance.now() - (started.get(request) ?? performance.now())) / 1000
-  const record = (request: Request, route: string, status: number, seconds: number, actor: string | null) => {
+export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string) => string | undefined) {
+  // onRequest may hand the handler a replacement request (size-bounded, relabelled JSON); the caller is cached on that one.
+  const replacements = new WeakMap<Request, Request>()
+
+  const record = (request: Request, status: number, seconds: number, actor: string | null) => {
+    const path = new URL(request.url).pathname // never the query: a WebSocket upgrade may carry ?token=
+    const route = routeOf(request.method, path) ?? UNMATCHED
     const labels = { method: request.method, route, status: String(status) }
     httpRequests.inc(labels)
     httpDuration.observe(labels, seconds)
-    const path = new URL(request.url).pathname // never the query: a WebSocket upgrade may carry ?token=
-    log.info({ method: request.method, route, path, status, duration_ms: Math.round(seconds * 1e6) / 1e3, actor }, `${request.method} ${path} ${status}`)
+    if (path !== '/health') log.info({ method: request.method, route, path, status, duration_ms: Math.round(seconds * 1e6) / 1e3, actor }, `${request.method} ${path} ${status}`)
   }
+
+  const finished = (request: Request, status: number, started: number) => {
+    const seconds = (performance.now() - started) / 1000
+    // A refused request has no caller. Otherwise the caller comes from the cache the audit and agent metrics filled.
+    if (status === 401) return record(request, status, seconds, null)
+    void callerOf(ctx, replacements.get(request) ?? request).then(
+      (caller) => record(request, status, seconds, caller.actor),
+      () => record(request, status, seconds, null),
+    )
+  }
+
   return {
-    /** Marks the start; call with the request the handler will see. */
-    start(request: Request): void {
-      started.set(request, performance.now())
+    replaced(original: Request, replacement: Request): void {
+      if (original !== replacement) replacements.set(original, replacement)
     },
-    /** A request answered in onRequest (401, 413): no route ran, no caller was identified. */
-    refused(request: Request, status: number): void {
-      record(request, UNMATCHED, status, elapsed(request), null)
-    },
-    /** After the response: the route that ran (if any), the status sent, and who called. */
-    finished(request: Request, route: string | undefined, status: number): void {
-      const seconds = elapsed(request)
-      // Resolved from the cache the audit and agent metrics filled; a lookup only for a token not seen yet.
-      void callerOf(ctx, request).then(
-        (caller) => record(request, route || UNMATCHED, status, seconds, caller.actor),
-        () => record(request, route || UNMATCHED, status, seconds, null),
-      )
+    /** For `app.wrap`: times the whole handling, up to the Response. */
+    wrap: (handle: Handle) => (request: Request) => {
+      const started = performance.now()
+      // After a WebSocket upgrade Bun sends 101 and ignores the 200 (or nothing) the handler returns.
+      const upgrade = request.headers.get('upgrade')?.toLowerCase() === 'websocket'
+      const statusOf = (res: Response | undefined) => (!res || (upgrade && res.status === 200) ? 101 : res.status)
+      const answer = handle(request)
+      if (answer instanceof Promise)
+        return answer.then((res) => {
+          finished(request, statusOf(res), started)
+          return res
+        })
+      finished(request, statusOf(answer), started)
+      return answer
     },
   }
 }

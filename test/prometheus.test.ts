@@ -61,7 +61,7 @@ describe('GET /metrics', () => {
     const denied = await call(s.api, 'GET', '/metrics')
     expect([denied.status, denied.body]).toEqual([401, { error: 'invalid or missing bearer token', code: 401 }])
     const m = await scrape()
-    expect(m('muster_http_requests_total', { method: 'GET', route: '(unmatched)', status: '401' })).toBeGreaterThanOrEqual(1)
+    expect(m('muster_http_requests_total', { method: 'GET', route: '/metrics', status: '401' })).toBe(1)
   })
 
   test('requests by route pattern and status, latency histograms, and every resource gauge move', async () => {
@@ -98,6 +98,7 @@ describe('GET /metrics', () => {
     expect(after('muster_tasks', { status: 'ready' })).toBe(1)
     expect(after('muster_tasks', { status: 'done' })).toBe(0)
     expect(after('muster_subscribers')).toBe(1)
+    expect(after('muster_http_requests_total', { method: 'GET', route: '/api/events/subscribe', status: '101' })).toBe(1)
     expect(after('muster_webhook_deliveries_total', { outcome: 'success' })).toBe(1)
     expect(after('muster_webhook_deliveries_total', { outcome: 'failure' })).toBe(1)
     // state.changed x3, instance registered, task added, demo.built: at least six events.
