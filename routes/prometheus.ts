@@ -3,27 +3,26 @@
 import { Elysia, t } from 'elysia'
 import type { Ctx } from '../services/context'
 import { TASK_STATUSES } from '../lib/tasks'
+import type { InstanceStatus } from '../store/instances'
 import { eventsPublished, gaugeOf, registry } from '../lib/prometheus'
 
-/** Sample per value of `key`, with every value in `all` present (0 when absent), so a series never vanishes. */
-function countBy<T>(rows: T[], key: (row: T) => string, label: string, all: readonly string[] = []) {
-  const counts = new Map<string, number>(all.map((v) => [v, 0]))
-  for (const row of rows) counts.set(key(row), (counts.get(key(row)) ?? 0) + 1)
-  return [...counts].map(([value, n]) => ({ labels: { [label]: value }, value: n }))
+/** One sample per value of `label`, summing the counts given; every value in `all` is present (0 when none), so no series vanishes. */
+function sumBy(label: string, all: readonly string[], counts: Iterable<[string, number]>) {
+  const totals = new Map<string, number>(all.map((v) => [v, 0]))
+  for (const [value, n] of counts) totals.set(value, (totals.get(value) ?? 0) + n)
+  return [...totals].map(([value, n]) => ({ labels: { [label]: value }, value: n }))
 }
+
+const INSTANCE_STATUSES: InstanceStatus[] = ['active', 'stale']
 
 export function prometheusRoutes(ctx: Ctx) {
   gaugeOf('muster_state_keys', 'State keys stored', () => ctx.store.state.count())
   gaugeOf('muster_event_last_id', 'Id of the newest stored event', () => ctx.store.events.lastId())
   gaugeOf('muster_instances', 'Registered instances by status', async () =>
-    countBy(await ctx.store.instances.list({}), (i) => i.status, 'status', ['active', 'stale']), ['status'])
+    sumBy('status', INSTANCE_STATUSES, (await ctx.store.instances.list({})).map((i) => [i.status, 1])), ['status'])
   gaugeOf('muster_subscribers', 'Open event subscriptions (WebSocket)', () => ctx.bus.subscribers().length)
-  gaugeOf('muster_tasks', 'Tasks by status, over every queue', async () => {
-    const totals = new Map<string, number>(TASK_STATUSES.map((s) => [s, 0]))
-    for (const { counts } of await ctx.store.queue.queues())
-      for (const [status, n] of Object.entries(counts)) totals.set(status, (totals.get(status) ?? 0) + n)
-    return [...totals].map(([status, value]) => ({ labels: { status }, value }))
-  }, ['status'])
+  gaugeOf('muster_tasks', 'Tasks by status, over every queue', async () =>
+    sumBy('status', TASK_STATUSES, (await ctx.store.queue.queues()).flatMap((q) => Object.entries(q.counts))), ['status'])
   ctx.bus.listen(() => eventsPublished.inc())
 
   return new Elysia().get(
