@@ -25,13 +25,16 @@ export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
 
 const callers = new WeakMap<Request, Caller>()
 
+/** Who a caller without a valid instance token is: whoever holds the server token, or anyone when there is none. */
+export const actorWithoutInstance = (ctx: Ctx) => (ctx.config.authToken ? 'admin' : 'anonymous')
+
 export async function callerOf(ctx: Ctx, request: Request): Promise<Caller> {
   const known = callers.get(request)
   if (known) return known
   const token = request.headers.get('x-instance-token')
   const instanceId = token ? await ctx.store.instances.idByTokenHash(hashToken(token)) : null
   if (instanceId) seen(ctx, instanceId)
-  const caller = { actor: instanceId ?? (ctx.config.authToken ? 'admin' : 'anonymous'), instanceId }
+  const caller = { actor: instanceId ?? actorWithoutInstance(ctx), instanceId }
   callers.set(request, caller)
   return caller
 }

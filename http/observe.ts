@@ -12,7 +12,15 @@
 import type { Ctx } from '../services/context'
 import { log } from '../lib/log'
 import { httpDuration, httpRequests } from '../lib/prometheus'
-import { callerOf } from './caller'
+import { Lru } from '../lib/lru'
+import { actorWithoutInstance, callerOf } from './caller'
+
+/** The path of an absolute request URL, without the query (cheaper than new URL on every request). */
+const pathOf = (url: string) => {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  const query = url.indexOf('?', start)
+  return query < 0 ? url.slice(start) : url.slice(start, query)
+}
 
 /** Requests matching no route share one label. */
 const UNMATCHED = '(unmatched)'
@@ -22,10 +30,12 @@ type Handle = (request: Request) => Response | Promise<Response> | undefined
 export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string) => string | undefined) {
   // onRequest may hand the handler a replacement request (size-bounded, relabelled JSON); the caller is cached on that one.
   const replacements = new WeakMap<Request, Request>()
+  // Most requests repeat a few paths; matching one against the route table costs a regex scan.
+  const routes = new Lru<string, string>(2048)
 
   const record = (request: Request, status: number, seconds: number, actor: string | null) => {
-    const path = new URL(request.url).pathname // never the query: a WebSocket upgrade may carry ?token=
-    const route = routeOf(request.method, path) ?? UNMATCHED
+    const path = pathOf(request.url) // never the query: a WebSocket upgrade may carry ?token=
+    const route = routes.getOr(`${request.method} ${path}`, () => routeOf(request.method, path) ?? UNMATCHED)
     const labels = { method: request.method, route, status: String(status) }
     httpRequests.inc(labels)
     httpDuration.observe(labels, seconds)
@@ -34,8 +44,10 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
 
   const finished = (request: Request, status: number, started: number) => {
     const seconds = (performance.now() - started) / 1000
-    // A refused request has no caller. Otherwise the caller comes from the cache the audit and agent metrics filled.
+    // A refused request has no caller; without an instance token the caller needs no lookup.
     if (status === 401) return record(request, status, seconds, null)
+    if (!request.headers.has('x-instance-token')) return record(request, status, seconds, actorWithoutInstance(ctx))
+    // Resolved from the cache the audit and agent metrics filled for the request the handler saw.
     void callerOf(ctx, replacements.get(request) ?? request).then(
       (caller) => record(request, status, seconds, caller.actor),
       () => record(request, status, seconds, null),
