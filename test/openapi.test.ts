@@ -6,6 +6,9 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import SwaggerParser from '@apidevtools/swagger-parser'
+import { Elysia, t } from 'elysia'
+import { toOpenAPISchema } from '@elysiajs/openapi'
+import { conformDocument } from '../http/openapi-conform'
 import { call, startServer, tempDir } from './helpers'
 
 const ROOT = join(import.meta.dir, '..')
@@ -23,6 +26,12 @@ const operations = Object.entries<Record<string, any>>(doc.paths).flatMap(([path
   METHODS.filter((m) => item[m]).map((method) => ({ path, method, op: item[method] })),
 )
 
+/** Redocly's recommended rules on a document file: the problems as `severity rule pointer`. */
+async function redocly(path: string): Promise<string[]> {
+  const r = await run(['node', join(ROOT, 'node_modules/.bin/redocly'), 'lint', '--extends=recommended', '--format=json', path])
+  return JSON.parse(r.stdout).problems.map((p: any) => `${p.severity} ${p.ruleId} ${p.location[0]?.pointer ?? ''}`)
+}
+
 async function run(cmd: string[], cwd = dir) {
   const proc = Bun.spawn(cmd, { cwd, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } })
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
@@ -31,10 +40,25 @@ async function run(cmd: string[], cwd = dir) {
 
 describe('linters', () => {
   test("Redocly's recommended rules: no errors; the only warnings are the missing license and /health having no 4xx", async () => {
-    const r = await run(['node', join(ROOT, 'node_modules/.bin/redocly'), 'lint', '--extends=recommended', '--format=json', file])
-    const problems = JSON.parse(r.stdout).problems.map((p: any) => `${p.severity} ${p.ruleId} ${p.location[0]?.pointer ?? ''}`)
+    const problems = await redocly(file)
     expect(problems.filter((p: string) => p.startsWith('error'))).toEqual([])
     expect(problems.sort()).toEqual(['warn info-license #/info', 'warn operation-4xx-response #/paths/~1health/get/responses'])
+  }, 60_000)
+
+  test('without --auth-token the bearer scheme is not offered, and the document lints and validates the same', async () => {
+    const open = await startServer()
+    try {
+      const plain = (await call(open.api, 'GET', '/openapi.json')).body
+      expect(plain.security).toEqual([{}, { instanceToken: [] }])
+      expect(Object.keys(plain.components.securitySchemes)).toEqual(['instanceToken'])
+      expect(plain.servers).toEqual([{ url: open.api, description: 'this server' }])
+      const plainFile = join(dir, 'openapi-no-token.json')
+      writeFileSync(plainFile, JSON.stringify(plain))
+      expect((await redocly(plainFile)).filter((p) => p.startsWith('error'))).toEqual([])
+      await SwaggerParser.validate(plainFile)
+    } finally {
+      await open.cleanup()
+    }
   }, 60_000)
 
   test('swagger-parser validates it (OpenAPI 3.1 schema and $refs)', async () => {
@@ -70,6 +94,28 @@ ${body}
     expect(good.code).toBe(0)
     const bad = await check(`export const failure: Error = { error: 'not found', code: '404' }`)
     expect(bad.stdout).toContain("Type 'string' is not assignable to type 'number'")
+  }, 60_000)
+})
+
+describe('a route added later', () => {
+  test('is documented by the same rules, without work of its own, and lints clean', async () => {
+    const app = new Elysia().post('/api/locks/:name/acquire', () => ({ fence: 1 }), {
+      body: t.Object({ ttl_ms: t.Integer() }),
+      query: t.Object({ if_version: t.Optional(t.String()) }),
+      response: { 200: t.Object({ fence: t.Integer() }), 409: t.Object({ error: t.String(), code: t.Integer(), holder: t.String() }) },
+      detail: { summary: 'Acquire a lock', tags: ['locks'] },
+    })
+    const later = conformDocument(toOpenAPISchema(app), { version: '0.0.0', serverUrl: 'http://localhost:9800', bearerRequired: true, namedOperations: new Set() })
+    const op = later.paths['/api/locks/{name}/acquire'].post
+    expect(op.operationId).toBe('postLocksAcquire')
+    expect(Object.keys(op.requestBody.content)).toEqual(['application/json'])
+    expect(op.requestBody.content['application/json'].schema.properties.ttl_ms).toEqual({ type: 'integer' })
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '404', '409', '412', '413', '500'])
+    expect(op.responses['409']).toEqual({ $ref: '#/components/responses/Conflict' })
+    expect(op.parameters.map((p: any) => `${p.in} ${p.name}`)).toEqual(['path name', 'query if_version', 'header If-Match'])
+    const laterFile = join(dir, 'openapi-later.json')
+    writeFileSync(laterFile, JSON.stringify(later))
+    expect((await redocly(laterFile)).filter((p) => p.startsWith('error'))).toEqual([])
   }, 60_000)
 })
 
