@@ -119,8 +119,10 @@ function conditionalRequests(op: Json, method: string, query: Set<string>): void
   }
 }
 
-function conformOperation(op: Json, method: string, path: string): void {
+function conformOperation(op: Json, method: string, path: string, opts: ConformOptions): void {
   op.summary ??= `${method.toUpperCase()} ${path}`
+  // A route naming its own requirement (the instance token for a claim) needs the bearer token too when the server has one.
+  if (op.security?.length && opts.bearerRequired) op.security = op.security.map((r: Json) => ({ bearerAuth: [], ...r }))
   op.parameters = (op.parameters ?? []) as Json[]
   const query = new Set<string>(op.parameters.filter((p: Json) => p.in === 'query').map((p: Json) => p.name))
   const hasParams = op.parameters.length > 0 || path.includes('{')
@@ -176,7 +178,7 @@ export function conformDocument(generated: { paths: Json; components?: Json }, o
           ...(op.parameters ?? []).filter((p: Json) => !(p.in === 'path' && p.name === '*')),
         ]
       }
-      conformOperation(op, method, path)
+      conformOperation(op, method, path, opts)
     }
     paths[path] = item
   }
