@@ -12,8 +12,9 @@ export type LogLevel = (typeof LOG_LEVELS)[number]
 
 // Asynchronous writes: under load lines queue up and go out in few syscalls (an access
 // line per request cost a third of GET throughput with synchronous writes, about a tenth
-// this way). flushLog() before exiting writes what is still queued.
-const out = pino.destination({ dest: 1, sync: false })
+// this way). flushLog() before exiting writes what is still queued. If stdout stops
+// draining, at most 16 MB wait in memory; lines beyond that are dropped, not the server.
+const out = pino.destination({ dest: 1, sync: false, maxLength: 16 * 1024 * 1024 })
 
 /** Renders one pino JSON line as `TIME LEVEL message key=value ...`, an error's stack below it. */
 export function prettyLine(line: string): string {
