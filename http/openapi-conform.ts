@@ -72,7 +72,7 @@ const DOCUMENT_HEADERS = {
 }
 
 /** `getSpecsByProjectAndName`, `postInstancesHeartbeat`: the verb, the fixed segments, and the trailing parameters. */
-export function operationIdFor(method: string, path: string): string {
+function operationIdFor(method: string, path: string): string {
   const segments = path.split('/').filter((s) => s && s !== 'api')
   const pascal = (s: string) => s.split(/[^A-Za-z0-9]+/).filter(Boolean).map((w) => w[0].toUpperCase() + w.slice(1)).join('')
   let trailing = segments.length
