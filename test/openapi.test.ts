@@ -172,6 +172,13 @@ describe('conventions on every operation', () => {
     expect(Object.keys(state.put.requestBody.content)).toEqual(['*/*'])
   })
 
+  test('{key} works as generated clients fill it: percent-encoded, slashes included', async () => {
+    const url = (template: string, key: string) => s.api + template.replace('{key}', encodeURIComponent(key))
+    const put = await fetch(url('/api/state/{key}', 'myproj/plan'), { method: 'PUT', headers: { ...auth, 'content-type': 'application/json' }, body: '{"step":1}' })
+    expect((await put.json()).key).toBe('myproj/plan')
+    expect((await call(s.api, 'GET', '/api/state/myproj/plan', undefined, auth)).body).toEqual({ step: 1 })
+  })
+
   test('request bodies are JSON only (raw routes show their own type); the WebSocket route is a GET', () => {
     const types = operations.filter(({ op }) => op.requestBody).map(({ path, method, op }) => `${method} ${path} ${Object.keys(op.requestBody.content)}`)
     expect(types.filter((t) => !t.endsWith(' application/json'))).toEqual(['put /api/state/{key} */*', 'post /api/restore application/octet-stream'])
