@@ -15,6 +15,7 @@ import { startWebhookDispatcher } from './jobs/webhooks'
 import { startLivenessJob } from './jobs/liveness'
 import { startExpiryJob } from './jobs/expiry'
 import { VERSION } from './lib/version'
+import { configureLog, flushLog, log } from './lib/log'
 
 /** How long requests in flight may take to finish after SIGTERM; then their connections are closed. */
 export const SHUTDOWN_GRACE_MS = 3000
@@ -99,7 +100,7 @@ export async function startServer(config: Config): Promise<Server> {
       await Promise.race([drained, grace])
       await Promise.all(listeners.map((a) => a.server?.stop(true)))
       await settleBackground()
-      await ctx.metrics.flush().catch((err) => console.error('metrics flush failed:', err))
+      await ctx.metrics.flush().catch((err) => log.error({ err }, 'metrics flush failed'))
       store.close()
     },
   }
@@ -122,22 +123,24 @@ async function main(argv: string[]): Promise<void> {
     console.error(`muster-server: ${err.message}`)
     process.exit(2)
   }
+  configureLog(config.logFormat, config.logLevel)
   let server: Server
   try {
     server = await startServer(config)
   } catch (err) {
-    console.error(`muster-server: cannot start: ${(err as Error).message}`)
+    log.error(`muster-server: cannot start: ${(err as Error).message}`)
+    flushLog()
     process.exit(1)
   }
-  console.log(
-    `Muster API on ${server.apiUrl}, dashboard on ${server.dashboardUrl ?? '(disabled)'}, data in ${config.dataDir}`,
-  )
+  // Tests and scripts wait for this line (in either log format), so it is printed whatever --log-level says.
+  log.child({}, { level: 'info' }).info(`Muster API on ${server.apiUrl}, dashboard on ${server.dashboardUrl ?? '(disabled)'}, data in ${config.dataDir}`)
   let stopping = false
   const shutdown = async (signal: string) => {
     if (stopping) return
     stopping = true
-    console.log(`${signal}: shutting down`)
+    log.info(`${signal}: shutting down`)
     await server.stop()
+    flushLog()
     process.exit(0)
   }
   process.on('SIGTERM', () => void shutdown('SIGTERM'))

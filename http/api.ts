@@ -1,9 +1,11 @@
-// The API app: auth and body-size guard, one error mapper, OpenAPI, and every
-// resource's routes. Built by app.ts; tests start the whole server as a process.
+// The API app: auth and body-size guard, JSON bodies whatever their label, an
+// access-log line and Prometheus numbers per request, one error mapper, OpenAPI and
+// /docs, and every resource's routes. Built by app.ts; tests start the whole server as a process.
 import { Elysia } from 'elysia'
-import { openapi } from '@elysiajs/openapi'
 import type { Ctx } from '../services/context'
-import { MAX_BODY, SERVER_OPTIONS, boundedRequest, checkValueDepth, tooLarge } from './body'
+import { MAX_BODY, SERVER_OPTIONS, asJson, boundedRequest, checkValueDepth, tooLarge } from './body'
+import { requestObserver } from './observe'
+import { apiDocs } from './openapi'
 import { authorized, countForCaller } from './caller'
 import { urlOf, withOrigin } from './url'
 import { errorAnswer, errorResponse } from './errors'
@@ -28,18 +30,35 @@ import { templatesRoutes } from '../routes/templates'
 import { queueRoutes } from '../routes/queue'
 import { locksRoutes } from '../routes/locks'
 import { reservationsRoutes } from '../routes/reservations'
+import { prometheusRoutes } from '../routes/prometheus'
 
 export function createApi(ctx: Ctx) {
-  const app = new Elysia(SERVER_OPTIONS).wrap(withOrigin)
+  const app = new Elysia(SERVER_OPTIONS)
   // Filled once every route is mounted (below): read off the route options before Elysia compiles them away.
   let table: RouteInfo[] = []
   let large: RouteInfo[] = []
+  let raw: RouteInfo[] = []
   const audits = new Map<string, string>()
   const allowedMethods = (path: string) => [...new Set(table.filter((r) => r.re.test(path)).map((r) => r.method))]
   // Only routes that declare maxBody differ from MAX_BODY: look those up, the rest need no match.
   const bodyLimit = (method: string, path: string) => large.find((r) => r.method === method && r.re.test(path))?.maxBody ?? MAX_BODY
+  const readsRawBody = (method: string, path: string) => raw.some((r) => r.method === method && r.re.test(path))
+  // The route pattern a request matched, for logs and metrics: fixed paths first, then parameters,
+  // wildcards last, as the router matches. The WebSocket route is listed as "WS" and reached with a GET.
+  const verb = (r: RouteInfo) => (r.method === 'WS' ? 'GET' : r.method)
+  let patterns: { fixed: Map<string, string>; dynamic: RouteInfo[] } | null = null
+  const routeOf = (method: string, path: string) => {
+    patterns ??= {
+      fixed: new Map(table.filter((r) => !/[:*]/.test(r.path)).map((r) => [`${verb(r)} ${r.path}`, r.path])),
+      dynamic: table.filter((r) => /[:*]/.test(r.path)).sort((a, b) => Number(a.path.includes('*')) - Number(b.path.includes('*'))),
+    }
+    return patterns.fixed.get(`${method} ${path}`) ?? patterns.dynamic.find((r) => verb(r) === method && r.re.test(path))?.path
+  }
+  const observer = requestObserver(ctx, routeOf)
 
   app
+    // The observer times the whole handling; withOrigin gives the router an absolute URL whatever the Host.
+    .wrap(((route: (request: Request) => unknown) => (observer.wrap as (h: typeof route) => typeof route)(withOrigin(route))) as never)
     // Kept synchronous: an async hook costs every request (GET /api/state: -15% req/s).
     .onRequest((c) => {
       const url = urlOf(c.request)
@@ -47,8 +66,11 @@ export function createApi(ctx: Ctx) {
       const limit = bodyLimit(c.request.method, url.pathname)
       const declared = c.request.headers.get('content-length')
       if (Number(declared ?? 0) > limit) return errorResponse(413, tooLarge(limit).message)
+      const original = c.request
       // A body without Content-Length is cut off with 413 as soon as it passes the limit, whoever reads it.
       if (declared === null && c.request.body) c.request = boundedRequest(c.request, limit)
+      if (c.request.body && !readsRawBody(c.request.method, url.pathname)) c.request = asJson(c.request)
+      observer.replaced(original, c.request)
       // Agent metrics: every call an instance makes (its token identifies it), /mcp apart.
       // The count settles within microtasks, before any later request is read.
       if (url.pathname === '/mcp') void countForCaller(ctx, c.request, 'mcp_calls')
@@ -63,15 +85,7 @@ export function createApi(ctx: Ctx) {
       if (action) await auditFailure(ctx, request, action, answer.code)
       return answer
     })
-    .use(
-      openapi({
-        path: '/docs',
-        specPath: '/openapi.json',
-        documentation: {
-          info: { title: 'Muster API', version: '0.1.0', description: 'Coordination server for cooperating AI coding agents' },
-        },
-      }),
-    )
+    .use(apiDocs(ctx, () => app))
     .use(healthRoutes(ctx.startedAt))
     .use(stateRoutes(ctx))
     .use(specsRoutes(ctx))
@@ -92,24 +106,30 @@ export function createApi(ctx: Ctx) {
     .use(queueRoutes(ctx))
     .use(locksRoutes(ctx))
     .use(reservationsRoutes(ctx))
+    .use(prometheusRoutes(ctx))
 
   table = app.routes.map((r) => {
-    const hooks = r.hooks as { maxBody?: number; detail?: { 'x-audit'?: string } } | undefined
+    const hooks = r.hooks as { maxBody?: number; parse?: unknown; detail?: { 'x-audit'?: string } } | undefined
     const action = hooks?.detail?.['x-audit']
     if (action) audits.set(`${r.method} ${r.path}`, action)
     return {
       method: r.method,
+      path: r.path,
       re: new RegExp(`^${r.path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}$`),
       maxBody: hooks?.maxBody,
+      raw: [hooks?.parse].flat().some((p: any) => p === 'none' || p?.fn === 'none'),
     }
   })
   large = table.filter((r) => r.maxBody !== undefined)
+  raw = table.filter((r) => r.raw)
   return app
 }
 
-/** A route as a regex (to tell 405 from 404) with its declared body limit. */
+/** A route as a regex (to tell 405 from 404), its declared body limit, and whether it reads its raw body itself (`parse: 'none'`). */
 interface RouteInfo {
   method: string
+  path: string
   re: RegExp
   maxBody?: number
+  raw: boolean
 }

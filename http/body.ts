@@ -65,7 +65,6 @@ export const tooLarge = (limit = MAX_BODY) =>
 const limitText = (bytes: number) => (bytes >= 1024 ** 3 ? `${bytes / 1024 ** 3} GB` : `${bytes / 1024 ** 2} MB`)
 
 
-export const isJson = (contentType: string | null | undefined) => !!contentType && /^application\/([\w.+-]*\+)?json\b/i.test(contentType.trim())
 
 /** A body that nests deeper than MAX_DEPTH is 400 before anything parses or walks it (lib/json.ts). */
 export function checkDepth(body: string | Uint8Array): void {
@@ -82,9 +81,38 @@ export async function readJsonBody(request: Request): Promise<{ bytes: Uint8Arra
   const bytes = await readBody(request)
   if (bytes.byteLength === 0) throw invalid('request body is empty')
   checkDepth(bytes)
+  return { bytes, json: parseJsonBody(bytes) }
+}
+
+export const NOT_JSON = 'request body must be JSON'
+
+/** The parsed value of a JSON body; anything else is 400. */
+export function parseJsonBody(bytes: Uint8Array): unknown {
   try {
-    return { bytes, json: JSON.parse(new TextDecoder().decode(bytes)) }
+    return JSON.parse(new TextDecoder().decode(bytes))
   } catch {
-    throw invalid('request body is not valid JSON')
+    throw invalid(`${NOT_JSON}: not valid JSON`)
   }
 }
+
+/** `application/json` or any `+json` type (`application/merge-patch+json`), parameters aside. */
+export const isJsonType = (contentType: string) => /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i.test(contentType)
+
+/**
+ * The same request labelled `application/json`, so the route's parser reads it as
+ * JSON whatever the client sent (curl -d says form-urlencoded): JSON endpoints never
+ * take form or multipart fields, and a body that is not JSON is a parse error (400).
+ */
+export function asJson(request: Request): Request {
+  if (/^application\/json\s*(?:;|$)/i.test(request.headers.get('content-type') ?? '')) return request
+  const headers = new Headers(request.headers)
+  headers.set('content-type', 'application/json')
+  return new Request(request, { headers, body: request.body, duplex: 'half' } as RequestInit)
+}
+
+/** OpenAPI `requestBody` for a route that reads its body itself (`parse: 'none'`), so the document still shows it. */
+export const rawBodyDoc = (type: string, description: string) => ({
+  required: true,
+  description,
+  content: { [type]: { schema: type === 'application/json' ? {} : { type: 'string' as const, format: 'binary' } } },
+})

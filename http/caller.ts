@@ -6,6 +6,7 @@ import type { MetricName } from '../lib/metrics'
 import type { Caller } from '../services/audit'
 import { hashToken } from '../lib/token'
 import { seen } from '../services/implicit-heartbeat'
+import { log } from '../lib/log'
 export { hashToken } from '../lib/token'
 export type { Caller } from '../services/audit'
 
@@ -28,11 +29,15 @@ export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
   const header = request.headers.get('authorization') ?? ''
   let given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim()
   if (!given && isUpgrade(request, url)) given = url.searchParams.get('token') ?? undefined
-  if (!given) return false
-  return timingSafeEqual(Buffer.from(hashToken(given), 'hex'), Buffer.from(hashToken(expected), 'hex'))
+  const ok = !!given && timingSafeEqual(Buffer.from(hashToken(given), 'hex'), Buffer.from(hashToken(expected), 'hex'))
+  if (!ok) log.warn({ method: request.method, path: url.pathname, reason: given ? 'wrong token' : 'no token' }, 'auth failure')
+  return ok
 }
 
 const callers = new WeakMap<Request, Caller>()
+
+/** Who a caller without a valid instance token is: whoever holds the server token, or anyone when there is none. */
+export const actorWithoutInstance = (ctx: Ctx) => (ctx.config.authToken ? 'admin' : 'anonymous')
 
 export async function callerOf(ctx: Ctx, request: Request): Promise<Caller> {
   const known = callers.get(request)
@@ -40,7 +45,7 @@ export async function callerOf(ctx: Ctx, request: Request): Promise<Caller> {
   const token = request.headers.get('x-instance-token')
   const instanceId = token ? await ctx.store.instances.idByTokenHash(hashToken(token)) : null
   if (instanceId) seen(ctx, instanceId)
-  const caller = { actor: instanceId ?? (ctx.config.authToken ? 'admin' : 'anonymous'), instanceId }
+  const caller = { actor: instanceId ?? actorWithoutInstance(ctx), instanceId }
   callers.set(request, caller)
   return caller
 }

@@ -1,5 +1,7 @@
 // Error answers: every non-2xx is {error, code}; the status of each error kind.
 import { urlOf } from './url'
+import { log } from '../lib/log'
+import { NOT_JSON } from './body'
 import { AppError, type ErrorKind } from '../lib/errors'
 
 export const STATUS: Record<ErrorKind, number> = {
@@ -78,13 +80,13 @@ export function errorAnswer(
       message = 'not found'
     }
   } else if (code === 'PARSE') {
-    message = 'malformed request body: expected valid JSON'
+    message = `${NOT_JSON}: not valid JSON`
   } else if (code === 'VALIDATION') {
     message = validationMessage(error)
   } else if (status < 500) {
     message = (error as any).message || message
   } else {
-    console.error(`internal error on ${request.method} ${request.url}:`, (error as Error)?.stack ?? error)
+    log.error({ err: error, method: request.method, url: request.url }, 'internal error')
   }
   set.status = status
   set.headers['content-type'] = 'application/json'

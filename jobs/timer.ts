@@ -1,14 +1,24 @@
 // Runs a background task every `ms`, never two at once; a failure is logged and
-// the next tick runs as usual. Returns the function that stops it.
+// the next tick runs as usual. Returns the function that stops it. Every run is
+// logged: at info for jobs that run at most twice a minute, at debug for the
+// frequent ones (metrics flush, TTL expiry), which would drown the log at info.
+import { log } from '../lib/log'
+
+const QUIET_BELOW_MS = 30_000
+
 export function every(name: string, ms: number, task: () => Promise<unknown> | unknown): () => void {
   let running = false
   const timer = setInterval(async () => {
     if (running) return
     running = true
+    const started = performance.now()
     try {
       await task()
+      const entry = { job: name, duration_ms: Math.round(performance.now() - started) }
+      if (ms < QUIET_BELOW_MS) log.debug(entry, `job ${name} ran`)
+      else log.info(entry, `job ${name} ran`)
     } catch (err) {
-      console.error(`job ${name} failed:`, err)
+      log.error({ err, job: name }, `job ${name} failed`)
     } finally {
       running = false
     }

@@ -3,6 +3,8 @@
 // its own queue worked one delivery at a time, so a slow receiver delays only
 // itself; 10 consecutive failures disable the webhook.
 import type { Ctx } from '../services/context'
+import { log } from '../lib/log'
+import { webhookDeliveries } from '../lib/prometheus'
 import { signatureHeaders } from '../lib/webhook-signature'
 import { matchesAny } from '../lib/glob'
 import type { Event } from '../store'
@@ -67,6 +69,7 @@ export async function deliverAndLog(
   // Checked per delivery too: for webhooks stored before the policy (or under --allow-link-local-targets).
   const refused = await resolvedRefusal(ctx, target.url)
   const result: Delivery = refused ? { ok: false, error: refused } : await deliver(target, event, opts.stop)
+  webhookDeliveries.inc({ outcome: result.ok ? 'success' : 'failure' })
   logDelivery(ctx, target.id, {
     event_id: event.id,
     topic: event.topic,
@@ -95,8 +98,8 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
       if (stopping.signal.aborted) break
       const after = await recordDelivery(ctx, id, result.ok, MAX_FAILURES)
       if (!result.ok) {
-        console.error(`webhook ${id}: delivery of event ${event.id} to ${target.url} failed: ${result.error}`)
-        if (after && !after.active) console.error(`webhook ${id}: disabled after ${MAX_FAILURES} consecutive failures`)
+        log.warn({ webhook: id, event_id: event.id, url: target.url, status: result.status ?? null, error: result.error }, 'webhook delivery failed')
+        if (after && !after.active) log.error({ webhook: id }, `webhook disabled after ${MAX_FAILURES} consecutive failures`)
       }
     }
     queues.delete(id)
@@ -107,7 +110,7 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
     if (stopping.signal.aborted) return
     let queue = queues.get(id)
     if (!queue) queues.set(id, (queue = []))
-    if (queue.length >= QUEUE_MAX) console.error(`webhook ${id}: queue full, event ${queue.shift()!.id} not delivered`)
+    if (queue.length >= QUEUE_MAX) log.warn({ webhook: id, event_id: queue.shift()!.id }, 'webhook queue full, event not delivered')
     queue.push(event)
     if (!workers.has(id)) workers.set(id, work(id, queue))
   }
@@ -119,7 +122,7 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
         if (isEcho(event)) return
         for (const hook of hooks) if (matchesAny(hook.patterns, event.topic)) enqueue(hook.id, event)
       })
-      .catch((err) => console.error('webhook dispatch failed:', err))
+      .catch((err) => log.error({ err }, 'webhook dispatch failed'))
   })
 
   return async () => {

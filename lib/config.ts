@@ -1,5 +1,6 @@
 // Server configuration: flags beat env, env beats defaults. A bad value is a
 // ConfigError with one clear line; app.ts prints it and exits 2.
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './log'
 
 export interface Config {
   bind: HostPort
@@ -15,6 +16,8 @@ export interface Config {
   validationTimeoutMs: number
   /** Webhook and contract-test targets may be link-local, unspecified or metadata addresses (lib/targets.ts). */
   allowLinkLocalTargets: boolean
+  logFormat: LogFormat
+  logLevel: LogLevel
 }
 
 export interface HostPort { host: string; port: number }
@@ -34,6 +37,8 @@ const OPTIONS = {
   validationTimeout: { flag: '--validation-timeout', env: 'SERVICE_VALIDATION_TIMEOUT', def: '10s' },
   // A switch: the flag alone means true; it also takes =true / =false, as the env var does.
   allowLinkLocalTargets: { flag: '--allow-link-local-targets', env: 'SERVICE_ALLOW_LINK_LOCAL_TARGETS', def: 'false', switch: true },
+  logFormat: { flag: '--log-format', env: 'SERVICE_LOG_FORMAT', def: 'pretty' },
+  logLevel: { flag: '--log-level', env: 'SERVICE_LOG_LEVEL', def: 'info' },
 } as const
 
 type Key = keyof typeof OPTIONS
@@ -107,6 +112,10 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
     if (['false', '0', 'no', ''].includes(v)) return false
     throw new ConfigError(`invalid ${where(k)} "${raw[k]}": expected true or false`)
   }
+  const oneOf = <T extends string>(k: Key, allowed: readonly T[]): T => {
+    if (!(allowed as readonly string[]).includes(raw[k])) throw new ConfigError(`invalid ${where(k)} "${raw[k]}": expected ${allowed.join(' or ')}`)
+    return raw[k] as T
+  }
   if (raw.dataDir.trim() === '') throw new ConfigError(`invalid ${where('dataDir')}: must not be empty`)
   return {
     bind: hostPort('bind'),
@@ -120,5 +129,7 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
     complianceIntervalMs: duration('complianceInterval'),
     validationTimeoutMs: duration('validationTimeout'),
     allowLinkLocalTargets: flag('allowLinkLocalTargets'),
+    logFormat: oneOf('logFormat', LOG_FORMATS),
+    logLevel: oneOf('logLevel', LOG_LEVELS),
   }
 }

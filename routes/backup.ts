@@ -5,7 +5,7 @@ import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { removeTemp } from '../store/backup'
 import { StreamTooLarge, chunksUpTo } from '../lib/stream'
-import { bodyLimits, tooLarge } from '../http/body'
+import { bodyLimits, rawBodyDoc, tooLarge } from '../http/body'
 import { noteAudit, audited } from '../http/audit'
 import { restoreBackup, takeBackup } from '../services/backup'
 
@@ -84,6 +84,7 @@ export function backupRoutes(ctx: Ctx) {
           summary: 'Download a consistent snapshot of the whole database (SQLite file)',
           description: 'Taken with VACUUM INTO while the server keeps serving and writing; includes history and secrets.',
           tags: ['backup'],
+          responses: { 200: { description: 'The SQLite database file', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } } },
         },
       },
     )
@@ -110,6 +111,7 @@ export function backupRoutes(ctx: Ctx) {
           description:
             'The file is checked first (SQLite integrity, schema version, tables); a bad file is 400 and nothing changes. The previous database is kept as muster.db.pre-restore.',
           tags: ['backup'],
+          requestBody: rawBodyDoc('application/octet-stream', 'A database file made by GET /api/backup'),
         },
       },
     )

@@ -19,7 +19,7 @@ import type { Doc } from '../store/versioned'
 import { audited } from '../http/audit'
 import { resolvedRefusal } from '../services/targets'
 import { DocReadQuery, keyParam, readDocument, writeCondition } from '../http/documents'
-import { readJsonBody } from '../http/body'
+import { rawBodyDoc, readJsonBody } from '../http/body'
 import { specNames, specSource } from './specs'
 import { deleteContract, putContract } from '../services/contracts'
 
@@ -109,7 +109,7 @@ export function contractsRoutes(ctx: Ctx) {
         params: Params,
         query: CasQuery,
         audit: 'contract.put',
-        detail: { summary: 'Write a contract (checked and compiled first; raw JSON body)', tags },
+        detail: { summary: 'Write a contract (checked and compiled first; raw JSON body)', tags, requestBody: rawBodyDoc('application/json', 'The contract document') },
       },
     )
     .delete(

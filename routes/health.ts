@@ -5,6 +5,6 @@ import { formatDuration } from '../lib/duration'
 export function healthRoutes(startedAt: number) {
   return new Elysia().get('/health', () => ({ status: 'ok', uptime: formatDuration(Date.now() - startedAt) }), {
     response: t.Object({ status: t.String(), uptime: t.String() }),
-    detail: { summary: 'Service health (no authentication)', tags: ['health'] },
+    detail: { summary: 'Service health (no authentication)', tags: ['health'], security: [] },
   })
 }

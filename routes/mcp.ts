@@ -14,6 +14,7 @@ import { scopeFor, type Caller } from '../services/audit'
 import { registerInstance, setIntent } from '../services/instances'
 import { proposeRule } from '../services/rules'
 import { VERSION } from '../lib/version'
+import { rawBodyDoc } from '../http/body'
 
 export const MCP_TOOLS = ['register_instance', 'discover_instances', 'set_intent', 'get_endpoints', 'propose_rule'] as const
 
@@ -211,7 +212,7 @@ export function mcpRoutes(ctx: Ctx) {
     },
     {
       parse: 'none',
-      detail: { summary: `MCP (Streamable HTTP, stateless): tools ${MCP_TOOLS.join(', ')}`, tags: ['mcp'] },
+      detail: { summary: `MCP (Streamable HTTP, stateless): tools ${MCP_TOOLS.join(', ')}`, tags: ['mcp'], requestBody: rawBodyDoc('application/json', 'A JSON-RPC 2.0 message') },
     },
   )
 }

@@ -92,7 +92,7 @@ export function queueRoutes(ctx: Ctx) {
         ),
         response: { 200: TaskSchema, 204: t.Void({ description: 'nothing claimable by the end of wait_ms' }) },
         audit: 'task.claim',
-        detail: { summary: 'Claim the first claimable task (priority, then creation order); X-Instance-Token required', tags: TAGS },
+        detail: { summary: 'Claim the first claimable task (priority, then creation order); X-Instance-Token required', tags: TAGS, security: [{ instanceToken: [] }] },
       },
     )
     .post('/api/tasks/:id/ack', onClaim(ackTask), {

@@ -4,7 +4,7 @@ import { CasQuery, ProjectNameParams, ProjectParams } from '../http/models'
 import type { Ctx } from '../services/context'
 import { deleteSpec, putSpec } from '../services/specs'
 import { audited } from '../http/audit'
-import { readJsonBody } from '../http/body'
+import { rawBodyDoc, readJsonBody } from '../http/body'
 import { DocReadQuery, keyParam, readDocument, writeCondition, type DocSource } from '../http/documents'
 
 const SpecParams = ProjectNameParams
@@ -61,7 +61,7 @@ export function specsRoutes(ctx: Ctx) {
         params: SpecParams,
         query: CasQuery,
         audit: 'spec.put',
-        detail: { summary: 'Write a spec (raw JSON body, at most 10 MB)', tags: ['specs'] },
+        detail: { summary: 'Write a spec (raw JSON body, at most 10 MB)', tags: ['specs'], requestBody: rawBodyDoc('application/json', 'The spec, any JSON value') },
       },
     )
     .delete(

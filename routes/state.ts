@@ -5,7 +5,7 @@ import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { deleteState, putState, rollbackState } from '../services/state'
 import { audited } from '../http/audit'
-import { checkDepth, isJson, readBody } from '../http/body'
+import { checkDepth, isJsonType, parseJsonBody, rawBodyDoc, readBody } from '../http/body'
 import { DocReadQuery, keyParam, notModified, readDocument, watchResponse, writeCondition } from '../http/documents'
 import { waitParam } from '../services/holders'
 import { watchState } from '../services/watches'
@@ -57,8 +57,12 @@ export function stateRoutes(ctx: Ctx) {
         const cond = writeCondition(request, query, true)
         const value = await readBody(request)
         if (value.byteLength === 0) throw invalid('request body is empty')
-        const contentType = request.headers.get('content-type')?.trim() || 'application/json'
-        if (isJson(contentType)) checkDepth(value)
+        const label = request.headers.get('content-type')?.trim()
+        const contentType = label || 'application/json'
+        // Anything stored as JSON is depth-checked (readers parse it); bytes labelled JSON must also be
+        // JSON. Unlabelled bytes (as the CLI sends files) and other types are stored as they are.
+        if (isJsonType(contentType)) checkDepth(value)
+        if (label && isJsonType(label)) parseJsonBody(value)
         return putState(ctx, audit, key, value, contentType, cond)
       },
       {
@@ -66,7 +70,7 @@ export function stateRoutes(ctx: Ctx) {
         query: CasQuery,
         response: { 200: Meta },
         audit: 'state.put',
-        detail: { summary: 'Write a value (raw body, at most 10 MB)', tags: ['state'] },
+        detail: { summary: 'Write a value (raw body, at most 10 MB)', tags: ['state'], requestBody: rawBodyDoc('*/*', 'The value, stored as sent with its Content-Type (none: application/json). A body labelled application/json or +json must be JSON') },
       },
     )
     .post(

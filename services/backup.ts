@@ -3,6 +3,7 @@
 // live says who replaced it; subscribers learn that every cached view is stale.
 import type { Ctx } from './context'
 import { recordAudit, type AuditScope } from './audit'
+import { log } from '../lib/log'
 
 /** A consistent snapshot file (the caller streams and removes it). Pending metric counts go in first. */
 export async function takeBackup(ctx: Ctx): Promise<string> {
@@ -19,4 +20,5 @@ export async function restoreBackup(ctx: Ctx, scope: AuditScope | undefined, fil
     await tx.emit('backup.restored', { bytes, schema_version: ctx.store.schemaVersion }, 'backup')
     await recordAudit(tx, scope, `${bytes} bytes`)
   })
+  log.info({ bytes, actor: scope?.actor ?? null, schema_version: ctx.store.schemaVersion }, 'database restored from backup')
 }

@@ -4,6 +4,7 @@
 // clients, each with its own bounded buffer) and to every listener (the webhook
 // dispatcher, long-poll waiters). Nothing here ever waits on a client, and nothing
 // is fanned out that did not commit.
+import { log } from '../lib/log'
 import type { Event, Store } from '../store'
 import { topicMatcher } from '../lib/glob'
 
@@ -142,7 +143,7 @@ export class Subscription {
         if (page.length < REPLAY_PAGE && !this.missed) break
       }
     } catch (err) {
-      console.error(`subscription ${this.id}: replay failed:`, err)
+      log.error({ err, subscription: this.id }, 'subscription replay failed')
     }
     this.replaying = false
     const pending = this.pending
@@ -173,7 +174,7 @@ export class Bus {
         try {
           s.offer(event, frame)
         } catch (err) {
-          console.error(`subscription ${s.id} failed:`, err)
+          log.error({ err, subscription: s.id }, 'subscription failed')
         }
       }
     }
@@ -181,7 +182,7 @@ export class Bus {
       try {
         listener(event)
       } catch (err) {
-        console.error('event listener failed:', err)
+        log.error({ err }, 'event listener failed')
       }
     }
   }

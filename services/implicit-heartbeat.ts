@@ -2,6 +2,7 @@
 // good as a heartbeat: it refreshes last_seen and turns a stale instance active.
 // Written at most once per TOUCH_EVERY_MS per instance (never slower than half
 // the stale timeout), so an agent's burst of calls costs one write, not one each.
+import { log } from '../lib/log'
 import type { Ctx } from './context'
 import { track } from '../lib/background'
 import { heartbeat } from './instances'
@@ -18,5 +19,5 @@ export function seen(ctx: Ctx, instanceId: string): void {
   if (last !== undefined && now - last < Math.min(TOUCH_EVERY_MS, ctx.config.staleTimeoutMs / 2)) return
   if (lastTouched.size >= MAX_REMEMBERED) lastTouched.clear()
   lastTouched.set(instanceId, now)
-  track(heartbeat(ctx, undefined, instanceId).catch((err) => console.error(`heartbeat of ${instanceId} failed:`, err)))
+  track(heartbeat(ctx, undefined, instanceId).catch((err) => log.error({ err, instance_id: instanceId }, 'implicit heartbeat failed')))
 }

@@ -10,7 +10,7 @@ scope.onmessage = (e: MessageEvent<{ file: string; intervalMs: number }>) => {
     try {
       db.query('PRAGMA wal_checkpoint(PASSIVE)').get()
     } catch (err) {
-      console.error('wal checkpoint failed:', err)
+      scope.postMessage({ error: (err as Error)?.message ?? String(err) })
     }
   }, e.data.intervalMs)
 }

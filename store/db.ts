@@ -1,5 +1,7 @@
 // The embedded database: one SQLite file in the data dir, WAL journal, and
 // schema migrations keyed on PRAGMA user_version. Only store/ imports this.
+import { log } from '../lib/log'
+import { writeBatchSize } from '../lib/prometheus'
 import { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -318,7 +320,7 @@ export class GroupCommit {
     try {
       this.sql.commit.run()
     } catch (err) {
-      console.error('group commit failed, batch rolled back:', err)
+      log.error({ err }, 'group commit failed, batch rolled back')
       try {
         this.sql.rollback.run()
       } catch {}
@@ -326,11 +328,12 @@ export class GroupCommit {
       return
     }
     this.lastBatchSize = waiters.length
+    if (waiters.length) writeBatchSize.observe(waiters.length)
     for (const hook of hooks) {
       try {
         hook()
       } catch (err) {
-        console.error('after-commit hook failed:', err)
+        log.error({ err }, 'after-commit hook failed')
       }
     }
     for (const w of waiters) w.resolve()

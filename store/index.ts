@@ -2,6 +2,7 @@
 // so routes never see SQL and another backend can replace SQLite later.
 // Routes must reach sub-stores through the Store object on every call (never keep
 // a sub-store in a variable): restore swaps the database and rebuilds them in place.
+import { log } from '../lib/log'
 import { workerUrl } from '../lib/workers'
 import type { Database } from 'bun:sqlite'
 import { join } from 'node:path'
@@ -113,7 +114,9 @@ export interface Store {
 /** WAL checkpoints every second on a worker thread (store/checkpointer.ts); autocheckpoint stays as the fallback. */
 function startCheckpointer(file: string): Worker {
   const worker = new Worker(workerUrl('store/checkpointer.ts'))
-  worker.onerror = (e) => console.error(`wal checkpointer failed (autocheckpoint continues): ${e.message}`)
+  worker.onerror = (e) => log.error(`wal checkpointer failed (autocheckpoint continues): ${e.message}`)
+  // The worker has no logger of its own (its module copy would not know the log format): it reports here.
+  worker.onmessage = (e: MessageEvent<{ error: string }>) => log.error(`wal checkpoint failed: ${e.data.error}`)
   worker.postMessage({ file, intervalMs: 1000 })
   return worker
 }

@@ -40,7 +40,7 @@ describe('auth', () => {
       for (const method of Object.keys(ops)) {
         if (path === '/health' && method === 'get') continue
         const url = path.replace(/\{[^}]+\}/g, 'x')
-        const verb = method === 'ws' ? 'GET' : method.toUpperCase() // the WebSocket route is listed as "ws"
+        const verb = method.toUpperCase()
         const r = await call(s.api, verb, url, verb === 'GET' ? undefined : {})
         expect([method, url, r.status, r.text]).toEqual([method, url, 401, JSON.stringify(DENIED)])
         checked.push(`${method} ${path}`)

@@ -23,9 +23,9 @@ describe('compiled binary', () => {
       [join(out, 'muster-server'), '--bind', '127.0.0.1:0', '--dashboard-bind', '127.0.0.1:0', '--data-dir', join(out, 'data')],
       { cwd: out, env: { PATH: '/usr/bin:/bin', HOME: out }, stdout: 'pipe', stderr: 'pipe' },
     )
+    const reader = proc.stdout.getReader()
+    let text = ''
     try {
-      const reader = proc.stdout.getReader()
-      let text = ''
       let m: RegExpExecArray | null = null
       while (!(m = /Muster API on (\S+), dashboard on (\S+),/.exec(text))) {
         const { value, done } = await reader.read()
@@ -36,6 +36,10 @@ describe('compiled binary', () => {
       expect((await call(m[1], 'PUT', '/api/state/bin', '{"ok":true}')).body.version).toBe(1)
       expect((await call(m[2], 'GET', '/api/state/bin')).body).toEqual({ ok: true })
       expect((await fetch(m[2] + '/')).status).toBe(200)
+      // The docs viewer is embedded (no node_modules here), and the Prometheus endpoint answers.
+      const viewer = await fetch(m[1] + '/docs/swagger-ui-bundle.js')
+      expect([viewer.status, (await viewer.arrayBuffer()).byteLength > 1_000_000]).toEqual([200, true])
+      expect(await (await fetch(m[1] + '/metrics')).text()).toContain('muster_http_requests_total{method="PUT",route="/api/state/*",status="200"} 1')
       // A large validation runs on the rules worker, which must be in the binary too.
       expect((await call(m[1], 'PUT', '/api/validate/bin/rules', [{ rule_id: 'todo', pattern: 'TODO' }])).status).toBe(200)
       const big = await call(m[1], 'POST', '/api/validate/bin', { content: 'x\n'.repeat(50_000) + 'TODO' })
@@ -52,7 +56,11 @@ describe('compiled binary', () => {
       proc.kill('SIGTERM')
       expect(await proc.exited).toBe(0)
     }
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += new TextDecoder().decode(chunk.value)
+    // The log (pretty by default) is one line per entry with time and level, also from the binary.
+    for (const line of text.trimEnd().split('\n')) expect(line).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z (DEBUG|INFO |WARN |ERROR) \S/)
+    expect(text).toContain('PUT /api/state/bin 200')
     // Workers (WAL checkpointer, rules) load from inside the binary: nothing failed on the way.
-    expect(await new Response(proc.stderr).text()).not.toContain('failed')
+    expect(text + (await new Response(proc.stderr).text())).not.toContain('failed')
   }, 60_000)
 })

@@ -24,10 +24,10 @@ const cli = (...args: string[]) => runCli(args, { cwd: dir })
 const COMMAND_OF: Record<string, string> = {
   'GET /health': 'status',
   'GET /api/state': 'state list',
-  'GET /api/state/*': 'state get',
-  'PUT /api/state/*': 'state set',
-  'POST /api/state/*': 'state rollback',
-  'DELETE /api/state/*': 'state delete',
+  'GET /api/state/{key}': 'state get',
+  'PUT /api/state/{key}': 'state set',
+  'POST /api/state/{key}': 'state rollback',
+  'DELETE /api/state/{key}': 'state delete',
   'GET /api/specs/{project}': 'specs list',
   'GET /api/specs/{project}/{name}': 'specs get',
   'PUT /api/specs/{project}/{name}': 'specs set',
@@ -53,14 +53,14 @@ const COMMAND_OF: Record<string, string> = {
   'POST /api/events/publish': 'events publish',
   'GET /api/events/history': 'events history',
   'GET /api/events/subscriptions': 'events subscriptions',
-  'WS /api/events/subscribe': 'events subscribe',
+  'GET /api/events/subscribe': 'events subscribe',
   'POST /api/webhooks': 'webhooks add',
   'GET /api/webhooks': 'webhooks list',
   'GET /api/webhooks/{id}': 'webhooks get',
   'GET /api/locks': 'lock list',
-  'GET /api/locks/*': 'lock get',
-  'PUT /api/locks/*': 'lock acquire',
-  'DELETE /api/locks/*': 'lock release',
+  'GET /api/locks/{name}': 'lock get',
+  'PUT /api/locks/{name}': 'lock acquire',
+  'DELETE /api/locks/{name}': 'lock release',
   'POST /api/reservations': 'reserve',
   'GET /api/reservations': 'reservations',
   'POST /api/reservations/check': 'check',
@@ -109,8 +109,8 @@ const COMMAND_OF: Record<string, string> = {
   'DELETE /api/templates/{id}': 'templates delete',
   'POST /api/templates/{id}/apply': 'templates apply',
 }
-/** MCP is the agents' discovery door, not a data operation: no command. */
-const NO_COMMAND = ['POST /mcp']
+/** MCP is the agents' discovery door and /metrics is for Prometheus to scrape, not data operations: no command. */
+const NO_COMMAND = ['POST /mcp', 'GET /metrics']
 
 describe('coverage', () => {
   test('every operation in /openapi.json has a CLI command, and every command has help examples', async () => {

@@ -236,7 +236,7 @@ describe('specs', () => {
     writeFileSync(file, 'not json')
     const r = await cli('specs', 'set', 'shop/bad', '--file', file)
     expect(r.code).toBe(1)
-    expect(r.error).toEqual({ error: 'request body is not valid JSON', code: 400 })
+    expect(r.error).toEqual({ error: 'request body must be JSON: not valid JSON', code: 400 })
     expect((await cli('specs', 'get', 'shop/bad')).code).toBe(1)
   })
 

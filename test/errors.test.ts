@@ -65,7 +65,7 @@ describe('errors', () => {
       const empty = await call(s.api, method, path)
       expect([path, empty.status, empty.body]).toEqual([path, 400, { error: `${field} is required`, code: 400 }])
       const bad = await call(s.api, method, path, '{"topic":', { 'content-type': 'application/json' })
-      expect([path, bad.status, bad.body]).toEqual([path, 400, { error: 'malformed request body: expected valid JSON', code: 400 }])
+      expect([path, bad.status, bad.body]).toEqual([path, 400, { error: 'request body must be JSON: not valid JSON', code: 400 }])
     }
     expect(await events()).toBe(before) // nothing was published or registered
   })

@@ -14,6 +14,8 @@ export interface TestServer {
   proc: Subprocess
   /** Output the server has printed so far (stdout and stderr). */
   output(): string
+  /** Only what it printed on stdout (the log). */
+  stdout(): string
   /** SIGTERM and wait; keeps the data dir. */
   stop(): Promise<void>
   /** SIGKILL and wait; keeps the data dir. */
@@ -40,12 +42,17 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, ...opts.env } },
   )
   let out = ''
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
+  let stdout = ''
+  const pump = async (stream: ReadableStream<Uint8Array>, isStdout: boolean) => {
     const decoder = new TextDecoder()
-    for await (const chunk of stream) out += decoder.decode(chunk)
+    for await (const chunk of stream) {
+      const text = decoder.decode(chunk, { stream: true })
+      out += text
+      if (isStdout) stdout += text
+    }
   }
-  void pump(proc.stdout as ReadableStream<Uint8Array>)
-  void pump(proc.stderr as ReadableStream<Uint8Array>)
+  void pump(proc.stdout as ReadableStream<Uint8Array>, true)
+  void pump(proc.stderr as ReadableStream<Uint8Array>, false)
   const deadline = Date.now() + 15_000
   let m: RegExpExecArray | null = null
   while (!(m = /Muster API on (\S+), dashboard on (\S+),/.exec(out))) {
@@ -66,6 +73,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     dataDir,
     proc,
     output: () => out,
+    stdout: () => stdout,
     stop: () => wait('SIGTERM'),
     kill: () => wait('SIGKILL'),
     async cleanup() {

@@ -1,0 +1,47 @@
+// GET /openapi.json (the document, built once from the mounted routes and made
+// lint-clean by openapi-conform.ts) and GET /docs (Swagger UI served from the
+// npm bundle embedded in the binary: nothing is loaded from elsewhere).
+import { Elysia } from 'elysia'
+import { toOpenAPISchema } from '@elysiajs/openapi'
+import type { AnyElysia } from 'elysia'
+import type { Ctx } from '../services/context'
+import { VERSION } from '../lib/version'
+import { conformDocument } from './openapi-conform'
+import { docsAssets } from './docs-assets'
+
+const DOCS_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Muster API</title>
+<link rel="stylesheet" href="/docs/swagger-ui.css">
+</head>
+<body>
+<div id="docs"></div>
+<script src="/docs/swagger-ui-bundle.js"></script>
+<script src="/docs/init.js"></script>
+</body>
+</html>
+`
+
+// validatorUrl null: Swagger UI would otherwise send the document to validator.swagger.io.
+const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#docs', deepLinking: true, validatorUrl: null })\n`
+
+const hidden = { detail: { hide: true } }
+
+/** `app` is the API app with every route mounted; it is read on the first request, when the route table is complete. */
+export function apiDocs(ctx: Ctx, app: () => AnyElysia) {
+  let document: object | null = null
+  const build = () => {
+    const generated = toOpenAPISchema(app())
+    const namedOperations = new Set(app().routes.map((r) => r.hooks?.detail?.operationId).filter((id): id is string => typeof id === 'string'))
+    return conformDocument(generated, { version: VERSION, serverUrl: ctx.apiUrl, bearerRequired: !!ctx.config.authToken, namedOperations })
+  }
+  const plugin = new Elysia()
+    .get('/openapi.json', () => (document ??= build()), hidden)
+    .get('/docs', () => new Response(DOCS_PAGE, { headers: { 'content-type': 'text/html; charset=utf-8' } }), hidden)
+    .get('/docs/init.js', () => new Response(DOCS_INIT, { headers: { 'content-type': 'text/javascript; charset=utf-8' } }), hidden)
+  for (const [path, file] of Object.entries(docsAssets)) plugin.get(path, () => new Response(Bun.file(file)), hidden)
+  return plugin
+}

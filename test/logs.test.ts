@@ -1,0 +1,104 @@
+// The server log on stdout: `--log-format json` gives one JSON object per line
+// with time, level and message, an access line per request, and lines for auth
+// failures, webhook failures, restores and job runs; `pretty` (the default) one
+// readable line per entry; `--log-level` filters.
+import { afterAll, describe, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { call, eventually, startServer } from './helpers'
+
+const TOKEN = 'log-token'
+const auth = { authorization: `Bearer ${TOKEN}` }
+
+type Line = { level: string; time: string; message: string; [field: string]: unknown }
+
+describe('--log-format json', async () => {
+  const s = await startServer({ args: ['--auth-token', TOKEN, '--log-format', 'json', '--log-level', 'debug', '--liveness-interval', '200ms'] })
+  afterAll(() => s.cleanup())
+  /** Every stdout line parsed as JSON: a line that is not JSON fails the test. */
+  const lines = (): Line[] => s.stdout().trimEnd().split('\n').map((l) => JSON.parse(l))
+  const accessLine = (method: string, path: string, status: number) =>
+    eventually(() => lines().find((l) => l.method === method && l.path === path && l.status === status && 'duration_ms' in l))
+
+  test('every line is JSON with an ISO time, a level and a message; the first says where the server listens', () => {
+    for (const line of lines()) {
+      expect(line.time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+      expect(['debug', 'info', 'warn', 'error']).toContain(line.level)
+      expect(line.message).toBeString()
+    }
+    expect(lines()[0]).toMatchObject({ level: 'info', message: expect.stringMatching(/^Muster API on http:\/\/127\.0\.0\.1:\d+, dashboard on /) })
+  })
+
+  test('one access line per request: method, route pattern, path, status, duration and actor', async () => {
+    const agent = (await call(s.api, 'POST', '/api/instances/register', { name: 'logger' }, auth)).body
+    expect((await call(s.api, 'PUT', '/api/state/logs/k', { a: 1 }, { ...auth, 'x-instance-token': agent.token })).status).toBe(200)
+    expect((await call(s.api, 'GET', '/api/state/logs/missing', undefined, auth)).status).toBe(404)
+    expect((await call(s.api, 'GET', '/api/nowhere', undefined, auth)).status).toBe(404)
+
+    const put = (await accessLine('PUT', '/api/state/logs/k', 200))!
+    expect(put).toMatchObject({ level: 'info', route: '/api/state/*', actor: agent.id })
+    expect(put.duration_ms).toBeNumber()
+    expect(await accessLine('GET', '/api/state/logs/missing', 404)).toMatchObject({ route: '/api/state/*', actor: 'admin' })
+    expect(await accessLine('GET', '/api/nowhere', 404)).toMatchObject({ route: '(unmatched)' })
+    const register = lines().filter((l) => l.path === '/api/instances/register' && 'duration_ms' in l)
+    expect(register).toHaveLength(1)
+  })
+
+  test('an auth failure is a warn line (and its access line), without the token', async () => {
+    expect((await call(s.api, 'GET', '/api/state', undefined, { authorization: 'Bearer wrong-secret' })).status).toBe(401)
+    await accessLine('GET', '/api/state', 401)
+    expect(lines().find((l) => l.message === 'auth failure')).toMatchObject({ level: 'warn', method: 'GET', path: '/api/state', reason: 'wrong token' })
+    expect(s.stdout()).not.toContain('wrong-secret')
+  })
+
+  test('a failed webhook delivery is a warn line naming the webhook and the event', async () => {
+    expect((await call(s.api, 'POST', '/api/webhooks', { id: 'nowhere', url: 'http://127.0.0.1:1/in', patterns: ['logs.*'] }, auth)).status).toBe(200)
+    const event = (await call(s.api, 'POST', '/api/events/publish', { topic: 'logs.done', data: {} }, auth)).body
+    const line = await eventually(() => lines().find((l) => l.message === 'webhook delivery failed'), 10_000)
+    expect(line).toMatchObject({ level: 'warn', webhook: 'nowhere', event_id: event.id, url: 'http://127.0.0.1:1/in' })
+  })
+
+  test('a restore is logged with its size and who did it', async () => {
+    const backup = new Uint8Array(await (await fetch(`${s.api}/api/backup`, { headers: auth })).arrayBuffer())
+    const r = await call(s.api, 'POST', '/api/restore', backup, { ...auth, 'content-type': 'application/octet-stream' })
+    expect(r.status).toBe(200)
+    expect(lines().find((l) => l.message === 'database restored from backup')).toMatchObject({ level: 'info', bytes: backup.byteLength, actor: 'admin' })
+  })
+
+  test('job runs are logged (at debug for frequent jobs) with their duration', async () => {
+    const run = (await eventually(() => lines().find((l) => l.message === 'job liveness ran')))!
+    expect(run).toMatchObject({ level: 'debug', job: 'liveness' })
+    expect(run.duration_ms).toBeNumber()
+  })
+
+  test('writes are asynchronous, yet nothing queued is lost at shutdown', async () => {
+    await s.stop()
+    expect(await eventually(() => lines().at(-1)?.message === 'SIGTERM: shutting down')).toBe(true)
+  })
+})
+
+describe('--log-format pretty (default) and --log-level', async () => {
+  const s = await startServer({ args: ['--auth-token', TOKEN, '--log-level', 'warn'] })
+  afterAll(() => s.cleanup())
+
+  test('one readable line per entry with time and level; below the level nothing, the listening line always', async () => {
+    expect((await call(s.api, 'GET', '/api/state', undefined, auth)).status).toBe(200)
+    expect((await call(s.api, 'GET', '/api/state')).status).toBe(401)
+    await eventually(() => s.stdout().includes('auth failure'))
+    const lines = s.stdout().trimEnd().split('\n')
+    for (const line of lines) expect(line).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z (DEBUG|INFO |WARN |ERROR) \S/)
+    expect(lines[0]).toMatch(/ INFO  Muster API on http:/)
+    expect(lines.slice(1)).toEqual([expect.stringMatching(/ WARN  auth failure method=GET path=\/api\/state reason="no token"$/)])
+  })
+})
+
+describe('bad values', () => {
+  test('an unknown format or level is one line and exit 2', async () => {
+    for (const [args, env, message] of [
+      [['--log-format', 'xml'], {}, 'invalid --log-format / SERVICE_LOG_FORMAT "xml": expected json or pretty'],
+      [[], { SERVICE_LOG_LEVEL: 'verbose' }, 'invalid --log-level / SERVICE_LOG_LEVEL "verbose": expected debug or info or warn or error'],
+    ] as const) {
+      const proc = Bun.spawn([process.execPath, join(import.meta.dir, '..', 'app.ts'), ...args], { stdout: 'pipe', stderr: 'pipe', env: { ...process.env, ...env } })
+      expect([await proc.exited, (await new Response(proc.stderr).text()).trim()]).toEqual([2, `muster-server: ${message}`])
+    }
+  })
+})
