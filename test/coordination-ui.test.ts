@@ -2,8 +2,9 @@
 // project with holder names and liveness, kept current from the event stream,
 // and force-release. Screenshots go to a temp folder printed at the end.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { join } from 'node:path'
+import { launch, openPage } from './browser'
 import { call, startServer, tempDir, type TestServer } from './helpers'
 
 setDefaultTimeout(60_000)
@@ -15,12 +16,7 @@ let s: TestServer
 let browser: BrowserContext
 beforeAll(async () => {
   s = await startServer({ args: ['--auth-token', TOKEN, '--stale-timeout', '1s', '--liveness-interval', '1h'] })
-  browser = await chromium.launchPersistentContext(tempDir('muster-chromium-'), {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1360, height: 900 },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  })
+  browser = await launch()
 })
 afterAll(async () => {
   await browser?.close()
@@ -34,18 +30,7 @@ async function register(name: string) {
   return { id: r.id as string, h: { 'x-instance-token': r.token as string } }
 }
 
-async function open(width = 1360): Promise<{ page: Page; problems: string[] }> {
-  const page = await browser.newPage()
-  await page.setViewportSize({ width, height: 900 })
-  const problems: string[] = []
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`))
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(`console: ${m.text()}`)
-  })
-  await page.addInitScript((t) => sessionStorage.setItem('muster.token', t), TOKEN)
-  await page.goto(s.dashboard + '/coordination')
-  return { page, problems }
-}
+const open = (width = 1360) => openPage(browser, s.dashboard + '/coordination', { token: TOKEN, size: { width, height: 900 } })
 const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true })
 
 describe('coordination page', () => {

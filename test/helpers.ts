@@ -107,6 +107,9 @@ export async function startApp(args: string[] = []): Promise<InProcessServer> {
   const { startServer: start } = await import('../app')
   const { loadConfig } = await import('../lib/config')
   const dataDir = tempDir('muster-app-')
+  // Quiet: the server shares the test's stdout (its access lines would bury the test report).
+  const { configureLog } = await import('../lib/log')
+  configureLog('pretty', 'warn')
   const server = await start(loadConfig(['--bind', '127.0.0.1:0', '--dashboard-bind', '', '--data-dir', dataDir, ...args], {}))
   const api = `http://in-process-${nextInProcess++}.test`
   inProcess.set(api, server.handle)

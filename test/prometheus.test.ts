@@ -86,7 +86,9 @@ describe('GET /metrics', () => {
 
     const after = (await eventually(async () => {
       const m = await scrape()
-      return m('muster_webhook_deliveries_total', { outcome: 'failure' }) >= 1 && m('muster_webhook_deliveries_total', { outcome: 'success' }) >= 1 ? m : null
+      // A labelled counter has no series before its first delivery: keep waiting until both outcomes have one.
+      const delivered = (outcome: string) => { try { return m('muster_webhook_deliveries_total', { outcome }) } catch { return 0 } }
+      return delivered('failure') >= 1 && delivered('success') >= 1 ? m : null
     }, 10_000))!
     ws.close()
 

@@ -2,11 +2,11 @@
 // liveness, attempts and last error; live from the event stream; cancel.
 // Screenshots go to a temp folder printed at the end.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { join } from 'node:path'
+import { launch, openPage } from './browser'
 import { call, eventually, startServer, tempDir } from './helpers'
 
-const CHROMIUM = '/usr/bin/chromium'
 const TOKEN = 'board-token'
 const AUTH = { authorization: `Bearer ${TOKEN}` }
 const SHOTS = tempDir('muster-task-board-')
@@ -21,12 +21,7 @@ const claim = async (queue: string, token: string) => (await api('POST', `/api/q
 
 let browser: BrowserContext
 beforeAll(async () => {
-  browser = await chromium.launchPersistentContext(tempDir('muster-chromium-'), {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1400, height: 900 },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-  })
+  browser = await launch()
 })
 afterAll(async () => {
   await browser?.close()
@@ -34,18 +29,7 @@ afterAll(async () => {
   console.log(`task board screenshots: ${SHOTS}`)
 })
 
-async function open(path: string, width = 1400): Promise<{ page: Page; problems: string[] }> {
-  const page = await browser.newPage()
-  await page.setViewportSize({ width, height: 900 })
-  const problems: string[] = []
-  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`))
-  page.on('console', (m) => {
-    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push(`console: ${m.text()}`)
-  })
-  await page.addInitScript((t) => sessionStorage.setItem('muster.token', t), TOKEN)
-  await page.goto(s.dashboard + path)
-  return { page, problems }
-}
+const open = (path: string, width = 1400) => openPage(browser, s.dashboard + path, { token: TOKEN, size: { width, height: 900 } })
 
 const columnTitles = (page: Page, status: string) =>
   page.locator(`.column[data-status="${status}"] .task-card .title`).allTextContents()
