@@ -10,7 +10,7 @@
 // GET /health is counted but not access-logged: probes would drown the log (and a
 // probe loop's log lines were enough to push that same stall past the bound).
 import type { Ctx } from '../services/context'
-import { log } from '../lib/log'
+import { accessLog } from '../lib/log'
 import { httpDuration, httpRequests } from '../lib/prometheus'
 import { Lru } from '../lib/lru'
 import { actorWithoutInstance, callerOf } from './caller'
@@ -39,7 +39,7 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
     const labels = { method: request.method, route, status: String(status) }
     httpRequests.inc(labels)
     httpDuration.observe(labels, seconds)
-    if (path !== '/health') log.info({ method: request.method, route, path, status, duration_ms: Math.round(seconds * 1e6) / 1e3, actor }, `${request.method} ${path} ${status}`)
+    if (path !== '/health') accessLog({ method: request.method, route, path, status, duration_ms: Math.round(seconds * 1e6) / 1e3, actor })
   }
 
   const finished = (request: Request, status: number, started: number) => {
