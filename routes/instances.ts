@@ -2,10 +2,9 @@
 // once; only its hash is stored, and no other answer carries it.
 import { t } from 'elysia'
 import { IdParams } from '../http/models'
-import { notFound } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import type { AuditScope } from '../services/audit'
-import { activateInstance, deregisterInstance, heartbeat, registerInstance, setCapabilities, setIntent } from '../services/instances'
+import { activateInstance, deregisterInstance, found, heartbeat, registerInstance, setCapabilities, setIntent } from '../services/instances'
 import { audited } from '../http/audit'
 
 const InstanceSchema = t.Object({
@@ -35,11 +34,6 @@ const InstanceFilterQuery = t.Object({
   capability: t.Optional(t.String({ description: 'exact match of one capability' })),
 })
 
-
-const found = <T>(instance: T | null): T => {
-  if (!instance) throw notFound('instance not found')
-  return instance
-}
 
 export function instancesRoutes(ctx: Ctx) {
   const store = () => ctx.store.instances

@@ -1,6 +1,6 @@
 // GET /metrics: the Prometheus text exposition (README "Observability"), behind the
 // same auth as the API. The JSON numbers stay at GET /api/metrics.
-import { Elysia, t } from 'elysia'
+import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
 import { TASK_STATUSES } from '../lib/tasks'
 import type { InstanceStatus } from '../store/instances'

@@ -12,7 +12,8 @@ import { checkQueue, TASK_STATUSES } from '../lib/tasks'
 import { holderOf, optionalHolder } from '../services/holders'
 import type { Instance } from '../store/instances'
 import type { Task } from '../store/queue'
-import { ackTask, cancelTask, claimTask, createTask, extendTask, hideClaim, nackTask, readerBeat, taskId } from '../services/queue'
+import { ackTask, cancelTask, claimTask, createTask, extendTask, hideClaim, nackTask, taskId } from '../services/queue'
+import { readerHeartbeat } from '../services/holders'
 
 const nullable = <T extends Parameters<typeof t.Union>[0][number]>(schema: T, description?: string) =>
   t.Union([schema, t.Null()], description ? { description } : {})
@@ -124,7 +125,7 @@ export function queueRoutes(ctx: Ctx) {
       '/api/tasks/:id',
       async ({ request, params }) => {
         const id = taskId(params.id)
-        await readerBeat(ctx, request)
+        await readerHeartbeat(ctx, request)
         const task = await ctx.store.queue.get(id)
         if (!task) throw notFound('task not found')
         return hideClaim(task)
@@ -144,7 +145,7 @@ export function queueRoutes(ctx: Ctx) {
     .get(
       '/api/queues',
       async ({ request }) => {
-        await readerBeat(ctx, request)
+        await readerHeartbeat(ctx, request)
         return ctx.store.queue.queues()
       },
       {
@@ -172,7 +173,7 @@ export function queueRoutes(ctx: Ctx) {
         const queue = checkQueue(params.queue)
         const status = enumParam(query.status, 'status', TASK_STATUSES, undefined)
         const limit = query.limit === undefined ? undefined : intParam(query.limit, 'limit', 0, 1)
-        await readerBeat(ctx, request)
+        await readerHeartbeat(ctx, request)
         return (await ctx.store.queue.list(queue, status, limit)).map(hideClaim)
       },
       {

@@ -1,5 +1,4 @@
 // /api/specs: per-project named JSON documents.
-import { t } from 'elysia'
 import { CasQuery, ProjectNameParams, ProjectParams } from '../http/models'
 import type { Ctx } from '../services/context'
 import { deleteSpec, putSpec } from '../services/specs'

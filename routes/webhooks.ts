@@ -3,14 +3,14 @@
 import { t } from 'elysia'
 import { IdParams } from '../http/models'
 import { httpUrl } from '../lib/values'
-import { invalid, notFound } from '../lib/errors'
+import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { now } from '../store/db'
 import { deliverAndLog } from '../jobs/webhooks'
 import { deliveriesOf, forgetDeliveries, KEEP_DELIVERIES } from '../services/delivery-log'
 import { audited } from '../http/audit'
 import { resolvedRefusal } from '../services/targets'
-import { createWebhook, deleteWebhook, setWebhookActive } from '../services/webhooks'
+import { createWebhook, deleteWebhook, found, setWebhookActive } from '../services/webhooks'
 
 const WebhookSchema = t.Object({
   id: t.String(),
@@ -40,11 +40,6 @@ function checkPatterns(patterns: string[] = ['*']): string[] {
   if (!patterns.length) throw invalid('invalid patterns: expected at least one topic glob')
   if (patterns.some((p) => p.trim() === '')) throw invalid('invalid patterns: a pattern must not be empty')
   return patterns
-}
-
-function found<T>(hook: T | null): T {
-  if (!hook) throw notFound('webhook not found')
-  return hook
 }
 
 export function webhooksRoutes(ctx: Ctx) {

@@ -39,7 +39,8 @@ export function checkCapabilities(caps: string[] | undefined): string[] | undefi
   return [...new Set(caps)]
 }
 
-const found = <T>(instance: T | null): T => {
+/** The instance, or 404 instance not found. */
+export const found = <T>(instance: T | null): T => {
   if (!instance) throw notFound('instance not found')
   return instance
 }

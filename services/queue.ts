@@ -21,7 +21,6 @@ import {
   type TaskInput,
 } from '../lib/tasks'
 import { Waiters } from '../lib/waiters'
-import { hashToken } from '../lib/token'
 import { recordAudit, type AuditScope } from './audit'
 import { onExpiry, SOURCE, touch, TTL_MAX_MS, TTL_MIN_MS, waitMsParam } from './holders'
 import { onInstanceGone } from './instances'
@@ -116,16 +115,6 @@ export function taskId(raw: string): number {
   return Number(raw)
 }
 
-/**
- * Every call an instance makes counts as a heartbeat, reads included: with a known
- * X-Instance-Token, last_seen is refreshed. An unknown token changes nothing on a read.
- */
-export async function readerBeat(ctx: Ctx, request: Request): Promise<void> {
-  const token = request.headers.get('x-instance-token')
-  if (!token) return
-  const id = await ctx.store.instances.idByTokenHash(hashToken(token))
-  if (id) await ctx.store.write(async (tx) => void (await tx.instances.heartbeat(id)))
-}
 
 /**
  * One unit as `holder` (or as nobody): the call is a heartbeat that commits even

@@ -9,7 +9,8 @@ import { recordAudit, type AuditScope } from './audit'
 
 const SOURCE = 'webhooks'
 
-const found = <T>(hook: T | null): T => {
+/** The webhook, or 404 webhook not found. */
+export const found = <T>(hook: T | null): T => {
   if (!hook) throw notFound('webhook not found')
   return hook
 }

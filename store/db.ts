@@ -209,8 +209,6 @@ export class GroupCommit {
   private waiters: { resolve: () => void; reject: (err: unknown) => void }[] = []
   private hooks: (() => void)[] = []
   private commitWanted = false
-  /** Units in the last committed batch, for metrics. */
-  lastBatchSize = 0
 
   private sql!: Record<'begin' | 'savepoint' | 'release' | 'rollbackTo' | 'commit' | 'rollback', { run(): unknown }>
 
@@ -327,7 +325,6 @@ export class GroupCommit {
       for (const w of waiters) w.reject(err)
       return
     }
-    this.lastBatchSize = waiters.length
     if (waiters.length) writeBatchSize.observe(waiters.length)
     for (const hook of hooks) {
       try {

@@ -106,8 +106,6 @@ export interface Store {
    * rebuilt in place over it. `file` is moved, not copied.
    */
   replaceWith(file: string): Promise<void>
-  /** Size of the last committed batch (units per COMMIT). */
-  lastBatchSize(): number
   close(): void
 }
 
@@ -233,7 +231,6 @@ export function openStore(dataDir: string): Store {
           checkpointer = startCheckpointer(dbPath)
         }
       }),
-    lastBatchSize: () => group.lastBatchSize,
     close: () => {
       checkpointer.terminate()
       group.commitNow()
