@@ -1,0 +1,128 @@
+// The Store on PostgreSQL (--database postgres://…): the same interfaces as the
+// embedded SQLite store, for any number of replicas sharing one database. Writes
+// are serialized cluster-wide (store/pg/db.ts PgUnits), events reach every
+// replica's listeners in id order (store/pg/feed.ts), jobs run on one leader
+// (store/pg/leader.ts), and nothing is cached that another replica could change.
+import type { SQL } from 'bun'
+import { SCHEMA_VERSION } from '../db'
+import { removeStaleTemps, tempPath } from '../backup'
+import type { Event, Store, Tx } from '../index'
+import { connect, migrate, PgUnits, q } from './db'
+import { EventFeed, EVENTS_CHANNEL } from './feed'
+import { Leader } from './leader'
+import { syncClock } from './clock'
+import { pgSnapshot, pgRestore, RESET_CHANNEL } from './backup'
+import { pgEventsStore, pgEventsWrites } from './events'
+import { pgDocs } from './versioned'
+import { pgStateStore, pgStateWrites, pgSpecsStore, pgSpecsWrites } from './documents'
+import { pgAuditStore, pgAuditWrites } from './audit'
+import { pgInstancesStore, pgInstancesWrites } from './instances'
+import { pgMetricsStore, pgMetricsWrites } from './metrics'
+import { pgLlmStore, pgLlmWrites } from './llm'
+import { pgRulesStore, pgRulesWrites } from './rules'
+import { pgTemplatesStore, pgTemplatesWrites } from './templates'
+import { pgComplianceStore, pgComplianceWrites } from './compliance'
+import { pgWebhooksStore, pgWebhooksWrites } from './webhooks'
+import { pgHoldersStore, pgHoldersWrites } from './holders'
+import { pgQueueStore, pgQueueWrites } from './queue'
+import { pgLocksStore, pgLocksWrites } from './locks'
+import { pgReservationsStore, pgReservationsWrites } from './reservations'
+
+const notifyEvent = q('SELECT pg_notify(?, ?)')
+
+export async function openPgStore(url: string, dataDir: string): Promise<Store> {
+  const sql: SQL = connect(url)
+  await migrate(sql)
+  await syncClock(sql)
+  removeStaleTemps(dataDir)
+  const units = new PgUnits(sql)
+  const events = pgEventsWrites(units)
+  const feed = new EventFeed(sql)
+  const docs = pgDocs(sql, units)
+  const tx: Tx = {
+    state: pgStateWrites(docs),
+    specs: pgSpecsWrites(docs),
+    audit: pgAuditWrites(units),
+    events,
+    instances: pgInstancesWrites(units),
+    metrics: pgMetricsWrites(units),
+    llm: pgLlmWrites(units),
+    rules: pgRulesWrites(units),
+    templates: pgTemplatesWrites(units),
+    compliance: pgComplianceWrites(units),
+    webhooks: pgWebhooksWrites(units),
+    holders: pgHoldersWrites(units),
+    queue: pgQueueWrites(units),
+    locks: pgLocksWrites(units),
+    reservations: pgReservationsWrites(units),
+    emit: async () => {
+      throw new Error('emit is bound per unit')
+    },
+  }
+  await feed.start()
+  const leader = new Leader(url)
+  leader.start()
+  const clockTimer = setInterval(() => void syncClock(sql).catch(() => {}), 10_000)
+  clockTimer.unref()
+
+  const store: Store = {
+    state: pgStateStore(docs),
+    specs: pgSpecsStore(docs),
+    audit: pgAuditStore(sql),
+    events: pgEventsStore(sql),
+    instances: pgInstancesStore(sql),
+    metrics: pgMetricsStore(sql),
+    llm: pgLlmStore(sql),
+    rules: pgRulesStore(sql),
+    templates: pgTemplatesStore(sql),
+    compliance: pgComplianceStore(sql),
+    webhooks: pgWebhooksStore(sql),
+    holders: pgHoldersStore(sql),
+    queue: pgQueueStore(sql),
+    locks: pgLocksStore(sql),
+    reservations: pgReservationsStore(sql),
+    backend: 'postgres',
+    isLeader: () => leader.held,
+    write: (fn) =>
+      units.run((unit) => {
+        // This unit's events: ids from the counter row, delivered here after COMMIT and announced
+        // to the other replicas by a NOTIFY that PostgreSQL sends at that same COMMIT.
+        const unitTx: Tx = {
+          ...tx,
+          async emit(topic, data, source) {
+            const event = await events.append(topic, data, source)
+            await notifyEvent.run(units.tx, EVENTS_CHANNEL, String(event.id))
+            unit.afterCommit(() => feed.committed(event))
+            return event
+          },
+        }
+        return fn(unitTx)
+      }),
+    onEvent: (listener) => feed.listeners.push(listener),
+    schemaVersion: SCHEMA_VERSION,
+    tempFile: (kind) => tempPath(dataDir, kind),
+    snapshot: async () => {
+      const target = tempPath(dataDir, 'backup')
+      await pgSnapshot(sql, target)
+      return target
+    },
+    replaceWith: async (file) => {
+      await units.pause()
+      try {
+        await pgRestore(sql, file)
+      } finally {
+        units.resume()
+      }
+    },
+    close: async () => {
+      clearInterval(clockTimer)
+      await leader.stop()
+      await feed.stop()
+      await sql.close({ timeout: 5 })
+    },
+  }
+  return store
+}
+
+export type { Event }
+export { RESET_CHANNEL }
