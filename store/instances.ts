@@ -56,10 +56,21 @@ export interface InstancesWrites {
   markStale(cutoff: string): Instance[]
 }
 
-type Row = Omit<Instance, 'capabilities'> & { capabilities: string }
-const COLUMNS = 'id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen'
-const toInstance = (r: Row): Instance => ({ ...r, capabilities: JSON.parse(r.capabilities) })
-const maybe = (r: Row | null): Instance | null => (r ? toInstance(r) : null)
+export type Row = Omit<Instance, 'capabilities'> & { capabilities: string }
+export const COLUMNS = 'id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen'
+export const toInstance = (r: Row): Instance => ({ ...r, capabilities: JSON.parse(r.capabilities) })
+export const maybe = (r: Row | null): Instance | null => (r ? toInstance(r) : null)
+
+/** The WHERE clause of a list (`capability` is the backend's test that `?` is an element of `capabilities`) and its arguments. */
+export function instanceWhere(filter: InstanceFilter, capability: string): { where: string; args: string[] } {
+  const where: string[] = []
+  const args: string[] = []
+  for (const field of ['name', 'workspace', 'stack', 'status'] as const) {
+    if (filter[field] !== undefined) where.push(`${field} = ?`), args.push(filter[field]!)
+  }
+  if (filter.capability !== undefined) where.push(capability), args.push(filter.capability)
+  return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args }
+}
 
 export function instancesWrites(db: Database): InstancesWrites {
   const insert = db.query<Row, [string, string, string, string, string, string, string, string, string]>(
@@ -100,16 +111,8 @@ export function instancesStore(db: Database): InstancesStore {
   const shapes = new Map<string, ReturnType<typeof db.query<Row, string[]>>>()
   return {
     async list(filter) {
-      const where: string[] = []
-      const args: string[] = []
-      for (const field of ['name', 'workspace', 'stack', 'status'] as const) {
-        if (filter[field] !== undefined) where.push(`${field} = ?`), args.push(filter[field]!)
-      }
-      if (filter.capability !== undefined) {
-        where.push('EXISTS (SELECT 1 FROM json_each(capabilities) WHERE value = ?)')
-        args.push(filter.capability)
-      }
-      const sql = `SELECT ${COLUMNS} FROM instances ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY registered_at, rowid`
+      const { where, args } = instanceWhere(filter, 'EXISTS (SELECT 1 FROM json_each(capabilities) WHERE value = ?)')
+      const sql = `SELECT ${COLUMNS} FROM instances ${where} ORDER BY registered_at, rowid`
       let stmt = shapes.get(sql)
       if (!stmt) shapes.set(sql, (stmt = db.query<Row, string[]>(sql)))
       return stmt.all(...args).map(toInstance)

@@ -34,7 +34,7 @@ export interface LocksStore {
   holders(name: string): Promise<LockHolderRow[]>
 }
 
-const COLUMNS = 'name, instance_id, lock_limit AS "limit", fence, reason, acquired_at, expires_at'
+export const COLUMNS = 'name, instance_id, lock_limit AS "limit", fence, reason, acquired_at, expires_at'
 const RETURNING = `RETURNING ${COLUMNS}`
 
 export function locksWrites(db: Database): LocksWrites {
@@ -63,15 +63,17 @@ export function locksWrites(db: Database): LocksWrites {
   }
 }
 
+/** A prefix as a range of names (bytewise order on both backends): no LIKE escaping, and it uses the primary key. */
+export const prefixRange = (prefix: string): [string, string] => [prefix, prefix + '\uffff']
+
 export function locksStore(db: Database): LocksStore {
   const all = db.query<LockHolderRow, []>(`SELECT ${COLUMNS} FROM lock_holders ORDER BY name, fence`)
-  // A prefix as a range on the primary key: no LIKE escaping, and it uses the index.
   const prefixed = db.query<LockHolderRow, [string, string]>(
     `SELECT ${COLUMNS} FROM lock_holders WHERE name >= ? AND name < ? ORDER BY name, fence`,
   )
   const holders = db.query<LockHolderRow, [string]>(`SELECT ${COLUMNS} FROM lock_holders WHERE name = ? ORDER BY fence`)
   return {
-    list: async (prefix) => (prefix ? prefixed.all(prefix, prefix + '\uffff') : all.all()),
+    list: async (prefix) => (prefix ? prefixed.all(...prefixRange(prefix)) : all.all()),
     holders: async (name) => holders.all(name),
   }
 }

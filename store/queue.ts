@@ -74,16 +74,16 @@ export interface QueueWrites {
   timedOut(at: string): Task[]
 }
 
-type Row = Omit<Task, 'payload' | 'depends_on' | 'requires' | 'result'> & {
+export type Row = Omit<Task, 'payload' | 'depends_on' | 'requires' | 'result'> & {
   payload: string
   depends_on: string
   requires: string
   result: string | null
 }
 
-const COLUMNS = `id, queue, title, payload, priority, status, depends_on, requires, attempts, max_attempts, claimed_by,
+export const COLUMNS = `id, queue, title, payload, priority, status, depends_on, requires, attempts, max_attempts, claimed_by,
   claim_id, fence, visible_until, available_at, result, last_error, dedupe_key, created_at, updated_at`
-const CLAIM_ORDER = 'ORDER BY priority DESC, id'
+export const CLAIM_ORDER = 'ORDER BY priority DESC, id'
 /** Every entry of the task's `requires` is among the capabilities (a JSON array parameter). */
 const CAPABLE = 'NOT EXISTS (SELECT 1 FROM json_each(tasks.requires) r WHERE r.value NOT IN (SELECT value FROM json_each(?)))'
 
@@ -94,8 +94,8 @@ const toTask = (r: Row): Task => ({
   requires: JSON.parse(r.requires),
   result: r.result === null ? null : JSON.parse(r.result),
 })
-const maybe = (r: Row | null): Task | null => (r ? toTask(r) : null)
-const must = (r: Row | null): Task => {
+export const maybe = (r: Row | null): Task | null => (r ? toTask(r) : null)
+export const must = (r: Row | null): Task => {
   if (!r) throw new Error('task vanished inside its unit')
   return toTask(r)
 }
@@ -181,6 +181,17 @@ export function queueWrites(db: Database): QueueWrites {
   }
 }
 
+/** Per-queue counts from (queue, status, n) rows ordered by queue. */
+export function queueCounts(rows: { queue: string; status: TaskStatus; n: number }[]): { queue: string; counts: QueueCounts }[] {
+  const out = new Map<string, QueueCounts>()
+  for (const { queue, status, n } of rows) {
+    let c = out.get(queue)
+    if (!c) out.set(queue, (c = { blocked: 0, ready: 0, claimed: 0, done: 0, failed: 0, cancelled: 0 }))
+    c[status] = n
+  }
+  return [...out].map(([queue, counts]) => ({ queue, counts }))
+}
+
 export function queueStore(db: Database): QueueStore {
   const one = db.query<Row, [number]>(`SELECT ${COLUMNS} FROM tasks WHERE id = ?`)
   const all = db.query<Row, [string, number]>(`SELECT ${COLUMNS} FROM tasks WHERE queue = ? ${CLAIM_ORDER} LIMIT ?`)
@@ -191,14 +202,6 @@ export function queueStore(db: Database): QueueStore {
   return {
     get: async (id) => maybe(one.get(id)),
     list: async (queue, status, limit = -1) => (status ? byStatus.all(queue, status, limit) : all.all(queue, limit)).map(toTask),
-    async queues() {
-      const out = new Map<string, QueueCounts>()
-      for (const { queue, status, n } of counts.all()) {
-        let c = out.get(queue)
-        if (!c) out.set(queue, (c = { blocked: 0, ready: 0, claimed: 0, done: 0, failed: 0, cancelled: 0 }))
-        c[status] = n
-      }
-      return [...out].map(([queue, counts]) => ({ queue, counts }))
-    },
+    queues: async () => queueCounts(counts.all()),
   }
 }

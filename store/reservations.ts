@@ -45,16 +45,16 @@ export interface ReservationsStore {
   holdings(project: string): Promise<Holding[]>
 }
 
-type Row = Omit<Reservation, 'paths' | 'exclusive'> & { paths: string; exclusive: number }
-const COLUMNS = 'id, project, instance_id, paths, exclusive, fence, reason, created_at, expires_at'
-const toReservation = (r: Row): Reservation => ({ ...r, paths: JSON.parse(r.paths), exclusive: r.exclusive === 1 })
+export type Row = Omit<Reservation, 'paths' | 'exclusive'> & { paths: string; exclusive: number }
+export const COLUMNS = 'id, project, instance_id, paths, exclusive, fence, reason, created_at, expires_at'
+export const toReservation = (r: Row): Reservation => ({ ...r, paths: JSON.parse(r.paths), exclusive: r.exclusive === 1 })
 const maybe = (r: Row | null) => (r ? toReservation(r) : null)
 
-type HoldingRow = { id: string; instance_id: string; paths: string; exclusive: number }
-const HOLDING = 'SELECT id, instance_id, paths, exclusive FROM reservations WHERE project = ? ORDER BY seq'
+export type HoldingRow = { id: string; instance_id: string; paths: string; exclusive: number }
+export const HOLDING = 'SELECT id, instance_id, paths, exclusive FROM reservations WHERE project = ? ORDER BY seq'
 /** Parsed path lists by their JSON text: the same few lists are read on every grant. */
 const parsed = new Map<string, string[]>()
-function toHolding(r: HoldingRow): Holding {
+export function toHolding(r: HoldingRow): Holding {
   let paths = parsed.get(r.paths)
   if (!paths) {
     if (parsed.size >= 50_000) parsed.clear()
@@ -88,17 +88,22 @@ export function reservationsWrites(db: Database): ReservationsWrites {
   }
 }
 
+/** A list's statement (newest first) and its arguments. */
+export function listQuery(filter: ReservationFilter): { sql: string; args: string[] } {
+  const where: string[] = []
+  const args: string[] = []
+  if (filter.project !== undefined) where.push('project = ?'), args.push(filter.project)
+  if (filter.instance_id !== undefined) where.push('instance_id = ?'), args.push(filter.instance_id)
+  return { sql: `SELECT ${COLUMNS} FROM reservations ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC`, args }
+}
+
 export function reservationsStore(db: Database): ReservationsStore {
   const one = db.query<Row, [string]>(`SELECT ${COLUMNS} FROM reservations WHERE id = ?`)
   const holdings = db.query<HoldingRow, [string]>(HOLDING)
   const shapes = new Map<string, ReturnType<typeof db.query<Row, string[]>>>()
   return {
     async list(filter) {
-      const where: string[] = []
-      const args: string[] = []
-      if (filter.project !== undefined) where.push('project = ?'), args.push(filter.project)
-      if (filter.instance_id !== undefined) where.push('instance_id = ?'), args.push(filter.instance_id)
-      const sql = `SELECT ${COLUMNS} FROM reservations ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC`
+      const { sql, args } = listQuery(filter)
       let stmt = shapes.get(sql)
       if (!stmt) shapes.set(sql, (stmt = db.query<Row, string[]>(sql)))
       return stmt.all(...args).map(toReservation)
