@@ -95,3 +95,28 @@ async function freePort(): Promise<number> {
   server.stop(true)
   return port
 }
+
+/**
+ * Runs one statement on the database of the server on `dataDir`, behind the
+ * server's back (to set up a state no API call makes, or to check what is stored):
+ * the SQLite file, or in the PostgreSQL run that server's database. `?` placeholders.
+ */
+export async function rawQuery<Row = Record<string, unknown>>(dataDir: string, text: string, ...args: unknown[]): Promise<Row[]> {
+  if (!PG_BASE) {
+    const { Database } = await import('bun:sqlite')
+    const db = new Database(join(dataDir, 'muster.db'))
+    try {
+      db.exec('PRAGMA busy_timeout = 5000')
+      return db.query(text).all(...(args as never[])) as Row[]
+    } finally {
+      db.close()
+    }
+  }
+  const sql = new SQL(await databaseFor(dataDir))
+  try {
+    let n = 0
+    return (await sql.unsafe(text.replace(/\?/g, () => `$${++n}`), args)) as Row[]
+  } finally {
+    await sql.close()
+  }
+}
