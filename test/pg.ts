@@ -11,8 +11,8 @@ import { join } from 'node:path'
 /** The cluster's base URL when this run is the PostgreSQL one, else null. */
 export const PG_BASE = process.env.MUSTER_TEST_PG || null
 
-/** Skips a test that is about the embedded SQLite file itself (the data dir's files). */
-export const sqliteOnly = PG_BASE !== null
+/** This is the PostgreSQL run: tests about the embedded SQLite file itself (its files in the data dir) skip with `test.skipIf(onPostgres)`. */
+export const onPostgres = PG_BASE !== null
 
 const created = new Set<string>()
 
