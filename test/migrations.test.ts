@@ -7,11 +7,12 @@ import { join } from 'node:path'
 import { MIGRATIONS } from '../store/db'
 import { openStore } from '../store'
 import { tempDir } from './helpers'
+import { onPostgres } from './pg'
 
 const dir = tempDir('muster-migrate-')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-test('documents written before values were kept once are all there after the migration', async () => {
+test.skipIf(onPostgres)('documents written before values were kept once are all there after the migration', async () => {
   // The schema as it was before doc_versions: documents (current, with value) and document_history.
   const before = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE doc_versions'))
   expect(before).toBeGreaterThan(0)
