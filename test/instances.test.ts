@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Database } from 'bun:sqlite'
 import { createHash } from 'node:crypto'
-import { join } from 'node:path'
 import { call, eventually, startApp, type InProcessServer } from './helpers'
+import { rawQuery } from './pg'
 
 let s: InProcessServer
 beforeAll(async () => (s = await startApp()))
@@ -32,14 +31,9 @@ describe('registration', () => {
     expect(Object.keys(got.body).sort()).toEqual(FIELDS)
     expect(got.text).not.toContain(i.token)
     expect((await api('GET', '/api/instances')).text).not.toContain(i.token)
-    // On disk: the SHA-256 of the token, never the token.
-    const db = new Database(join(s.dataDir, 'muster.db'), { readonly: true })
-    try {
-      const row = db.query<{ token_hash: string }, [string]>('SELECT token_hash FROM instances WHERE id = ?').get(i.id)
-      expect(row?.token_hash).toBe(createHash('sha256').update(i.token).digest('hex'))
-    } finally {
-      db.close()
-    }
+    // In the database: the SHA-256 of the token, never the token.
+    const [row] = await rawQuery<{ token_hash: string }>(s.dataDir, 'SELECT token_hash FROM instances WHERE id = ?', i.id)
+    expect(row?.token_hash).toBe(createHash('sha256').update(i.token).digest('hex'))
   })
 
   test('announces instance.registered (source instances) and audits instance.register', async () => {
