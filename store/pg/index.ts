@@ -4,6 +4,7 @@
 // replica's listeners in id order (store/pg/feed.ts), jobs run on one leader
 // (store/pg/leader.ts), and nothing is cached that another replica could change.
 import type { SQL } from 'bun'
+import { mkdirSync } from 'node:fs'
 import { SCHEMA_VERSION } from '../db'
 import { removeStaleTemps, tempPath } from '../backup'
 import type { Event, Store, Tx } from '../index'
@@ -35,6 +36,8 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
   const sql: SQL = connect(url)
   await migrate(sql)
   await syncClock(sql)
+  // The data dir only stages backups and restores on this backend.
+  mkdirSync(dataDir, { recursive: true })
   removeStaleTemps(dataDir)
   const units = new PgUnits(sql)
   const events = pgEventsWrites(units)
