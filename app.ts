@@ -7,7 +7,7 @@ import type { Ctx } from './services/context'
 import { METRICS_FLUSH_MS } from './lib/metrics'
 import { agentMetrics } from './services/metrics'
 import { every } from './jobs/timer'
-import { openStore } from './store'
+import { openConfiguredStore } from './store'
 import { settleBackground } from './lib/background'
 import { startComplianceJob } from './jobs/compliance'
 import { startPruneJob } from './jobs/prune'
@@ -47,7 +47,7 @@ function listenOn<A extends { listen(o: object): A }>(app: A, what: string, bind
 }
 
 export async function startServer(config: Config): Promise<Server> {
-  const store = openStore(config.dataDir)
+  const store = await openConfiguredStore(config.database, config.dataDir)
   const stopping = new AbortController()
   const ctx: Ctx = {
     config,
@@ -64,6 +64,7 @@ export async function startServer(config: Config): Promise<Server> {
 
   const stopJobs: (() => void | Promise<void>)[] = []
   stopJobs.push(every('metrics-flush', METRICS_FLUSH_MS, () => ctx.metrics.flush()))
+  // Jobs below run on the leader only (on SQLite, this process; on PostgreSQL, one replica at a time).
   stopJobs.push(startPruneJob(ctx))
   stopJobs.push(startWebhookDispatcher(ctx))
   stopJobs.push(startLivenessJob(ctx))
@@ -101,8 +102,19 @@ export async function startServer(config: Config): Promise<Server> {
       await Promise.all(listeners.map((a) => a.server?.stop(true)))
       await settleBackground()
       await ctx.metrics.flush().catch((err) => log.error({ err }, 'metrics flush failed'))
-      store.close()
+      await store.close()
     },
+  }
+}
+
+/** The database URL as logs show it: without its password. */
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    if (u.password) u.password = '***'
+    return u.toString()
+  } catch {
+    return 'postgres://…'
   }
 }
 
@@ -133,7 +145,7 @@ async function main(argv: string[]): Promise<void> {
     process.exit(1)
   }
   // Tests and scripts wait for this line (in either log format), so it is printed whatever --log-level says.
-  log.child({}, { level: 'info' }).info(`Muster API on ${server.apiUrl}, dashboard on ${server.dashboardUrl ?? '(disabled)'}, data in ${config.dataDir}`)
+  log.child({}, { level: 'info' }).info(`Muster API on ${server.apiUrl}, dashboard on ${server.dashboardUrl ?? '(disabled)'}, data in ${config.database ? redactUrl(config.database) : config.dataDir}`)
   let stopping = false
   const shutdown = async (signal: string) => {
     if (stopping) return

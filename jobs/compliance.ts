@@ -1,13 +1,13 @@
 // Compliance on a schedule: every --compliance-interval, services/compliance.ts checks every instance's contracts.
 import type { Ctx } from '../services/context'
 import { runCompliance } from '../services/compliance'
-import { every } from './timer'
+import { onLeader } from './timer'
 
 /** Starts the schedule; the returned stop cancels a run in progress (its live calls too) and waits for it. */
 export function startComplianceJob(ctx: Ctx): () => Promise<void> {
   const shutdown = new AbortController()
   let current: Promise<unknown> = Promise.resolve()
-  const stop = every('compliance', ctx.config.complianceIntervalMs, () => (current = runCompliance(ctx, shutdown.signal)))
+  const stop = onLeader(ctx, 'compliance', ctx.config.complianceIntervalMs, () => (current = runCompliance(ctx, shutdown.signal)))
   return async () => {
     stop()
     shutdown.abort()

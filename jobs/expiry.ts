@@ -2,10 +2,10 @@
 // (reason `expired`), so a grant outlives its TTL by less than a second.
 import type { Ctx } from '../services/context'
 import { expireGrants } from '../services/holders'
-import { every } from './timer'
+import { onLeader } from './timer'
 
 export const EXPIRY_INTERVAL_MS = 250
 
 export function startExpiryJob(ctx: Ctx): () => void {
-  return every('expiry', EXPIRY_INTERVAL_MS, () => expireGrants(ctx))
+  return onLeader(ctx, 'expiry', EXPIRY_INTERVAL_MS, () => expireGrants(ctx))
 }

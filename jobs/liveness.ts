@@ -2,8 +2,8 @@
 // instances without a sign of life within --stale-timeout stale.
 import type { Ctx } from '../services/context'
 import { checkLiveness } from '../services/instances'
-import { every } from './timer'
+import { onLeader } from './timer'
 
 export function startLivenessJob(ctx: Ctx): () => void {
-  return every('liveness', ctx.config.livenessIntervalMs, () => checkLiveness(ctx))
+  return onLeader(ctx, 'liveness', ctx.config.livenessIntervalMs, () => checkLiveness(ctx))
 }

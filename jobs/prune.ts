@@ -4,12 +4,12 @@
 import type { Ctx } from '../services/context'
 import { pruneEvents } from '../services/events'
 import { pruneCompliance } from '../services/compliance'
-import { every } from './timer'
+import { onLeader } from './timer'
 
 export const COMPLIANCE_RUNS_KEPT = 100
 
 export function startPruneJob(ctx: Ctx): () => void {
-  return every('prune', ctx.config.pruneIntervalMs, async () => {
+  return onLeader(ctx, 'prune', ctx.config.pruneIntervalMs, async () => {
     await pruneEvents(ctx, ctx.config.eventRetention)
     await pruneCompliance(ctx, COMPLIANCE_RUNS_KEPT)
   })

@@ -3,6 +3,7 @@
 // logged: at info for jobs that run at most twice a minute, at debug for the
 // frequent ones (metrics flush, TTL expiry), which would drown the log at info.
 import { log } from '../lib/log'
+import type { Ctx } from '../services/context'
 
 const QUIET_BELOW_MS = 30_000
 
@@ -24,4 +25,9 @@ export function every(name: string, ms: number, task: () => Promise<unknown> | u
     }
   }, ms)
   return () => clearInterval(timer)
+}
+
+/** A job that runs on one replica only (store.isLeader): on the others each tick does nothing. */
+export function onLeader(ctx: Ctx, name: string, ms: number, task: () => Promise<unknown> | unknown): () => void {
+  return every(name, ms, () => (ctx.store.isLeader() ? task() : undefined))
 }

@@ -115,11 +115,14 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
     if (!workers.has(id)) workers.set(id, work(id, queue))
   }
 
+  // One lookup at a time, so events reach each webhook's queue in id order. Only the leader
+  // dispatches, so each event is delivered once however many replicas heard it.
+  let dispatched: Promise<void> = Promise.resolve()
   const unlisten = ctx.bus.listen((event) => {
-    ctx.store.webhooks
-      .active()
+    if (isEcho(event) || !ctx.store.isLeader()) return
+    dispatched = dispatched
+      .then(() => ctx.store.webhooks.active())
       .then((hooks) => {
-        if (isEcho(event)) return
         for (const hook of hooks) if (matchesAny(hook.patterns, event.topic)) enqueue(hook.id, event)
       })
       .catch((err) => log.error({ err }, 'webhook dispatch failed'))

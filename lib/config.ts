@@ -6,6 +6,8 @@ export interface Config {
   bind: HostPort
   dashboardBind: HostPort | null
   dataDir: string
+  /** A postgres:// URL for several replicas on PostgreSQL; empty for the embedded SQLite file in dataDir. */
+  database: string
   authToken: string | null
   staleTimeoutMs: number
   livenessIntervalMs: number
@@ -28,6 +30,7 @@ const OPTIONS = {
   bind: { flag: '--bind', env: 'SERVICE_BIND', def: 'localhost:9800' },
   dashboardBind: { flag: '--dashboard-bind', env: 'SERVICE_DASHBOARD_BIND', def: 'localhost:9847' },
   dataDir: { flag: '--data-dir', env: 'SERVICE_DATA_DIR', def: './muster-data' },
+  database: { flag: '--database', env: 'SERVICE_DATABASE', def: '' },
   authToken: { flag: '--auth-token', env: 'SERVICE_AUTH_TOKEN', def: '' },
   staleTimeout: { flag: '--stale-timeout', env: 'SERVICE_STALE_TIMEOUT', def: '5m' },
   livenessInterval: { flag: '--liveness-interval', env: 'SERVICE_LIVENESS_INTERVAL', def: '60s' },
@@ -116,11 +119,15 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
     if (!(allowed as readonly string[]).includes(raw[k])) throw new ConfigError(`invalid ${where(k)} "${raw[k]}": expected ${allowed.join(' or ')}`)
     return raw[k] as T
   }
+  const database = raw.database.trim()
+  if (database && !/^postgres(ql)?:\/\/\S+$/.test(database))
+    throw new ConfigError(`invalid ${where('database')}: expected a postgres:// URL, or empty for the embedded SQLite database`)
   if (raw.dataDir.trim() === '') throw new ConfigError(`invalid ${where('dataDir')}: must not be empty`)
   return {
     bind: hostPort('bind'),
     dashboardBind: raw.dashboardBind.trim() === '' ? null : hostPort('dashboardBind'),
     dataDir: raw.dataDir,
+    database,
     authToken: raw.authToken === '' ? null : raw.authToken,
     staleTimeoutMs: duration('staleTimeout'),
     livenessIntervalMs: duration('livenessInterval'),

@@ -5,14 +5,19 @@
 const cache = new Map<string, RegExp>()
 const CACHE_MAX = 1024
 
+/** The glob as a regular expression source; PostgreSQL's `~` reads it the same way (store/pg/events.ts). */
+export function globRegex(pattern: string): string {
+  const body = pattern
+    .split('*')
+    .map((part) => part.replace(/[.+?^${}()|[\]\\/-]/g, '\\$&'))
+    .join('[^.]*')
+  return `^${body}$`
+}
+
 function compile(pattern: string): RegExp {
   let re = cache.get(pattern)
   if (!re) {
-    const body = pattern
-      .split('*')
-      .map((part) => part.replace(/[.+?^${}()|[\]\\/-]/g, '\\$&'))
-      .join('[^.]*')
-    re = new RegExp(`^${body}$`)
+    re = new RegExp(globRegex(pattern))
     if (cache.size >= CACHE_MAX) cache.clear()
     cache.set(pattern, re)
   }

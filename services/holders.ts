@@ -3,6 +3,7 @@
 // life), TTLs and their expiry, fences, and the 409 view of who is in the way.
 // Release when a holder goes stale or deregisters is services/instances.ts's
 // onInstanceGone; expiry is registered here with onExpiry and run by jobs/expiry.ts.
+import { nowIso, nowMs } from '../lib/clock'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
@@ -100,7 +101,7 @@ export function waitParam(value: string | undefined): number | undefined {
 }
 
 /** expires_at for a TTL from now: RFC 3339 UTC with ms, or null without a TTL. */
-export const expiresAt = (ttl: number | undefined, now = Date.now()): string | null =>
+export const expiresAt = (ttl: number | undefined, now = nowMs()): string | null =>
   ttl === undefined ? null : new Date(now + ttl).toISOString()
 
 /** Releases grants whose expires_at has passed; runs inside one unit per expiry pass. */
@@ -115,7 +116,7 @@ export function onExpiry(handler: ExpiryHandler): void {
 /** One expiry pass over every primitive, in one unit (jobs/expiry.ts runs it every 250 ms). */
 export function expireGrants(ctx: Ctx): Promise<void> {
   if (!expiryHandlers.length) return Promise.resolve()
-  const now = new Date().toISOString()
+  const now = nowIso()
   return ctx.store.write(async (tx) => {
     for (const handler of expiryHandlers) await handler(tx, now)
   })

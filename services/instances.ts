@@ -2,6 +2,7 @@
 // check. Each change commits with its event and audit entry. When an instance goes
 // stale or deregisters, every `GoneHandler` runs inside that same unit, so whatever
 // it held (locks, reservations, task claims) is released atomically with the change.
+import { nowMs } from '../lib/clock'
 import { randomBytes } from 'node:crypto'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
@@ -107,7 +108,7 @@ export function deregisterInstance(ctx: Ctx, scope: AuditScope | undefined, id: 
 
 /** One liveness check (the job and POST /api/liveness/check): returns the newly stale instances. */
 export function checkLiveness(ctx: Ctx): Promise<Instance[]> {
-  const cutoff = new Date(Date.now() - ctx.config.staleTimeoutMs).toISOString()
+  const cutoff = new Date(nowMs() - ctx.config.staleTimeoutMs).toISOString()
   return ctx.store.write(async (tx) => {
     const stale = await tx.instances.markStale(cutoff)
     for (const i of stale) {

@@ -3,6 +3,7 @@
 // decision is made inside one unit of work, so of N racing callers exactly as
 // many win as there are free slots. Waiters queue per lock name in arrival order
 // and are woken by the commit of a release (lock.released), never by polling.
+import { nowIso } from '../lib/clock'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
@@ -92,7 +93,7 @@ async function attempt(tx: Tx, audit: AuditScope | undefined, holder: Instance, 
     limit,
     fence: await tx.holders.nextFence(),
     reason: o.reason,
-    acquired_at: new Date().toISOString(),
+    acquired_at: nowIso(),
     expires_at: expires,
   }
   await tx.locks.insert(grant)

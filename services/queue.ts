@@ -3,6 +3,7 @@
 // audit entry, so a task has at most one live claim whatever the concurrency.
 // Claims end without an ack when the claimer goes stale or deregisters
 // (onInstanceGone) or its visibility timeout passes (onExpiry).
+import { nowIso, nowMs } from '../lib/clock'
 import { randomUUID } from 'node:crypto'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
@@ -80,7 +81,7 @@ async function endClaim(tx: Tx, task: Task, reason: RequeueReason, error: string
     await settleDependents(tx, failed)
     return failed
   }
-  const availableAt = delayMs > 0 ? new Date(Date.now() + delayMs).toISOString() : null
+  const availableAt = delayMs > 0 ? new Date(nowMs() + delayMs).toISOString() : null
   const ready = await tx.queue.requeue(task.id, availableAt, lastError)
   await announce(tx, 'task.requeued', ready, task.claimed_by, reason)
   return ready
@@ -107,7 +108,7 @@ function visibilityParam(value: unknown, required = false): number | undefined {
   return value
 }
 
-const visibleUntil = (ms: number | undefined) => (ms === undefined ? null : new Date(Date.now() + ms).toISOString())
+const visibleUntil = (ms: number | undefined) => (ms === undefined ? null : new Date(nowMs() + ms).toISOString())
 
 /** A task id from a path: anything but a positive integer names no task. */
 export function taskId(raw: string): number {
@@ -165,7 +166,7 @@ export function createTask(
 function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, queue: string, visibilityMs: number | undefined) {
   return asHolder(ctx, holder, async (tx, holderNow): Promise<{ task: Task | null; next: string | null }> => {
     const me = holderNow!
-    const at = new Date().toISOString()
+    const at = nowIso()
     const found = await tx.queue.nextClaimable(queue, me.capabilities, at)
     if (!found) return { task: null, next: await tx.queue.nextAvailable(queue, me.capabilities, at) }
     const fence = await tx.holders.nextFence()
@@ -202,7 +203,7 @@ export async function claimTask(
       return task
     }
     // A delayed task becomes claimable at a known instant: sleep until then at most.
-    const untilNext = next === null ? Infinity : Date.parse(next) - Date.now()
+    const untilNext = next === null ? Infinity : Date.parse(next) - nowMs()
     let timer: ReturnType<typeof setTimeout> | undefined
     const delayEnds = new Promise<'timeout'>((resolve) => {
       if (untilNext < remaining) timer = setTimeout(() => resolve('timeout'), Math.max(0, untilNext))

@@ -2,6 +2,7 @@
 // two racing callers can never both get overlapping exclusive paths), renew,
 // release, force, the pre-commit check, and the releases the holder machinery
 // triggers (expiry, holder stale or gone).
+import { nowIso } from '../lib/clock'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
@@ -104,7 +105,7 @@ export async function reserve(ctx: Ctx, audit: AuditScope | undefined, holder: I
       exclusive: input.exclusive,
       fence: await tx.holders.nextFence(),
       reason: input.reason,
-      created_at: new Date().toISOString(),
+      created_at: nowIso(),
       expires_at: expiresAt(input.ttl),
     }
     await tx.reservations.insert(r)

@@ -1,5 +1,6 @@
 // The embedded database: one SQLite file in the data dir, WAL journal, and
 // schema migrations keyed on PRAGMA user_version. Only store/ imports this.
+import { nowIso } from '../lib/clock'
 import { log } from '../lib/log'
 import { writeBatchSize } from '../lib/prometheus'
 import { Database } from 'bun:sqlite'
@@ -172,7 +173,7 @@ export function migrate(db: Database): void {
 }
 
 export function now(): string {
-  return new Date().toISOString()
+  return nowIso()
 }
 
 /** Opens a second connection for reads: in WAL mode it only ever sees committed transactions. */

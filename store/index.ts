@@ -96,6 +96,13 @@ export interface Store {
   /** Calls `listener` with every event, in id order, right after the COMMIT that made it durable. */
   onEvent(listener: (event: Event) => void): void
   readonly schemaVersion: number
+  /** Which engine holds the data. */
+  readonly backend: 'sqlite' | 'postgres'
+  /**
+   * Whether this process runs the jobs (pruning, liveness, compliance, expiry, webhook
+   * dispatch). Always on SQLite; on PostgreSQL exactly one replica at a time.
+   */
+  isLeader(): boolean
   /** A fresh temp path in the data dir, e.g. to receive an upload for replaceWith. */
   tempFile(kind: 'backup' | 'restore'): string
   /** Writes a consistent snapshot of the whole database to a new temp file and returns its path; the caller removes it. */
@@ -106,7 +113,7 @@ export interface Store {
    * rebuilt in place over it. `file` is moved, not copied.
    */
   replaceWith(file: string): Promise<void>
-  close(): void
+  close(): void | Promise<void>
 }
 
 /** WAL checkpoints every second on a worker thread (store/checkpointer.ts); autocheckpoint stays as the fallback. */
@@ -127,8 +134,8 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
   const webhooks = webhooksStore(reader)
   const events = eventsWrites(writer)
   const tx: Tx = {
-    state: async(stateWrites(docs)),
-    specs: async(specsWrites(docs)),
+    state: stateWrites(docs),
+    specs: specsWrites(docs),
     audit: async(auditWrites(writer)),
     events: async(events),
     instances: async(instancesWrites(writer)),
@@ -170,6 +177,13 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
   return { reads, tx }
 }
 
+/** The store for the configured database: a PostgreSQL URL, or the embedded SQLite file in `dataDir`. */
+export async function openConfiguredStore(database: string, dataDir: string): Promise<Store> {
+  if (!database) return openStore(dataDir)
+  const { openPgStore } = await import('./pg/index')
+  return openPgStore(database, dataDir)
+}
+
 export function openStore(dataDir: string): Store {
   const lock = lockDataDir(dataDir)
   let db = openDatabase(dataDir, DB_FILE)
@@ -203,6 +217,8 @@ export function openStore(dataDir: string): Store {
       }),
     onEvent: (listener) => void listeners.push(listener),
     schemaVersion: SCHEMA_VERSION,
+    backend: 'sqlite',
+    isLeader: () => true,
     tempFile: (kind) => tempPath(dataDir, kind),
     snapshot: () =>
       exclusive(async () => {

@@ -1,5 +1,6 @@
 // Spec registry: per-project named JSON documents (contracts are specs too).
-import type { VersionedDocs, Doc, DocMeta, HistoryItem, WriteCondition } from './versioned'
+import type { Docs, Doc, DocMeta, HistoryItem, WriteCondition } from './versioned'
+import type { Async } from './index'
 
 const space = (project: string) => `spec:${project}`
 
@@ -26,21 +27,21 @@ export interface SpecsWrites {
   delete(project: string, name: string, cond?: WriteCondition): boolean
 }
 
-export function specsStore(docs: VersionedDocs): SpecsStore {
+export function specsStore(docs: Docs): SpecsStore {
   return {
     list: async (project) =>
-      docs.list(space(project)).map((d) => ({ name: d.key, version: d.version, updated_at: d.updated_at })),
+      (await docs.list(space(project))).map((d) => ({ name: d.key, version: d.version, updated_at: d.updated_at })),
     get: async (project, name) => docs.get(space(project), name),
     getVersion: async (project, name, version) => docs.getVersion(space(project), name, version),
     history: async (project, name, limit) => docs.history(space(project), name, limit),
   }
 }
 
-export function specsWrites(docs: VersionedDocs): SpecsWrites {
+export function specsWrites(docs: Docs): Async<SpecsWrites> {
   const toSpec = (project: string, m: DocMeta): SpecMeta => ({ project, name: m.key, version: m.version, hash: m.hash, updated_at: m.updated_at })
   return {
-    current: (project, name) => docs.current(space(project), name),
-    put: (project, name, data, cond) => toSpec(project, docs.put(space(project), name, data, 'application/json', cond)),
-    delete: (project, name, cond) => docs.delete(space(project), name, cond),
+    current: async (project, name) => docs.current(space(project), name),
+    put: async (project, name, data, cond) => toSpec(project, await docs.put(space(project), name, data, 'application/json', cond)),
+    delete: async (project, name, cond) => docs.delete(space(project), name, cond),
   }
 }

@@ -1,5 +1,6 @@
 // State store: a flat key/value space of versioned documents.
-import type { VersionedDocs, Doc, DocMeta, HistoryItem, WriteCondition } from './versioned'
+import type { Docs, Doc, DocMeta, HistoryItem, WriteCondition } from './versioned'
+import type { Async } from './index'
 
 const SPACE = 'state'
 
@@ -19,7 +20,7 @@ export interface StateWrites {
   delete(key: string, cond?: WriteCondition): boolean
 }
 
-export function stateStore(docs: VersionedDocs): StateStore {
+export function stateStore(docs: Docs): StateStore {
   return {
     list: async () => docs.list(SPACE),
     count: async () => docs.count(SPACE),
@@ -30,10 +31,10 @@ export function stateStore(docs: VersionedDocs): StateStore {
   }
 }
 
-export function stateWrites(docs: VersionedDocs): StateWrites {
+export function stateWrites(docs: Docs): Async<StateWrites> {
   return {
-    put: (key, value, contentType, cond) => docs.put(SPACE, key, value, contentType, cond),
-    rollback: (key, version, cond) => docs.rollback(SPACE, key, version, cond),
-    delete: (key, cond) => docs.delete(SPACE, key, cond),
+    put: async (key, value, contentType, cond) => docs.put(SPACE, key, value, contentType, cond),
+    rollback: async (key, version, cond) => docs.rollback(SPACE, key, version, cond),
+    delete: async (key, cond) => docs.delete(SPACE, key, cond),
   }
 }

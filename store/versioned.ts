@@ -29,6 +29,22 @@ export interface WriteCondition {
   createOnly?: boolean
 }
 
+type Maybe<T> = T | Promise<T>
+
+/** What the state store and the spec registry need of a versioned-document engine (SQLite's below, PostgreSQL's in store/pg/versioned.ts). */
+export interface Docs {
+  get(space: string, key: string): Maybe<Doc | null>
+  meta(space: string, key: string): Maybe<DocMeta | null>
+  list(space: string): Maybe<Omit<DocMeta, 'hash'>[]>
+  count(space: string): Maybe<number>
+  getVersion(space: string, key: string, version: number): Maybe<Doc | null>
+  history(space: string, key: string, limit: number): Maybe<HistoryItem[] | null>
+  current(space: string, key: string): Maybe<Doc | null>
+  put(space: string, key: string, value: Uint8Array, contentType: string, cond?: WriteCondition): Maybe<DocMeta>
+  rollback(space: string, key: string, version: number, cond?: WriteCondition): Maybe<DocMeta & { rolled_back: number }>
+  delete(space: string, key: string, cond?: WriteCondition): Maybe<boolean>
+}
+
 export function sha256(value: Uint8Array): string {
   return new Bun.CryptoHasher('sha256').update(value).digest('hex')
 }
@@ -48,7 +64,7 @@ const CURRENT = `SELECT v.key, v.version, v.hash, v.content_type, v.updated_at, 
   FROM doc_current c JOIN doc_versions v ON v.id = c.version_id WHERE c.space = ? AND c.key = ?`
 const VERSION = 'SELECT key, version, hash, content_type, updated_at, value FROM doc_versions WHERE space = ? AND key = ? AND version = ?'
 
-export class VersionedDocs {
+export class VersionedDocs implements Docs {
   private r
   private w
   private cache = newCache()
@@ -161,7 +177,7 @@ export class VersionedDocs {
     return meta
   }
 }
-function checkCondition(current: DocMeta | null, cond: WriteCondition): void {
+export function checkCondition(current: DocMeta | null, cond: WriteCondition): void {
   const fail = (why: string) => new AppError('precondition', why, { current_version: current?.version ?? 0 })
   if (cond.createOnly && current) throw fail('precondition failed: the key already exists')
   if (cond.ifVersion !== undefined && (current?.version ?? 0) !== cond.ifVersion)

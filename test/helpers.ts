@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
+import { databaseArgs } from './pg'
 
 const ROOT = join(import.meta.dir, '..')
 
@@ -37,8 +38,9 @@ export function tempDir(prefix = 'muster-test-'): string {
 /** Starts `bun app.ts` on 127.0.0.1 with port 0 for both ports, resolving once it listens. */
 export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
   const dataDir = opts.dataDir ?? tempDir()
+  const db = await databaseArgs(dataDir, opts.args ?? [])
   const proc = Bun.spawn(
-    [process.execPath, join(ROOT, 'app.ts'), '--bind', '127.0.0.1:0', '--dashboard-bind', '127.0.0.1:0', '--data-dir', dataDir, ...(opts.args ?? [])],
+    [process.execPath, join(ROOT, 'app.ts'), '--bind', '127.0.0.1:0', '--dashboard-bind', '127.0.0.1:0', '--data-dir', dataDir, ...db, ...(opts.args ?? [])],
     { cwd: ROOT, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, ...opts.env } },
   )
   let out = ''
@@ -110,7 +112,8 @@ export async function startApp(args: string[] = []): Promise<InProcessServer> {
   // Quiet: the server shares the test's stdout (its access lines would bury the test report).
   const { configureLog } = await import('../lib/log')
   configureLog('pretty', 'warn')
-  const server = await start(loadConfig(['--bind', '127.0.0.1:0', '--dashboard-bind', '', '--data-dir', dataDir, ...args], {}))
+  const db = await databaseArgs(dataDir, args)
+  const server = await start(loadConfig(['--bind', '127.0.0.1:0', '--dashboard-bind', '', '--data-dir', dataDir, ...db, ...args], {}))
   const api = `http://in-process-${nextInProcess++}.test`
   inProcess.set(api, server.handle)
   return {

@@ -14,7 +14,8 @@ import { syncClock } from './clock'
 import { pgSnapshot, pgRestore, RESET_CHANNEL } from './backup'
 import { pgEventsStore, pgEventsWrites } from './events'
 import { pgDocs } from './versioned'
-import { pgStateStore, pgStateWrites, pgSpecsStore, pgSpecsWrites } from './documents'
+import { stateStore, stateWrites } from '../state'
+import { specsStore, specsWrites } from '../specs'
 import { pgAuditStore, pgAuditWrites } from './audit'
 import { pgInstancesStore, pgInstancesWrites } from './instances'
 import { pgMetricsStore, pgMetricsWrites } from './metrics'
@@ -40,8 +41,8 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
   const feed = new EventFeed(sql)
   const docs = pgDocs(sql, units)
   const tx: Tx = {
-    state: pgStateWrites(docs),
-    specs: pgSpecsWrites(docs),
+    state: stateWrites(docs),
+    specs: specsWrites(docs),
     audit: pgAuditWrites(units),
     events,
     instances: pgInstancesWrites(units),
@@ -60,14 +61,16 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
     },
   }
   await feed.start()
+  // A restore through any replica replaced the events table: every replica's feed starts over after it.
+  const resetSub = await sql.listen(RESET_CHANNEL, () => void feed.reset())
   const leader = new Leader(url)
   leader.start()
   const clockTimer = setInterval(() => void syncClock(sql).catch(() => {}), 10_000)
   clockTimer.unref()
 
   const store: Store = {
-    state: pgStateStore(docs),
-    specs: pgSpecsStore(docs),
+    state: stateStore(docs),
+    specs: specsStore(docs),
     audit: pgAuditStore(sql),
     events: pgEventsStore(sql),
     instances: pgInstancesStore(sql),
@@ -117,6 +120,7 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
     close: async () => {
       clearInterval(clockTimer)
       await leader.stop()
+      await resetSub.unlisten().catch(() => {})
       await feed.stop()
       await sql.close({ timeout: 5 })
     },

@@ -1,0 +1,18 @@
+// The server's notion of now. On one SQLite file it is this machine's clock; with
+// replicas on PostgreSQL it is the database's (store/pg/clock.ts sets the offset),
+// so timestamps written by different replicas compare as instants.
+let offsetMs = 0
+
+export function setClockOffset(ms: number): void {
+  offsetMs = Math.round(ms)
+}
+
+/** Milliseconds since the epoch, by the shared clock. */
+export function nowMs(): number {
+  return Date.now() + offsetMs
+}
+
+/** RFC 3339 UTC with milliseconds, by the shared clock. */
+export function nowIso(): string {
+  return new Date(Date.now() + offsetMs).toISOString()
+}

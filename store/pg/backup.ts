@@ -1,0 +1,93 @@
+// Backup and restore on PostgreSQL, in the embedded backend's format: a backup is
+// the same SQLite file `GET /api/backup` gives on SQLite (so it moves between
+// backends), copied from one consistent snapshot; a restore checks the file as
+// the embedded backend does, then replaces every table's rows in one transaction
+// and tells every replica to start its event feed over (RESET_CHANNEL).
+import type { SQL } from 'bun'
+import { Database } from 'bun:sqlite'
+import { basename, dirname } from 'node:path'
+import { openDatabase } from '../db'
+import { checkBackup, removeTemp } from '../backup'
+import { IDENTITY_TABLES, WRITE_LOCK, int } from './db'
+
+export const RESET_CHANNEL = 'muster_reset'
+const BATCH_ROWS = 500
+
+/** The tables a backup holds, and their columns, as this build's SQLite schema has them. */
+function tablesOf(db: Database): { name: string; columns: string[] }[] {
+  const names = db
+    .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+    .all()
+    .map((r) => r.name)
+  return names.map((name) => ({ name, columns: db.query<{ name: string }, []>(`PRAGMA table_info(${name})`).all().map((c) => c.name) }))
+}
+
+const quoted = (columns: string[]) => columns.map((c) => `"${c}"`).join(', ')
+
+/** Writes every table of the database into a new SQLite file `target`, from one snapshot. */
+export async function pgSnapshot(sql: SQL, target: string): Promise<void> {
+  const out = openDatabase(dirname(target), basename(target))
+  try {
+    const tables = tablesOf(out)
+    await sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (tx) => {
+      out.exec('BEGIN')
+      for (const t of tables) {
+        const insert = out.prepare(`INSERT INTO ${t.name} (${quoted(t.columns)}) VALUES (${t.columns.map(() => '?').join(', ')})`)
+        const rows = await tx.unsafe(`SELECT ${quoted(t.columns)} FROM ${t.name}`)
+        for (const row of rows) insert.run(...t.columns.map((c) => sqliteValue(row[c])))
+      }
+      // SQLite's AUTOINCREMENT counter for events: never hand out an id the cluster already used.
+      const [{ value }] = await tx.unsafe('SELECT value FROM event_counter')
+      out.run("INSERT OR REPLACE INTO sqlite_sequence (name, seq) VALUES ('events', ?)", [int(value)])
+      out.exec('COMMIT')
+    })
+    out.close()
+  } catch (err) {
+    out.close()
+    removeTemp(target)
+    throw new Error(`backup failed: ${(err as Error).message}`)
+  }
+}
+
+function sqliteValue(v: unknown): string | number | null | Uint8Array {
+  if (v === null || v === undefined) return null
+  if (v instanceof Uint8Array) return v
+  if (typeof v === 'bigint') return Number(v)
+  return v as string | number
+}
+
+/**
+ * Checks `file` (400 and nothing changed when it is not a sound backup of this
+ * build's schema), then makes its rows the database's, in one transaction that
+ * holds the write lock: no replica writes in between. `file` is removed.
+ */
+export async function pgRestore(sql: SQL, file: string): Promise<void> {
+  await checkBackup(file)
+  const src = new Database(file, { readonly: true })
+  try {
+    const tables = tablesOf(src)
+    await sql.begin(async (tx) => {
+      await tx.unsafe(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`)
+      await tx.unsafe(`TRUNCATE ${tables.map((t) => t.name).join(', ')}`)
+      for (const t of tables) {
+        const rows = src.query<Record<string, unknown>, []>(`SELECT ${quoted(t.columns)} FROM ${t.name}`).all()
+        for (let i = 0; i < rows.length; i += BATCH_ROWS) {
+          const batch = rows.slice(i, i + BATCH_ROWS)
+          const args: unknown[] = []
+          const values = batch.map((row) => `(${t.columns.map((c) => (args.push(row[c]), `$${args.length}`)).join(', ')})`)
+          await tx.unsafe(`INSERT INTO ${t.name} (${quoted(t.columns)}) VALUES ${values.join(', ')}`, args)
+        }
+      }
+      for (const [table, column] of Object.entries(IDENTITY_TABLES))
+        await tx.unsafe(
+          `SELECT setval(pg_get_serial_sequence('${table}', '${column}'), COALESCE(MAX(${column}), 0) + 1, false) FROM ${table}`,
+        )
+      const seq = src.query<{ seq: number }, []>("SELECT seq FROM sqlite_sequence WHERE name = 'events'").get()?.seq ?? 0
+      await tx.unsafe('UPDATE event_counter SET value = (SELECT GREATEST($1::bigint, COALESCE(MAX(id), 0)) FROM events)', [seq])
+      await tx.unsafe(`SELECT pg_notify('${RESET_CHANNEL}', '')`)
+    })
+  } finally {
+    src.close()
+    removeTemp(file)
+  }
+}

@@ -1,0 +1,54 @@
+// Event history on PostgreSQL. Ids come from a counter row updated in the
+// publishing unit, so they are strictly increasing in commit order with no gap
+// (a rolled-back unit takes its id back), which the event feed and `after_id`
+// resume rely on across replicas.
+import type { SQL } from 'bun'
+import { globRegex, matchesAll } from '../../lib/glob'
+import { now } from '../db'
+import type { Async } from '../index'
+import type { Event, EventsStore, EventsWrites } from '../events'
+import { int, q, type PgUnits } from './db'
+
+export const toEvent = (r: Record<string, unknown>): Event => ({
+  id: int(r.id),
+  topic: r.topic as string,
+  data: JSON.parse(r.data as string),
+  source: r.source as string,
+  created_at: r.created_at as string,
+})
+
+const nextId = q<{ value: string }>('UPDATE event_counter SET value = value + 1 WHERE id = 1 RETURNING value')
+const insert = q('INSERT INTO events (id, topic, data, source, created_at) VALUES (?, ?, ?, ?, ?)')
+const pruneBelow = q('DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)')
+const last = q<{ id: string | null }>('SELECT MAX(id) AS id FROM events')
+
+export function pgEventsWrites(u: PgUnits): Async<EventsWrites> {
+  return {
+    async append(topic, data, source) {
+      const id = int((await nextId.get(u.tx))!.value)
+      const created_at = now()
+      await insert.run(u.tx, id, topic, JSON.stringify(data ?? null), source, created_at)
+      return { id, topic, data: data ?? null, source, created_at }
+    },
+    prune: (keep) => pruneBelow.run(u.tx, Math.max(0, keep)),
+  }
+}
+
+export function pgEventsStore(sql: SQL): EventsStore {
+  return {
+    lastId: async () => int((await last.get(sql))?.id ?? 0),
+    async query(qy) {
+      const where: string[] = []
+      const args: (string | number)[] = []
+      if (qy.topic && !matchesAll(qy.topic)) where.push('topic ~ ?'), args.push(globRegex(qy.topic))
+      if (qy.source !== undefined) where.push('source = ?'), args.push(qy.source)
+      if (qy.from) where.push('created_at >= ?'), args.push(qy.from)
+      if (qy.to) where.push('created_at <= ?'), args.push(qy.to)
+      if (qy.afterId !== undefined) where.push('id > ?'), args.push(qy.afterId)
+      args.push(qy.limit)
+      const text = `SELECT id, topic, data, source, created_at FROM events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY id ${qy.afterId !== undefined ? 'ASC' : 'DESC'} LIMIT ?`
+      return (await q(text).all(sql, ...args)).map(toEvent)
+    },
+  }
+}

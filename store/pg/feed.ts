@@ -1,0 +1,98 @@
+// Every replica's event stream: the events the whole cluster commits, delivered to
+// this replica's listeners (WebSocket subscribers, watchers, waiters, webhooks) in
+// id order, each once. Ids have no gaps (store/pg/events.ts), so "the next event" is
+// always last + 1: an event committed here is delivered at once when it is next;
+// otherwise, and whenever a NOTIFY says another replica committed, the missing run
+// is read from the events table. A LISTEN connection that drops and comes back
+// catches up the same way, so nothing committed meanwhile is lost.
+import type { SQL } from 'bun'
+import { log } from '../../lib/log'
+import type { Event } from '../events'
+import { int, q } from './db'
+import { toEvent } from './events'
+
+export const EVENTS_CHANNEL = 'muster_events'
+const PAGE = 500
+
+const lastId = q<{ id: string | null }>('SELECT MAX(id) AS id FROM events')
+const after = q('SELECT id, topic, data, source, created_at FROM events WHERE id > ? ORDER BY id LIMIT ?')
+
+export class EventFeed {
+  readonly listeners: ((event: Event) => void)[] = []
+  private last = 0
+  private catching: Promise<void> | null = null
+  private again = false
+  private unlisten: (() => Promise<void>) | null = null
+
+  constructor(private sql: SQL) {}
+
+  async start(): Promise<void> {
+    await this.reset()
+    let first = true
+    const sub = await this.sql.listen(
+      EVENTS_CHANNEL,
+      (payload) => {
+        if (int(payload) > this.last) this.catchUp()
+      },
+      () => {
+        // Called again after every reconnect: what was committed while deaf is read now.
+        if (!first) this.catchUp()
+        first = false
+      },
+    )
+    this.unlisten = () => sub.unlisten()
+  }
+
+  /** Starts after the newest stored event (at boot, and after a restore replaced the table). */
+  async reset(): Promise<void> {
+    this.last = int((await lastId.get(this.sql))?.id ?? 0)
+  }
+
+  /** An event this replica committed (called after its COMMIT). */
+  committed(event: Event): void {
+    if (event.id <= this.last) return
+    if (event.id === this.last + 1 && !this.catching) return this.deliver(event)
+    this.catchUp()
+  }
+
+  async stop(): Promise<void> {
+    await this.unlisten?.().catch(() => {})
+    await this.catching
+  }
+
+  private deliver(event: Event): void {
+    this.last = event.id
+    for (const listener of this.listeners) {
+      try {
+        listener(event)
+      } catch (err) {
+        log.error({ err }, 'event listener failed')
+      }
+    }
+  }
+
+  /** Reads and delivers every stored event after the last delivered one; one reader at a time. */
+  private catchUp(): void {
+    if (this.catching) return void (this.again = true)
+    this.catching = (async () => {
+      do {
+        this.again = false
+        for (;;) {
+          let rows: Record<string, unknown>[]
+          try {
+            rows = await after.all(this.sql, this.last, PAGE)
+          } catch (err) {
+            log.error({ err }, 'reading new events failed; retrying')
+            await Bun.sleep(200)
+            continue
+          }
+          for (const row of rows) {
+            const event = toEvent(row)
+            if (event.id > this.last) this.deliver(event)
+          }
+          if (rows.length < PAGE) break
+        }
+      } while (this.again)
+    })().finally(() => (this.catching = null))
+  }
+}

@@ -1,0 +1,122 @@
+// PostgreSQL for the test suite. `npm test` (test/run.ts) starts a throwaway cluster
+// and runs the suite a second time with MUSTER_TEST_PG set to its base URL; then
+// every server the tests start gets a database of its own, named after its data dir
+// (a server restarted on the same data dir finds its data again, as on SQLite).
+import { SQL } from 'bun'
+import { createHash } from 'node:crypto'
+import { existsSync, mkdtempSync, readdirSync, rmSync, chownSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** The cluster's base URL when this run is the PostgreSQL one, else null. */
+export const PG_BASE = process.env.MUSTER_TEST_PG || null
+
+/** Skips a test that is about the embedded SQLite file itself (the data dir's files). */
+export const sqliteOnly = PG_BASE !== null
+
+const created = new Set<string>()
+
+/** The database URL for the server on `dataDir`, created on first use. */
+export async function databaseFor(dataDir: string): Promise<string> {
+  const name = `muster_${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}`
+  if (!created.has(name)) {
+    const admin = new SQL(`${PG_BASE}/postgres`)
+    try {
+      const [row] = await admin.unsafe('SELECT 1 AS one FROM pg_database WHERE datname = $1', [name])
+      if (!row) await admin.unsafe(`CREATE DATABASE ${name}`)
+    } finally {
+      await admin.close()
+    }
+    created.add(name)
+  }
+  return `${PG_BASE}/${name}`
+}
+
+/** The server arguments that put a test server on PostgreSQL in the PostgreSQL run (none otherwise). */
+export async function databaseArgs(dataDir: string, args: string[]): Promise<string[]> {
+  if (!PG_BASE || args.includes('--database')) return []
+  return ['--database', await databaseFor(dataDir)]
+}
+
+// ---- the throwaway cluster ----------------------------------------------------------
+
+/** initdb and pg_ctl of the newest installed PostgreSQL (Debian's layout), or null. */
+export function pgBinaries(): { initdb: string; pgCtl: string } | null {
+  const root = '/usr/lib/postgresql'
+  if (!existsSync(root)) return null
+  for (const v of readdirSync(root).sort((a, b) => Number(b) - Number(a))) {
+    const bin = join(root, v, 'bin')
+    if (existsSync(join(bin, 'initdb')) && existsSync(join(bin, 'pg_ctl'))) return { initdb: join(bin, 'initdb'), pgCtl: join(bin, 'pg_ctl') }
+  }
+  return null
+}
+
+export interface Cluster {
+  url: string
+  stop(): Promise<void>
+}
+
+/** Runs a command as the `postgres` user when we are root (PostgreSQL refuses to run as root). */
+function asPostgres(cmd: string[]): string[] {
+  return process.getuid?.() === 0 ? ['su', 'postgres', '-s', '/bin/sh', '-c', cmd.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')] : cmd
+}
+
+async function run(cmd: string[]): Promise<void> {
+  const proc = Bun.spawn(asPostgres(cmd), { stdout: 'pipe', stderr: 'pipe' })
+  if ((await proc.exited) !== 0) throw new Error(`${cmd[0]} failed: ${await new Response(proc.stderr).text()}`)
+}
+
+/** A fresh cluster in a temp dir on a free port, trust auth on 127.0.0.1 only. */
+export async function startCluster(bins: { initdb: string; pgCtl: string }): Promise<Cluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'muster-pg-'))
+  if (process.getuid?.() === 0) {
+    const pwd = Bun.spawnSync(['id', '-u', 'postgres']).stdout.toString().trim()
+    const gid = Bun.spawnSync(['id', '-g', 'postgres']).stdout.toString().trim()
+    chownSync(dir, Number(pwd), Number(gid))
+  }
+  const data = join(dir, 'data')
+  const port = await freePort()
+  await run([bins.initdb, '-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync'])
+  // fsync stays on: the suite proves acknowledged writes survive a kill, and that needs real commits.
+  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=64MB`
+  await run([bins.pgCtl, '-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', 'start'])
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}`,
+    async stop() {
+      await run([bins.pgCtl, '-D', data, '-m', 'immediate', 'stop']).catch(() => {})
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = server.port
+  server.stop(true)
+  return port
+}
+
+/**
+ * Runs one statement on the database of the server on `dataDir`, behind the
+ * server's back (to set up a state no API call makes, or to check what is stored):
+ * the SQLite file, or in the PostgreSQL run that server's database. `?` placeholders.
+ */
+export async function rawQuery<Row = Record<string, unknown>>(dataDir: string, text: string, ...args: unknown[]): Promise<Row[]> {
+  if (!PG_BASE) {
+    const { Database } = await import('bun:sqlite')
+    const db = new Database(join(dataDir, 'muster.db'))
+    try {
+      db.exec('PRAGMA busy_timeout = 5000')
+      return db.query(text).all(...(args as never[])) as Row[]
+    } finally {
+      db.close()
+    }
+  }
+  const sql = new SQL(await databaseFor(dataDir))
+  try {
+    let n = 0
+    return (await sql.unsafe(text.replace(/\?/g, () => `$${++n}`), args)) as Row[]
+  } finally {
+    await sql.close()
+  }
+}

@@ -1,0 +1,56 @@
+// `npm test`: the whole suite on the embedded SQLite database, then again on
+// PostgreSQL (a throwaway cluster, test/pg.ts), and one total at the end. Without
+// PostgreSQL installed the second run cannot happen, and the last lines say so.
+import { pgBinaries, startCluster, type Cluster } from './pg'
+
+const args = process.argv.slice(2)
+
+async function suite(label: string, env: Record<string, string>): Promise<{ pass: number; fail: number; code: number }> {
+  console.log(`\n===== test suite on ${label} =====\n`)
+  const proc = Bun.spawn([process.execPath, 'test', '--timeout', '30000', ...args], {
+    cwd: `${import.meta.dir}/..`,
+    env: { ...process.env, ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  let text = ''
+  const pump = async (stream: ReadableStream<Uint8Array>, out: NodeJS.WriteStream) => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) {
+      const s = decoder.decode(chunk, { stream: true })
+      text += s
+      out.write(s)
+    }
+  }
+  await Promise.all([pump(proc.stdout, process.stdout), pump(proc.stderr, process.stderr)])
+  const code = await proc.exited
+  const count = (word: string) => Number([...text.matchAll(new RegExp(`^\\s*(\\d+) ${word}$`, 'gm'))].pop()?.[1] ?? 0)
+  return { pass: count('pass'), fail: count('fail'), code }
+}
+
+const results: { label: string; pass: number; fail: number; code: number }[] = []
+results.push({ label: 'SQLite', ...(await suite('SQLite (embedded)', {})) })
+
+const bins = pgBinaries()
+let missing = ''
+if (!bins) missing = 'PostgreSQL is not installed (no initdb under /usr/lib/postgresql/*/bin): the PostgreSQL run was SKIPPED.'
+else {
+  let cluster: Cluster | null = null
+  try {
+    cluster = await startCluster(bins)
+    results.push({ label: 'PostgreSQL', ...(await suite(`PostgreSQL (${cluster.url})`, { MUSTER_TEST_PG: cluster.url })) })
+  } catch (err) {
+    missing = `the PostgreSQL cluster could not start (${(err as Error).message.trim()}): the PostgreSQL run was SKIPPED.`
+  } finally {
+    await cluster?.stop()
+  }
+}
+
+console.log('\n===== summary =====')
+for (const r of results) console.log(`${r.label.padEnd(11)} ${r.pass} pass, ${r.fail} fail${r.code !== 0 && r.fail === 0 ? ` (exit ${r.code})` : ''}`)
+if (missing) console.log(`\n!!! WARNING: ${missing}\n!!! Install the Debian package "postgresql" to run the suite on both backends.\n`)
+const pass = results.reduce((n, r) => n + r.pass, 0)
+const fail = results.reduce((n, r) => n + r.fail, 0)
+console.log(` ${pass} pass`)
+console.log(` ${fail} fail`)
+process.exit(results.some((r) => r.code !== 0) ? 1 : 0)
