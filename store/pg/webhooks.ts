@@ -4,7 +4,7 @@ import type { SQL } from 'bun'
 import type { Async } from '../index'
 import { conflict } from '../../lib/errors'
 import { now } from '../db'
-import { toWebhook, type Webhook, type WebhookRow, type WebhooksStore, type WebhooksWrites } from '../webhooks'
+import { toWebhook, type WebhookRow, type WebhooksStore, type WebhooksWrites } from '../webhooks'
 import { q, type PgUnits } from './db'
 
 export function pgWebhooksWrites(u: PgUnits): Async<WebhooksWrites> {
@@ -38,17 +38,10 @@ export function pgWebhooksStore(sql: SQL): WebhooksStore {
   const all = q<WebhookRow>('SELECT * FROM webhooks ORDER BY id')
   const active = q<WebhookRow>('SELECT * FROM webhooks WHERE active = 1 ORDER BY id')
   const one = q<WebhookRow>('SELECT * FROM webhooks WHERE id = ?')
-  // Each event asks for the active webhooks; the answers must arrive in the order asked
-  // (as SQLite's synchronous reads do) or a webhook could get events out of order,
-  // though the queries themselves may run on different connections at once.
-  let previous: Promise<unknown> = Promise.resolve()
   return {
     list: async () => (await all.all(sql)).map(toWebhook),
-    active() {
-      const answer: Promise<readonly Webhook[]> = Promise.all([active.all(sql), previous]).then(([rows]) => rows.map(toWebhook))
-      previous = answer.catch(() => {})
-      return answer
-    },
+    // The dispatcher (jobs/webhooks.ts) asks one event at a time, so answers keep event order.
+    active: async () => (await active.all(sql)).map(toWebhook),
     get: async (id) => {
       const row = await one.get(sql, id)
       return row ? toWebhook(row) : null
