@@ -37,13 +37,29 @@ export interface AuditStore {
   summary(from?: string, to?: string): Promise<AuditSummary>
 }
 
-/** Builds the WHERE clause for the optional time window shared by list and summary. */
-function window(from?: string, to?: string): { sql: string[]; args: string[] } {
+/** The WHERE clause (possibly empty) and its arguments for list's filter, or summary's time window alone. */
+export function auditWhere(f: Pick<AuditFilter, 'from' | 'to' | 'actor' | 'action'>): { where: string; args: string[] } {
   const sql: string[] = []
   const args: string[] = []
-  if (from) sql.push('timestamp >= ?'), args.push(from)
-  if (to) sql.push('timestamp <= ?'), args.push(to)
-  return { sql, args }
+  if (f.from) sql.push('timestamp >= ?'), args.push(f.from)
+  if (f.to) sql.push('timestamp <= ?'), args.push(f.to)
+  if (f.actor) sql.push('actor = ?'), args.push(f.actor)
+  if (f.action) sql.push('action = ?'), args.push(f.action)
+  return { where: sql.length ? `WHERE ${sql.join(' AND ')}` : '', args }
+}
+
+type Totals = { total: number; actors: number; resources: number }
+type Count = { k: string; n: number }
+
+/** Counts arrive in key order, which the JSON objects keep. */
+export function toSummary(totals: Totals, actions: Count[], outcomes: Count[]): AuditSummary {
+  return {
+    total_entries: totals.total,
+    action_counts: Object.fromEntries(actions.map((r) => [r.k, r.n])),
+    outcome_counts: Object.fromEntries(outcomes.map((r) => [r.k, r.n])),
+    unique_actors: totals.actors,
+    unique_resources: totals.resources,
+  }
 }
 
 /** Audit writes, inside a unit of work: an entry commits with the change it records. */
@@ -61,36 +77,23 @@ export function auditWrites(db: Database): AuditWrites {
 export function auditStore(db: Database): AuditStore {
   return {
     async list(f) {
-      const { sql, args } = window(f.from, f.to)
-      const all: (string | number)[] = [...args]
-      if (f.actor) sql.push('actor = ?'), all.push(f.actor)
-      if (f.action) sql.push('action = ?'), all.push(f.action)
-      all.push(f.limit, f.offset ?? 0)
-      const where = sql.length ? `WHERE ${sql.join(' AND ')}` : ''
-      return db.query<AuditEntry, typeof all>(`SELECT * FROM audit ${where} ORDER BY id DESC LIMIT ? OFFSET ?`).all(...all)
+      const { where, args } = auditWhere(f)
+      return db
+        .query<AuditEntry, (string | number)[]>(`SELECT * FROM audit ${where} ORDER BY id DESC LIMIT ? OFFSET ?`)
+        .all(...args, f.limit, f.offset ?? 0)
     },
     async summary(from, to) {
-      const { sql, args } = window(from, to)
-      const where = sql.length ? `WHERE ${sql.join(' AND ')}` : ''
+      const { where, args } = auditWhere({ from, to })
       const totals = db
-        .query<{ total: number; actors: number; resources: number }, string[]>(
+        .query<Totals, string[]>(
           `SELECT COUNT(*) AS total, COUNT(DISTINCT actor) AS actors, COUNT(DISTINCT resource) AS resources FROM audit ${where}`,
         )
         .get(...args)!
       const counts = (column: 'action' | 'outcome') =>
-        Object.fromEntries(
-          db
-            .query<{ k: string; n: number }, string[]>(`SELECT ${column} AS k, COUNT(*) AS n FROM audit ${where} GROUP BY ${column} ORDER BY ${column}`)
-            .all(...args)
-            .map((r) => [r.k, r.n]),
-        )
-      return {
-        total_entries: totals.total,
-        action_counts: counts('action'),
-        outcome_counts: counts('outcome'),
-        unique_actors: totals.actors,
-        unique_resources: totals.resources,
-      }
+        db
+          .query<Count, string[]>(`SELECT ${column} AS k, COUNT(*) AS n FROM audit ${where} GROUP BY ${column} ORDER BY ${column}`)
+          .all(...args)
+      return toSummary(totals, counts('action'), counts('outcome'))
     },
   }
 }

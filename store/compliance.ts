@@ -39,8 +39,9 @@ interface Row {
   violations: string
   run_at: string
 }
+export type { Row as ComplianceRow }
 
-const toRun = (r: Row): ComplianceRun => ({ ...r, pass: r.pass === 1, violations: JSON.parse(r.violations) })
+export const toRun = (r: Row): ComplianceRun => ({ ...r, pass: r.pass === 1, violations: JSON.parse(r.violations) })
 
 export function complianceWrites(db: Database): ComplianceWrites {
   const insert = db.query<{ id: number }, [string, string, string, number, string, string]>(

@@ -41,12 +41,14 @@ export interface LlmStore {
   summary(groupBy: GroupBy, from?: string, to?: string): Promise<{ groups: Record<string, LlmTotals>; total: LlmTotals }>
 }
 
-function window(from?: string, to?: string): { sql: string[]; args: string[] } {
+/** The WHERE clause (possibly empty) and its arguments for a time window and at most one filter. */
+export function usageWhere(from?: string, to?: string, filter: LlmFilter = null): { where: string; args: string[] } {
   const sql: string[] = []
   const args: string[] = []
   if (from) sql.push('created_at >= ?'), args.push(from)
   if (to) sql.push('created_at <= ?'), args.push(to)
-  return { sql, args }
+  if (filter) sql.push(`${filter.column} = ?`), args.push(filter.value)
+  return { where: sql.length ? `WHERE ${sql.join(' AND ')}` : '', args }
 }
 
 // Costs are summed as REAL; rounding to 1e-9 USD drops float noise (0.1 + 0.2) without losing real precision.
@@ -81,17 +83,12 @@ export function llmWrites(db: Database): LlmWrites {
 export function llmStore(db: Database): LlmStore {
   return {
     async list(filter, from, to, limit) {
-      const { sql, args } = window(from, to)
-      const all: (string | number)[] = [...args]
-      if (filter) sql.push(`${filter.column} = ?`), all.push(filter.value)
-      all.push(limit)
-      const where = sql.length ? `WHERE ${sql.join(' AND ')}` : ''
-      return db.query<LlmUsage, typeof all>(`SELECT * FROM llm_usage ${where} ORDER BY id DESC LIMIT ?`).all(...all)
+      const { where, args } = usageWhere(from, to, filter)
+      return db.query<LlmUsage, (string | number)[]>(`SELECT * FROM llm_usage ${where} ORDER BY id DESC LIMIT ?`).all(...args, limit)
     },
     async summary(groupBy, from, to) {
       const column = GROUP_BY[groupBy]
-      const { sql, args } = window(from, to)
-      const where = sql.length ? `WHERE ${sql.join(' AND ')}` : ''
+      const { where, args } = usageWhere(from, to)
       const rows = db
         .query<LlmTotals & { k: string }, string[]>(`SELECT ${column} AS k, ${TOTALS} FROM llm_usage ${where} GROUP BY ${column} ORDER BY ${column}`)
         .all(...args)

@@ -23,12 +23,22 @@ export interface MetricsStore {
   totals(period?: string): Promise<{ instance_id: string; metrics: Record<string, number> }[]>
 }
 
-function where(f: MetricsFilter): { sql: string; args: string[] } {
+export function metricsWhere(f: MetricsFilter): { sql: string; args: string[] } {
   const parts: string[] = []
   const args: string[] = []
   if (f.instanceId !== undefined) parts.push('instance_id = ?'), args.push(f.instanceId)
   if (f.period) parts.push('substr(period, 1, ?) = ?'), args.push(String(f.period.length), f.period)
   return { sql: parts.length ? `WHERE ${parts.join(' AND ')}` : '', args }
+}
+
+/** Rows ordered by instance and name, folded into one entry per instance. */
+export function toTotals(rows: { instance_id: string; metric_name: string; total: number }[]) {
+  const out: { instance_id: string; metrics: Record<string, number> }[] = []
+  for (const r of rows) {
+    if (out.at(-1)?.instance_id !== r.instance_id) out.push({ instance_id: r.instance_id, metrics: {} })
+    out.at(-1)!.metrics[r.metric_name] = r.total
+  }
+  return out
 }
 
 export function metricsWrites(db: Database): MetricsWrites {
@@ -46,7 +56,7 @@ export function metricsWrites(db: Database): MetricsWrites {
 export function metricsStore(db: Database): MetricsStore {
   return {
     async list(f) {
-      const { sql, args } = where(f)
+      const { sql, args } = metricsWhere(f)
       return db
         .query<MetricRow, string[]>(
           `SELECT instance_id, metric_name, metric_value, period FROM agent_metrics ${sql} ORDER BY instance_id, period, metric_name`,
@@ -54,19 +64,14 @@ export function metricsStore(db: Database): MetricsStore {
         .all(...args)
     },
     async totals(period) {
-      const { sql, args } = where({ period })
+      const { sql, args } = metricsWhere({ period })
       const rows = db
         .query<{ instance_id: string; metric_name: string; total: number }, string[]>(
           `SELECT instance_id, metric_name, SUM(metric_value) AS total FROM agent_metrics ${sql}
            GROUP BY instance_id, metric_name ORDER BY instance_id, metric_name`,
         )
         .all(...args)
-      const out: { instance_id: string; metrics: Record<string, number> }[] = []
-      for (const r of rows) {
-        if (out.at(-1)?.instance_id !== r.instance_id) out.push({ instance_id: r.instance_id, metrics: {} })
-        out.at(-1)!.metrics[r.metric_name] = r.total
-      }
-      return out
+      return toTotals(rows)
     },
   }
 }

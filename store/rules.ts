@@ -37,8 +37,9 @@ export interface RulesWrites {
 }
 
 type Row = Omit<Rule, 'applies_to'> & { applies_to: string }
+export type { Row as RuleRow }
 
-const toRule = (r: Row): Rule => ({
+export const toRule = (r: Row): Rule => ({
   project: r.project,
   rule_id: r.rule_id,
   severity: r.severity,
@@ -57,33 +58,32 @@ const toRule = (r: Row): Rule => ({
 
 const ORDER = 'ORDER BY project, rule_id'
 
-type Args = [string, string, string, string, string, string, string, string, string, string, string, string, string, string]
-const args = (r: RuleDraft, source: Source, status: Status, at: string): Args => [
+export type Args = [string, string, string, string, string, string, string, string, string, string, string, string, string, string]
+export const args = (r: RuleDraft, source: Source, status: Status, at: string): Args => [
   r.project, r.rule_id, r.severity, r.match_type, r.pattern, r.message, JSON.stringify(r.applies_to),
   r.stack, source, status, r.proposed_by, r.context, at, at,
 ]
 
+// The statements both backends run as they are.
+const WRITE = `INSERT INTO rules (project, rule_id, severity, match_type, pattern, message, applies_to, stack, source, status, proposed_by, context, created_at, updated_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (project, rule_id) DO UPDATE SET severity = excluded.severity, match_type = excluded.match_type,
+    pattern = excluded.pattern, message = excluded.message, applies_to = excluded.applies_to, stack = excluded.stack,
+    source = excluded.source, status = excluded.status, proposed_by = excluded.proposed_by, context = excluded.context,
+    updated_at = excluded.updated_at`
+export const UPSERT = `${WRITE} RETURNING *`
+// A rejected rule may be proposed again: it is overwritten by the new proposal (created_at kept).
+export const PROPOSE = `${WRITE} WHERE rules.status = 'rejected' RETURNING *`
+
+/** put's row: what `rule` and `given` leave unsaid comes from the existing row `old`, else the defaults. */
+export function putArgs(rule: RuleDraft, given: { source?: Source; status?: Status }, old: Row | null): Args {
+  const draft = { ...rule, proposed_by: rule.proposed_by || old?.proposed_by || '', context: rule.context || old?.context || '' }
+  return args(draft, given.source ?? old?.source ?? 'local', given.status ?? old?.status ?? 'accepted', now())
+}
+
 export function rulesWrites(db: Database): RulesWrites {
-  const upsert = db.query<Row, Args>(
-    `INSERT INTO rules (project, rule_id, severity, match_type, pattern, message, applies_to, stack, source, status, proposed_by, context, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (project, rule_id) DO UPDATE SET severity = excluded.severity, match_type = excluded.match_type,
-       pattern = excluded.pattern, message = excluded.message, applies_to = excluded.applies_to, stack = excluded.stack,
-       source = excluded.source, status = excluded.status, proposed_by = excluded.proposed_by, context = excluded.context,
-       updated_at = excluded.updated_at
-     RETURNING *`,
-  )
-  // A rejected rule may be proposed again: it is overwritten by the new proposal (created_at kept).
-  const insert = db.query<Row, Args>(
-    `INSERT INTO rules (project, rule_id, severity, match_type, pattern, message, applies_to, stack, source, status, proposed_by, context, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (project, rule_id) DO UPDATE SET severity = excluded.severity, match_type = excluded.match_type,
-       pattern = excluded.pattern, message = excluded.message, applies_to = excluded.applies_to, stack = excluded.stack,
-       source = excluded.source, status = excluded.status, proposed_by = excluded.proposed_by, context = excluded.context,
-       updated_at = excluded.updated_at
-     WHERE rules.status = 'rejected'
-     RETURNING *`,
-  )
+  const upsert = db.query<Row, Args>(UPSERT)
+  const insert = db.query<Row, Args>(PROPOSE)
   const one = db.query<Row, [string, string]>('SELECT * FROM rules WHERE project = ? AND rule_id = ?')
   const drop = db.query<Row, [string, string]>('DELETE FROM rules WHERE project = ? AND rule_id = ? RETURNING *')
   const dropAccepted = db.query<void, [string]>("DELETE FROM rules WHERE project = ? AND status = 'accepted'")
@@ -109,10 +109,7 @@ export function rulesWrites(db: Database): RulesWrites {
     },
     put(rule, given) {
       const old = one.get(rule.project, rule.rule_id)
-      const draft = { ...rule, proposed_by: rule.proposed_by || old?.proposed_by || '', context: rule.context || old?.context || '' }
-      const source = given.source ?? old?.source ?? 'local'
-      const status = given.status ?? old?.status ?? 'accepted'
-      return { rule: toRule(upsert.get(...args(draft, source, status, now()))!), created: !old }
+      return { rule: toRule(upsert.get(...putArgs(rule, given, old))!), created: !old }
     },
     remove(project, ruleId) {
       const row = drop.get(project, ruleId)
@@ -127,27 +124,34 @@ export function rulesWrites(db: Database): RulesWrites {
   }
 }
 
+// The reads' statements, the same on both backends.
+export const VALIDATION = `SELECT * FROM rules WHERE status = 'accepted' AND project IN (?, ?) ORDER BY project = '${GLOBAL_PROJECT}', rule_id`
+
+export function exportQuery(sources: Source[]): { sql: string; args: string[] } {
+  const marks = sources.map(() => '?').join(', ')
+  return { sql: `SELECT * FROM rules WHERE status = 'accepted' AND source IN (${marks}) ${ORDER}`, args: sources }
+}
+
+export function listQuery(filter: RuleFilter): { sql: string; args: string[] } {
+  const where: string[] = []
+  const args: string[] = []
+  if (filter.project !== undefined) where.push('project = ?'), args.push(filter.project)
+  if (filter.status !== undefined) where.push('status = ?'), args.push(filter.status)
+  return { sql: `SELECT * FROM rules ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ${ORDER}`, args }
+}
+
 export function rulesStore(db: Database): RulesStore {
-  const validation = db.query<Row, [string, string]>(
-    `SELECT * FROM rules WHERE status = 'accepted' AND project IN (?, ?) ORDER BY project = '${GLOBAL_PROJECT}', rule_id`,
-  )
+  const validation = db.query<Row, [string, string]>(VALIDATION)
   return {
     forValidation: async (project) => validation.all(project, GLOBAL_PROJECT).map(toRule),
     export: async (sources) => {
       if (!sources.length) return []
-      const marks = sources.map(() => '?').join(', ')
-      return db
-        .query<Row, string[]>(`SELECT * FROM rules WHERE status = 'accepted' AND source IN (${marks}) ${ORDER}`)
-        .all(...sources)
-        .map(toRule)
+      const { sql, args } = exportQuery(sources)
+      return db.query<Row, string[]>(sql).all(...args).map(toRule)
     },
     list: async (filter) => {
-      const where: string[] = []
-      const values: string[] = []
-      if (filter.project !== undefined) where.push('project = ?'), values.push(filter.project)
-      if (filter.status !== undefined) where.push('status = ?'), values.push(filter.status)
-      const sql = `SELECT * FROM rules ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ${ORDER}`
-      return db.query<Row, string[]>(sql).all(...values).map(toRule)
+      const { sql, args } = listQuery(filter)
+      return db.query<Row, string[]>(sql).all(...args).map(toRule)
     },
   }
 }

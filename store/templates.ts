@@ -39,8 +39,9 @@ export interface TemplatesStore {
 }
 
 type Row = Omit<Template, 'data' | 'tags'> & { data: string; tags: string }
+export type { Row as TemplateRow }
 
-const summary = (r: Omit<Row, 'data'>): TemplateSummary => ({
+export const summary = (r: Omit<Row, 'data'>): TemplateSummary => ({
   id: r.id,
   name: r.name,
   description: r.description,
@@ -51,7 +52,7 @@ const summary = (r: Omit<Row, 'data'>): TemplateSummary => ({
   updated_at: r.updated_at,
 })
 
-const full = (r: Row): Template => ({ ...summary(r), data: JSON.parse(r.data) })
+export const full = (r: Row): Template => ({ ...summary(r), data: JSON.parse(r.data) })
 
 export function templatesWrites(db: Database): TemplatesWrites {
   const insert = db.query<Row, [string, string, string, string, string, string, string, string]>(

@@ -51,8 +51,9 @@ export interface WebhooksStore {
 }
 
 type Row = { id: string; url: string; patterns: string; secret: string; active: number; created_at: string; last_fired: string | null; fail_count: number }
+export type { Row as WebhookRow }
 
-function toWebhook(r: Row): Webhook {
+export function toWebhook(r: Row): Webhook {
   const w: Webhook = { id: r.id, url: r.url, patterns: JSON.parse(r.patterns), active: r.active === 1, created_at: r.created_at, fail_count: r.fail_count }
   if (r.last_fired) w.last_fired = r.last_fired
   return w

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Database } from 'bun:sqlite'
-import { join } from 'node:path'
 import { rmSync } from 'node:fs'
-import { openStore } from '../store'
+import { openConfiguredStore } from '../store'
 import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
 import { apiContract, startFixture, type Fixture } from './contract-fixture'
+import { databaseFor, PG_BASE, rawQuery } from './pg'
 
 // The scheduled job runs every second here; assertions on manual runs use the
 // run ids POST /api/compliance/run returns, so scheduled runs never confuse them.
@@ -36,11 +35,11 @@ afterAll(async () => {
 })
 
 /** Writes an instance row straight into the server's database: the only way to set up a stale one without waiting out a stale timeout. */
-function insertInstance(id: string, workspace: string, status = 'active') {
-  const db = new Database(join(s.dataDir, 'muster.db'))
-  db.exec('PRAGMA busy_timeout = 5000')
+async function insertInstance(id: string, workspace: string, status = 'active') {
   const at = new Date().toISOString()
-  db.query('INSERT INTO instances (id, name, workspace, status, registered_at, last_seen, token_hash) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+  await rawQuery(
+    s.dataDir,
+    'INSERT INTO instances (id, name, workspace, status, registered_at, last_seen, token_hash) VALUES (?, ?, ?, ?, ?, ?, ?)',
     id,
     `agent-${id}`,
     workspace,
@@ -49,7 +48,6 @@ function insertInstance(id: string, workspace: string, status = 'active') {
     at,
     `hash-${id}`,
   )
-  db.close()
 }
 
 /** compliance.violation events as the server stored them. */
@@ -66,12 +64,12 @@ describe('compliance run', () => {
   let runs: any[]
 
   beforeAll(async () => {
-    insertInstance('i-name', 'alpha')
-    insertInstance('i-path', '/home/dev/alpha/')
-    insertInstance('i-stale', 'alpha', 'stale')
-    insertInstance('i-other', 'no-such-project')
-    insertInstance('i-beta', 'beta')
-    insertInstance('i-none', '')
+    await insertInstance('i-name', 'alpha')
+    await insertInstance('i-path', '/home/dev/alpha/')
+    await insertInstance('i-stale', 'alpha', 'stale')
+    await insertInstance('i-other', 'no-such-project')
+    await insertInstance('i-beta', 'beta')
+    await insertInstance('i-none', '')
     const r = await run()
     expect(r.status).toBe(200)
     expect(r.body.checked).toBe(true)
@@ -181,7 +179,7 @@ describe('compliance run', () => {
 
 test('the scheduled job checks instances on its own every --compliance-interval', async () => {
   await call(s.api, 'PUT', '/api/contracts/gamma/api', { kind: 'contract', version: 1, base_url: live.url, endpoints: { 'GET /broken': apiContract().endpoints['GET /broken'] } })
-  insertInstance('i-sched', 'gamma')
+  await insertInstance('i-sched', 'gamma')
   const runs = await eventually(async () => {
     const h = await call(s.api, 'GET', '/api/compliance/history?instance_id=i-sched')
     return h.body.length ? h.body : null
@@ -206,7 +204,7 @@ test('an instance registered through the API is checked against its workspace pr
 
 test('pruning keeps the newest runs of each (instance, contract) and nothing else goes', async () => {
   const dir = tempDir('muster-compliance-prune-')
-  const store = openStore(dir)
+  const store = await openConfiguredStore(PG_BASE ? await databaseFor(dir) : '', dir)
   try {
     const record = (instance_id: string, contract: string) =>
       store.write(async (tx) => await tx.compliance.record({ instance_id, project: 'p', contract, violations: [] }))
@@ -225,7 +223,7 @@ test('pruning keeps the newest runs of each (instance, contract) and nothing els
     expect(kept('b', 'api')).toEqual(newest('b', 'api', 3))
     expect(await store.write(async (tx) => await tx.compliance.prune(3))).toBe(0)
   } finally {
-    store.close()
+    await store.close()
     rmSync(dir, { recursive: true, force: true })
   }
 })

@@ -1,10 +1,9 @@
 import pkg from '../package.json' with { type: 'json' }
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { Database } from 'bun:sqlite'
-import { join } from 'node:path'
 import { AgentMetrics, hourBucket } from '../lib/metrics'
 import type { MetricRow } from '../store/metrics'
 import { call, eventually, startServer, type TestServer } from './helpers'
+import { rawQuery } from './pg'
 
 let s: TestServer
 const A = { id: '', token: '' }
@@ -18,12 +17,10 @@ async function register(who: { id: string; token: string }, name: string) {
 /** /api/metrics/agents lists instances by id. */
 const byId = <T extends { instance_id: string }>(rows: T[]) => [...rows].sort((x, y) => (x.instance_id < y.instance_id ? -1 : 1))
 
-/** Rows as stored, read behind the server's back. */
-function storedRows(dataDir: string) {
-  const db = new Database(join(dataDir, 'muster.db'), { readonly: true })
-  const rows = db.query('SELECT instance_id, metric_name, metric_value, period FROM agent_metrics').all() as any[]
-  db.close()
-  return rows
+/** Rows as stored, read behind the server's back (PostgreSQL's BIGINT values arrive as strings). */
+async function storedRows(dataDir: string) {
+  const rows = await rawQuery<any>(dataDir, 'SELECT instance_id, metric_name, metric_value, period FROM agent_metrics')
+  return rows.map((r) => ({ ...r, metric_value: Number(r.metric_value) }))
 }
 
 const as = (who: { token: string }) => ({ 'x-instance-token': who.token })
@@ -129,15 +126,15 @@ describe('agent metrics', () => {
 
   test('counts are flushed in the background, without any read', async () => {
     await call(s.api, 'GET', '/api/state', undefined, as(B))
-    const total = () => storedRows(s.dataDir).filter((r) => r.instance_id === B.id && r.metric_name === 'rest_calls').reduce((n, r) => n + r.metric_value, 0)
-    await eventually(() => total() === 3, 5000, 100)
+    const total = async () => (await storedRows(s.dataDir)).filter((r) => r.instance_id === B.id && r.metric_name === 'rest_calls').reduce((n, r) => n + r.metric_value, 0)
+    await eventually(async () => (await total()) === 3, 5000, 100)
   })
 
   test('counts still in memory are flushed on shutdown and survive a restart', async () => {
     await call(s.api, 'GET', '/api/state', undefined, as(A))
     await call(s.api, 'GET', '/api/state', undefined, as(A))
     await s.stop()
-    const stored = storedRows(s.dataDir).filter((r) => r.instance_id === A.id && r.metric_name === 'rest_calls')
+    const stored = (await storedRows(s.dataDir)).filter((r) => r.instance_id === A.id && r.metric_name === 'rest_calls')
     expect(stored.reduce((n, r) => n + r.metric_value, 0)).toBe(7)
     s = await startServer({ dataDir: s.dataDir })
     const r = await call(s.api, 'GET', '/api/metrics/agents')

@@ -17,17 +17,22 @@ export const toEvent = (r: Record<string, unknown>): Event => ({
   created_at: r.created_at as string,
 })
 
-const nextId = q<{ value: string }>('UPDATE event_counter SET value = value + 1 WHERE id = 1 RETURNING value')
-const insert = q('INSERT INTO events (id, topic, data, source, created_at) VALUES (?, ?, ?, ?, ?)')
+export const EVENTS_CHANNEL = 'muster_events'
+
+// One round trip: the next id, the row, and the NOTIFY that PostgreSQL sends to every replica at COMMIT.
+const insert = q<{ id: string }>(
+  `WITH n AS (UPDATE event_counter SET value = value + 1 WHERE id = 1 RETURNING value),
+   e AS (INSERT INTO events (id, topic, data, source, created_at) SELECT value, ?, ?, ?, ? FROM n RETURNING id)
+   SELECT e.id, pg_notify('${EVENTS_CHANNEL}', e.id::text) FROM e`,
+)
 const pruneBelow = q('DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)')
 const last = q<{ id: string | null }>('SELECT MAX(id) AS id FROM events')
 
 export function pgEventsWrites(u: PgUnits): Async<EventsWrites> {
   return {
     async append(topic, data, source) {
-      const id = int((await nextId.get(u.tx))!.value)
       const created_at = now()
-      await insert.run(u.tx, id, topic, JSON.stringify(data ?? null), source, created_at)
+      const id = int((await insert.get(u.tx, topic, JSON.stringify(data ?? null), source, created_at))!.id)
       return { id, topic, data: data ?? null, source, created_at }
     },
     prune: (keep) => pruneBelow.run(u.tx, Math.max(0, keep)),

@@ -9,9 +9,8 @@ import type { SQL } from 'bun'
 import { log } from '../../lib/log'
 import type { Event } from '../events'
 import { int, q } from './db'
-import { toEvent } from './events'
+import { EVENTS_CHANNEL, toEvent } from './events'
 
-export const EVENTS_CHANNEL = 'muster_events'
 const PAGE = 500
 
 const lastId = q<{ id: string | null }>('SELECT MAX(id) AS id FROM events')

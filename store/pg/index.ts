@@ -4,11 +4,12 @@
 // replica's listeners in id order (store/pg/feed.ts), jobs run on one leader
 // (store/pg/leader.ts), and nothing is cached that another replica could change.
 import type { SQL } from 'bun'
+import { mkdirSync } from 'node:fs'
 import { SCHEMA_VERSION } from '../db'
 import { removeStaleTemps, tempPath } from '../backup'
 import type { Event, Store, Tx } from '../index'
-import { connect, migrate, PgUnits, q } from './db'
-import { EventFeed, EVENTS_CHANNEL } from './feed'
+import { connect, migrate, PgUnits } from './db'
+import { EventFeed } from './feed'
 import { Leader } from './leader'
 import { syncClock } from './clock'
 import { pgSnapshot, pgRestore, RESET_CHANNEL } from './backup'
@@ -29,12 +30,12 @@ import { pgQueueStore, pgQueueWrites } from './queue'
 import { pgLocksStore, pgLocksWrites } from './locks'
 import { pgReservationsStore, pgReservationsWrites } from './reservations'
 
-const notifyEvent = q('SELECT pg_notify(?, ?)')
-
 export async function openPgStore(url: string, dataDir: string): Promise<Store> {
   const sql: SQL = connect(url)
   await migrate(sql)
   await syncClock(sql)
+  // The data dir only stages backups and restores on this backend.
+  mkdirSync(dataDir, { recursive: true })
   removeStaleTemps(dataDir)
   const units = new PgUnits(sql)
   const events = pgEventsWrites(units)
@@ -88,13 +89,12 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
     isLeader: () => leader.held,
     write: (fn) =>
       units.run((unit) => {
-        // This unit's events: ids from the counter row, delivered here after COMMIT and announced
-        // to the other replicas by a NOTIFY that PostgreSQL sends at that same COMMIT.
+        // This unit's events: delivered here after COMMIT, and announced to the other
+        // replicas by the NOTIFY that PostgreSQL sends at that same COMMIT.
         const unitTx: Tx = {
           ...tx,
           async emit(topic, data, source) {
             const event = await events.append(topic, data, source)
-            await notifyEvent.run(units.tx, EVENTS_CHANNEL, String(event.id))
             unit.afterCommit(() => feed.committed(event))
             return event
           },

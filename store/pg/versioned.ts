@@ -5,7 +5,7 @@ import type { SQL } from 'bun'
 import { notFound } from '../../lib/errors'
 import { now } from '../db'
 import { checkCondition, sha256, type Doc, type DocMeta, type Docs, type HistoryItem, type WriteCondition } from '../versioned'
-import { int, q, type PgUnits } from './db'
+import { q, type PgUnits } from './db'
 
 const META = 'v.key, v.version, v.hash, v.content_type, v.updated_at'
 const current = q<Doc>(`SELECT ${META}, v.value FROM doc_current c JOIN doc_versions v ON v.id = c.version_id WHERE c.space = ? AND c.key = ?`)
@@ -18,11 +18,11 @@ const list = q<Omit<DocMeta, 'hash'>>(
 )
 const history = q<HistoryItem>('SELECT version, hash, updated_at FROM doc_versions WHERE space = ? AND key = ? ORDER BY version DESC LIMIT ?')
 const count = q<{ n: number }>('SELECT COUNT(*)::int AS n FROM doc_current WHERE space = ?')
-const append = q<{ id: string }>(
-  'INSERT INTO doc_versions (space, key, version, hash, content_type, updated_at, value) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id',
-)
-const point = q(
-  `INSERT INTO doc_current (space, key, version_id) VALUES (?, ?, ?)
+// One round trip: the new version and the current pointer moved to it.
+const append = q(
+  `WITH v AS (INSERT INTO doc_versions (space, key, version, hash, content_type, updated_at, value)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id)
+   INSERT INTO doc_current (space, key, version_id) SELECT ?1, ?2, id FROM v
    ON CONFLICT (space, key) DO UPDATE SET version_id = excluded.version_id`,
 )
 const maxVersion = q<{ v: number | null }>('SELECT MAX(version) AS v FROM doc_versions WHERE space = ? AND key = ?')
@@ -36,8 +36,7 @@ export function pgDocs(sql: SQL, u: PgUnits): Docs {
   const write = async (space: string, key: string, value: Uint8Array, contentType: string, cur: DocMeta | null): Promise<DocMeta> => {
     const v = cur ? cur.version + 1 : ((await maxVersion.get(u.tx, space, key))?.v ?? 0) + 1
     const meta: DocMeta = { key, version: v, hash: sha256(value), content_type: contentType, updated_at: now() }
-    const row = await append.get(u.tx, space, key, v, meta.hash, contentType, meta.updated_at, value)
-    await point.run(u.tx, space, key, int(row!.id))
+    await append.run(u.tx, space, key, v, meta.hash, contentType, meta.updated_at, value)
     return meta
   }
   return {
