@@ -1,13 +1,12 @@
 // Event use cases: publishing over REST, and pruning the history. (Change events
 // are written by each service inside the unit of its change; see Tx.emit.)
 import type { Ctx } from './context'
-import type { Event } from '../store'
+import { ECHO, type Event } from '../store/events'
 import { recordAudit, type AuditScope } from './audit'
 
 // Events published by a webhook delivery (a receiver that forwards to this server, or
 // this server itself): they reach subscribers but never webhooks, or the two would loop.
-const echoes = new WeakSet<Event>()
-export const isEcho = (event: Event) => echoes.has(event)
+export const isEcho = (event: Event) => event[ECHO] === true
 
 /**
  * Publishes an event of a client (source ""); it commits, then reaches subscribers.
@@ -15,9 +14,7 @@ export const isEcho = (event: Event) => echoes.has(event)
  */
 export function publishEvent(ctx: Ctx, scope: AuditScope | undefined, topic: string, data: unknown, echo = false): Promise<Event> {
   return ctx.store.write(async (tx) => {
-    const event = await tx.emit(topic, data, '')
-    // Marked inside the unit: the dispatcher sees the event at COMMIT, before this resolves.
-    if (echo) echoes.add(event)
+    const event = await tx.emit(topic, data, '', echo)
     await recordAudit(tx, scope, `event ${event.id}`)
     return event
   })

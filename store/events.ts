@@ -3,12 +3,20 @@ import type { Database } from 'bun:sqlite'
 import { now } from './db'
 import { globToSql } from '../lib/glob'
 
+/**
+ * Marks an event published by a webhook delivery: it reaches subscribers but never
+ * webhooks, or a receiver forwarding to this server would loop. A symbol, so no
+ * answer or stream ever shows it; kept with the row where replicas need it (PostgreSQL).
+ */
+export const ECHO = Symbol('echo')
+
 export interface Event {
   id: number
   topic: string
   data: unknown
   source: string
   created_at: string
+  [ECHO]?: true
 }
 
 export interface EventQuery {
@@ -30,7 +38,7 @@ export interface EventsStore {
 
 /** Event writes, inside a unit of work: an event commits with the change it reports. */
 export interface EventsWrites {
-  append(topic: string, data: unknown, source: string): Event
+  append(topic: string, data: unknown, source: string, echo?: boolean): Event
   /** Deletes all but the newest `keep` events; returns how many went. */
   prune(keep: number): number
 }
@@ -46,10 +54,12 @@ export function eventsWrites(db: Database): EventsWrites {
     'DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)',
   )
   return {
-    append(topic, data, source) {
+    append(topic, data, source, echo) {
       const created_at = now()
       const { id } = insert.get(topic, JSON.stringify(data ?? null), source, created_at)!
-      return { id, topic, data: data ?? null, source, created_at }
+      const event: Event = { id, topic, data: data ?? null, source, created_at }
+      if (echo) event[ECHO] = true
+      return event
     },
     prune: (keep) => pruneBelow.run(Math.max(0, keep)).changes,
   }

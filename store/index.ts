@@ -67,7 +67,7 @@ export interface Tx {
   queue: Async<QueueWrites>
   locks: Async<LocksWrites>
   reservations: Async<ReservationsWrites>
-  emit(topic: string, data: unknown, source: string): Promise<Event>
+  emit(topic: string, data: unknown, source: string, echo?: boolean): Promise<Event>
 }
 
 /** Reads see committed data only. Every write goes through `write`. */
@@ -149,8 +149,8 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
     queue: async(queueWrites(writer)),
     locks: async(locksWrites(writer)),
     reservations: async(reservationsWrites(writer)),
-    async emit(topic, data, source) {
-      const event = events.append(topic, data, source)
+    async emit(topic, data, source, echo) {
+      const event = events.append(topic, data, source, echo)
       unit.afterCommit(() => {
         for (const listener of listeners) listener(event)
       })

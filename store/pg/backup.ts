@@ -22,18 +22,25 @@ function tablesOf(db: Database): { name: string; columns: string[] }[] {
   return names.map((name) => ({ name, columns: db.query<{ name: string }, []>(`PRAGMA table_info(${name})`).all().map((c) => c.name) }))
 }
 
+const ORDER: Record<string, string> = { ...IDENTITY_TABLES, instances: 'seq' }
+
 const quoted = (columns: string[]) => columns.map((c) => `"${c}"`).join(', ')
 
 /** Writes every table of the database into a new SQLite file `target`, from one snapshot. */
 export async function pgSnapshot(sql: SQL, target: string): Promise<void> {
   const out = openDatabase(dirname(target), basename(target))
   try {
+    // A self-contained file (no -wal beside it), as SQLite's VACUUM INTO makes.
+    out.exec('PRAGMA journal_mode = DELETE')
     const tables = tablesOf(out)
     await sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (tx) => {
       out.exec('BEGIN')
       for (const t of tables) {
+        out.run(`DELETE FROM ${t.name}`) // rows the migrations seed (the fence counter) come from the database too
         const insert = out.prepare(`INSERT INTO ${t.name} (${quoted(t.columns)}) VALUES (${t.columns.map(() => '?').join(', ')})`)
-        const rows = await tx.unsafe(`SELECT ${quoted(t.columns)} FROM ${t.name}`)
+        // Insertion order, so SQLite's rowid order (which some lists use for ties) matches.
+        const order = ORDER[t.name] ? ` ORDER BY ${ORDER[t.name]}` : ''
+        const rows = await tx.unsafe(`SELECT ${quoted(t.columns)} FROM ${t.name}${order}`)
         for (const row of rows) insert.run(...t.columns.map((c) => sqliteValue(row[c])))
       }
       // SQLite's AUTOINCREMENT counter for events: never hand out an id the cluster already used.

@@ -21,7 +21,8 @@ export const PG_MIGRATIONS: string[] = [
   CREATE INDEX audit_action ON audit (action, id);
   CREATE TABLE events (
     id BIGINT PRIMARY KEY, topic ${T} NOT NULL, data ${T} NOT NULL,
-    source ${T} NOT NULL DEFAULT '', created_at ${T} NOT NULL
+    source ${T} NOT NULL DEFAULT '', created_at ${T} NOT NULL,
+    echo INTEGER NOT NULL DEFAULT 0 -- published by a webhook delivery (store/events.ts ECHO); not in backups
   );
   CREATE INDEX events_created ON events (created_at);
   CREATE TABLE event_counter (id INTEGER PRIMARY KEY CHECK (id = 1), value BIGINT NOT NULL);

@@ -6,23 +6,22 @@ import type { SQL } from 'bun'
 import { globRegex, matchesAll } from '../../lib/glob'
 import { now } from '../db'
 import type { Async } from '../index'
-import type { Event, EventsStore, EventsWrites } from '../events'
+import { ECHO, type Event, type EventsStore, type EventsWrites } from '../events'
 import { int, q, type PgUnits } from './db'
 
-export const toEvent = (r: Record<string, unknown>): Event => ({
-  id: int(r.id),
-  topic: r.topic as string,
-  data: JSON.parse(r.data as string),
-  source: r.source as string,
-  created_at: r.created_at as string,
-})
+export function toEvent(r: Record<string, unknown>): Event {
+  const event: Event = { id: int(r.id), topic: r.topic as string, data: JSON.parse(r.data as string), source: r.source as string, created_at: r.created_at as string }
+  // The leader may be another replica: it learns that an event is an echo from the row.
+  if (r.echo === 1) event[ECHO] = true
+  return event
+}
 
 export const EVENTS_CHANNEL = 'muster_events'
 
 // One round trip: the next id, the row, and the NOTIFY that PostgreSQL sends to every replica at COMMIT.
 const insert = q<{ id: string }>(
   `WITH n AS (UPDATE event_counter SET value = value + 1 WHERE id = 1 RETURNING value),
-   e AS (INSERT INTO events (id, topic, data, source, created_at) SELECT value, ?, ?, ?, ? FROM n RETURNING id)
+   e AS (INSERT INTO events (id, topic, data, source, created_at, echo) SELECT value, ?, ?, ?, ?, ? FROM n RETURNING id)
    SELECT e.id, pg_notify('${EVENTS_CHANNEL}', e.id::text) FROM e`,
 )
 const pruneBelow = q('DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)')
@@ -30,10 +29,12 @@ const last = q<{ id: string | null }>('SELECT MAX(id) AS id FROM events')
 
 export function pgEventsWrites(u: PgUnits): Async<EventsWrites> {
   return {
-    async append(topic, data, source) {
+    async append(topic, data, source, echo) {
       const created_at = now()
-      const id = int((await insert.get(u.tx, topic, JSON.stringify(data ?? null), source, created_at))!.id)
-      return { id, topic, data: data ?? null, source, created_at }
+      const id = int((await insert.get(u.tx, topic, JSON.stringify(data ?? null), source, created_at, echo ? 1 : 0))!.id)
+      const event: Event = { id, topic, data: data ?? null, source, created_at }
+      if (echo) event[ECHO] = true
+      return event
     },
     prune: (keep) => pruneBelow.run(u.tx, Math.max(0, keep)),
   }

@@ -14,7 +14,7 @@ import { EVENTS_CHANNEL, toEvent } from './events'
 const PAGE = 500
 
 const lastId = q<{ id: string | null }>('SELECT MAX(id) AS id FROM events')
-const after = q('SELECT id, topic, data, source, created_at FROM events WHERE id > ? ORDER BY id LIMIT ?')
+const after = q('SELECT id, topic, data, source, created_at, echo FROM events WHERE id > ? ORDER BY id LIMIT ?')
 
 export class EventFeed {
   readonly listeners: ((event: Event) => void)[] = []

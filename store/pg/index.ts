@@ -93,8 +93,8 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
         // replicas by the NOTIFY that PostgreSQL sends at that same COMMIT.
         const unitTx: Tx = {
           ...tx,
-          async emit(topic, data, source) {
-            const event = await events.append(topic, data, source)
+          async emit(topic, data, source, echo) {
+            const event = await events.append(topic, data, source, echo)
             unit.afterCommit(() => feed.committed(event))
             return event
           },
