@@ -78,7 +78,7 @@ export async function startCluster(bins: { initdb: string; pgCtl: string }): Pro
   const port = await freePort()
   await run([bins.initdb, '-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync'])
   // The suite kills Muster processes, never PostgreSQL: a commit PostgreSQL acknowledged survives that
-  // without an fsync, so the throwaway cluster skips them (a third of the run's time on this disk).
+  // without an fsync, so the throwaway cluster skips them to keep the run short.
   const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=64MB -c fsync=off -c synchronous_commit=off -c full_page_writes=off`
   await run([bins.pgCtl, '-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', 'start'])
   return {
