@@ -181,16 +181,22 @@ export const int = (v: unknown): number => (typeof v === 'number' ? v : Number(v
 export const intOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : int(v))
 
 /**
- * Units of work on PostgreSQL: one transaction each, run one at a time in this
- * process and, through an advisory lock taken first, one at a time across every
- * replica: a unit's reads and checks see every earlier unit's commit (as SQLite's
- * single writer gives), and events get ids in commit order with no gap.
- * The promise resolves after COMMIT; after-commit hooks run then, in order.
+ * Units of work on PostgreSQL, with group commit as on SQLite: the units waiting
+ * when a transaction starts share it, each in a savepoint of its own (one that
+ * throws rolls back alone, its events and audit entry with it), so a burst pays
+ * for one COMMIT. Every transaction first takes an advisory lock, so transactions
+ * run one at a time across every replica: a unit's reads and checks see every
+ * earlier unit's commit (as SQLite's single writer gives), and events get ids in
+ * commit order with no gap. A unit's promise resolves after COMMIT; its
+ * after-commit hooks run then, in order.
  */
 export class PgUnits {
-  private tail: Promise<unknown> = Promise.resolve()
-  private current: Handle | null = null
+  private queue: Pending[] = []
+  private draining: Promise<void> | null = null
+  private held: Promise<void> | null = null
+  private inTx: Promise<unknown> | null = null
   private release: (() => void) | null = null
+  private current: Handle | null = null
 
   constructor(private sql: SQL) {}
 
@@ -201,43 +207,79 @@ export class PgUnits {
   }
 
   run<T>(fn: (unit: UnitHooks) => Promise<T> | T): Promise<T> {
-    const go = () => this.once(fn)
-    const out = this.tail.then(go, go)
-    this.tail = out.catch(() => {})
-    return out
-  }
-
-  private async once<T>(fn: (unit: UnitHooks) => Promise<T> | T): Promise<T> {
-    const hooks: (() => void)[] = []
-    const result = await this.sql.begin(async (tx) => {
-      await tx.unsafe(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`)
-      this.current = tx
-      try {
-        return await fn({ afterCommit: (hook) => void hooks.push(hook) })
-      } finally {
-        this.current = null
-      }
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, hooks: [] })
+      this.draining ??= this.drain().finally(() => (this.draining = null))
     })
-    for (const hook of hooks) {
-      try {
-        hook()
-      } catch (err) {
-        log.error({ err }, 'after-commit hook failed')
-      }
-    }
-    return result as T
   }
 
-  /** Lets the units already queued finish, and holds later ones back until resume() (restore). */
+  private async drain(): Promise<void> {
+    while (this.queue.length) {
+      if (this.held) await this.held
+      const batch = this.queue.splice(0, MAX_BATCH)
+      const results: { ok: boolean; value: unknown }[] = []
+      try {
+        await (this.inTx = this.sql.begin(async (tx) => {
+          await tx.unsafe(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`)
+          // Alone, a unit needs no savepoint: if it throws, the transaction rolls back with it.
+          if (batch.length === 1) return void results.push({ ok: true, value: await this.unit(tx, batch[0]) })
+          for (const p of batch) {
+            try {
+              results.push({ ok: true, value: await tx.savepoint((sp) => this.unit(sp, p)) })
+            } catch (err) {
+              results.push({ ok: false, value: err })
+            }
+          }
+        }))
+      } catch (err) {
+        // The COMMIT failed (or the lone unit threw): nothing of the batch is durable.
+        for (const p of batch) p.reject(err)
+        continue
+      } finally {
+        this.inTx = null
+      }
+      batch.forEach((p, i) => {
+        const r = results[i]
+        if (!r.ok) return p.reject(r.value)
+        for (const hook of p.hooks) {
+          try {
+            hook()
+          } catch (err) {
+            log.error({ err }, 'after-commit hook failed')
+          }
+        }
+        p.resolve(r.value)
+      })
+    }
+  }
+
+  private async unit(h: Handle, p: Pending): Promise<unknown> {
+    this.current = h
+    try {
+      return await p.fn({ afterCommit: (hook) => void p.hooks.push(hook) })
+    } finally {
+      this.current = null
+    }
+  }
+
+  /** Lets the running transaction finish, and holds later units back until resume() (restore). */
   async pause(): Promise<void> {
-    const before = this.tail
-    const barrier = new Promise<void>((resolve) => (this.release = resolve))
-    this.tail = before.then(() => barrier)
-    await before
+    this.held = new Promise<void>((resolve) => (this.release = resolve))
+    await this.inTx?.catch(() => {})
   }
 
   resume(): void {
     this.release?.()
-    this.release = null
+    this.held = this.release = null
   }
+}
+
+/** At most this many units share a transaction (keeps one failing COMMIT's reach bounded). */
+const MAX_BATCH = 64
+
+type Pending = {
+  fn: (unit: UnitHooks) => unknown
+  resolve: (value: unknown) => void
+  reject: (err: unknown) => void
+  hooks: (() => void)[]
 }
