@@ -144,3 +144,48 @@ export function hasWrk(): boolean {
 
 export const fmt = (r: LoadResult) =>
   `${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50ms.toFixed(2)} ms   p99 ${r.p99ms.toFixed(2)} ms   errors ${r.errors}`
+
+// ---- PostgreSQL mode (README "Running several replicas") ----------------------------
+
+export interface PgReplicas {
+  urls: string[]
+  stop(): Promise<void>
+}
+
+/**
+ * A throwaway PostgreSQL cluster with production durability (fsync on), or null
+ * when PostgreSQL is not installed; `replicas(n)` starts n Muster processes on one
+ * fresh database of it.
+ */
+export async function startPg(): Promise<{ replicas(n: number, args?: string[]): Promise<PgReplicas>; stop(): Promise<void> } | null> {
+  const { pgBinaries, startCluster } = await import('../test/pg')
+  const bins = pgBinaries()
+  if (!bins) return null
+  const cluster = await startCluster(bins, { durable: true })
+  let n = 0
+  return {
+    async replicas(count, args = []) {
+      const { SQL } = await import('bun')
+      const name = `bench_${process.pid}_${++n}`
+      const admin = new SQL(`${cluster.url}/postgres`)
+      await admin.unsafe(`CREATE DATABASE ${name}`)
+      await admin.close()
+      const procs: Proc[] = []
+      for (let i = 0; i < count; i++) procs.push(await startMuster(['--database', `${cluster.url}/${name}`, ...args]))
+      return { urls: procs.map((p) => p.url), stop: async () => void (await Promise.all(procs.map((p) => p.stop()))) }
+    },
+    stop: () => cluster.stop(),
+  }
+}
+
+/** wrk against every replica at once (the connections split between them): total req/s, worst p50/p99. */
+export async function wrkAll(urls: string[], lua: string, opts: { seconds?: number; connections?: number } = {}): Promise<LoadResult> {
+  const per = Math.max(1, Math.round((opts.connections ?? 32) / urls.length))
+  const runs = await Promise.all(urls.map((u) => wrk(u, lua, { ...opts, connections: per })))
+  return {
+    rps: runs.reduce((a, r) => a + r.rps, 0),
+    p50ms: Math.max(...runs.map((r) => r.p50ms)),
+    p99ms: Math.max(...runs.map((r) => r.p99ms)),
+    errors: runs.reduce((a, r) => a + r.errors, 0),
+  }
+}

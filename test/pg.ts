@@ -67,7 +67,7 @@ async function run(cmd: string[]): Promise<void> {
 }
 
 /** A fresh cluster in a temp dir on a free port, trust auth on 127.0.0.1 only. */
-export async function startCluster(bins: { initdb: string; pgCtl: string }): Promise<Cluster> {
+export async function startCluster(bins: { initdb: string; pgCtl: string }, opts: { durable?: boolean } = {}): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'muster-pg-'))
   if (process.getuid?.() === 0) {
     const pwd = Bun.spawnSync(['id', '-u', 'postgres']).stdout.toString().trim()
@@ -78,9 +78,11 @@ export async function startCluster(bins: { initdb: string; pgCtl: string }): Pro
   const port = await freePort()
   await run([bins.initdb, '-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync'])
   // The suite kills Muster processes, never PostgreSQL: a commit PostgreSQL acknowledged survives that
-  // without an fsync, so the throwaway cluster skips them to keep the run short.
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=64MB -c fsync=off -c synchronous_commit=off -c full_page_writes=off`
-  await run([bins.pgCtl, '-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', 'start'])
+  // without an fsync, so the throwaway cluster skips them to keep the run short. Benchmarks ask for
+  // `durable`: PostgreSQL's defaults, as in production.
+  const fast = opts.durable ? '' : ' -c fsync=off -c synchronous_commit=off -c full_page_writes=off'
+  const flags = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=64MB${fast}`
+  await run([bins.pgCtl, '-D', data, '-o', flags, '-l', join(dir, 'log'), '-w', 'start'])
   return {
     url: `postgres://postgres@127.0.0.1:${port}`,
     async stop() {
