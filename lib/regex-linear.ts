@@ -22,6 +22,8 @@ import type { Node, Ranges } from './re2-syntax'
 const MAX_BOUNDED_WORK = 1024
 /** Positions (sets after expanding counted repeats) above which no verdict is given. */
 const MAX_POSITIONS = 400
+/** Steps of the proof itself above which no verdict is given: it runs when a rule is written or first used. */
+const MAX_STEPS = 100_000
 
 /** Whether `node` can match the empty text. */
 export function nullable(node: Node): boolean {
@@ -77,6 +79,13 @@ function boundedWork(node: Node): { paths: number; length: number } | null {
 
 class TooBig extends Error {}
 
+class Budget {
+  private left = MAX_STEPS
+  spend(): void {
+    if (--this.left < 0) throw new TooBig()
+  }
+}
+
 /** Position → number of syntactic paths. */
 type Ways = Map<number, number>
 
@@ -98,6 +107,8 @@ function addWays(into: Ways, from: Ways, times = 1): void {
 class Automaton {
   readonly sets: Ranges[] = []
   readonly follow: Ways[] = []
+
+  constructor(private readonly budget: Budget) {}
 
   build(node: Node): Info {
     switch (node.k) {
@@ -157,6 +168,7 @@ class Automaton {
   }
 
   private link(x: number, y: number, ways: number): void {
+    this.budget.spend()
     this.follow[x].set(y, (this.follow[x].get(y) ?? 0) + ways)
   }
 }
@@ -170,18 +182,24 @@ function intersects(a: Ranges, b: Ranges): boolean {
   return false
 }
 
+
 /** One way to each successor, and no character leading to two of them. */
-function deterministic(next: Ways, sets: Ranges[]): boolean {
+function deterministic(next: Ways, sets: Ranges[], budget: Budget): boolean {
   const ps = [...next.keys()]
   if ([...next.values()].some((w) => w !== 1)) return false
-  for (let i = 0; i < ps.length; i++) for (let j = i + 1; j < ps.length; j++) if (intersects(sets[ps[i]], sets[ps[j]])) return false
+  for (let i = 0; i < ps.length; i++)
+    for (let j = i + 1; j < ps.length; j++) {
+      budget.spend()
+      if (intersects(sets[ps[i]], sets[ps[j]])) return false
+    }
   return true
 }
 
 function unambiguous(node: Node): boolean {
-  const a = new Automaton()
+  const budget = new Budget()
+  const a = new Automaton(budget)
   const root = a.build(node)
-  if (!deterministic(root.first, a.sets) || !a.follow.every((f) => deterministic(f, a.sets))) return false
+  if (!deterministic(root.first, a.sets, budget) || !a.follow.every((f) => deterministic(f, a.sets, budget))) return false
   // States of two failing attempts, the earlier one first; START is an attempt that has read nothing.
   const START = -1
   const failing = (p: number) => !root.clean.has(p)
@@ -195,6 +213,7 @@ function unambiguous(node: Node): boolean {
     for (const r1 of next(q1).keys()) {
       if (!failing(r1)) continue
       for (const r2 of next(q2).keys()) {
+        budget.spend()
         if (!failing(r2) || !intersects(a.sets[r1], a.sets[r2])) continue
         if (r1 === r2) return false
         const key = r1 * stride + r2
