@@ -13,11 +13,24 @@
 import { parseRe2, type Node, type Ranges } from './re2-syntax'
 import { linearSearch, nullable } from './regex-linear'
 
-/** A global, Unicode RegExp equivalent to `pattern` line by line, or null when RE2 must run it. */
-export function nativeRegex(pattern: string): RegExp | null {
+export interface Native {
+  /** Global and Unicode; equivalent to the pattern line by line. */
+  re: RegExp
+  /** The text the pattern matches when it is nothing but that text, else null. */
+  text: string | null
+}
+
+/** The pattern for the native engine, or null when RE2 must run it. */
+export function nativeRegex(pattern: string): Native | null {
   const node = parseRe2(pattern)
   if (!node || repeatsEmpty(node) || !linearSearch(node)) return null
-  return new RegExp(emit(node), 'gu')
+  return { re: new RegExp(emit(node), 'gu'), text: plainText(node) }
+}
+
+function plainText(node: Node): string | null {
+  const sets = node.k === 'cat' ? node.xs : [node]
+  if (!sets.length || sets.some((x) => x.k !== 'set' || x.r.length !== 2 || x.r[0] !== x.r[1])) return null
+  return String.fromCodePoint(...sets.map((x) => (x as { r: Ranges }).r[0]))
 }
 
 function repeatsEmpty(node: Node): boolean {

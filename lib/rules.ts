@@ -18,7 +18,7 @@ import { RE2JS } from 're2js'
 import { invalid } from './errors'
 import { requiredLiterals, type Literals } from './literals'
 import { linesHolding } from './literal-scan'
-import { nativeRegex } from './native-regex'
+import { nativeRegex, type Native } from './native-regex'
 import { Lines } from './text-lines'
 
 export const SEVERITIES = ['error', 'warning'] as const
@@ -88,6 +88,8 @@ interface Compiled {
   re: RE2JS
   /** The same pattern on the native engine, when that is exact and provably linear (lib/native-regex.ts). */
   native: RegExp | null
+  /** The pattern is this text and nothing else, one of `literals`: the lines holding it are its matches. */
+  plain: string | null
   /** Whether a search of a block of lines can rule out every line in it (see regexViolations). */
   wholeSearch: boolean
   /** Texts one of which every match holds (lib/literals.ts), or null. */
@@ -106,7 +108,10 @@ function compileCached(pattern: string): Compiled | string {
     try {
       // MULTILINE: ^ and $ mean line start and end, the same on a single line as in the whole content.
       const re = RE2JS.compile(pattern, RE2JS.MULTILINE)
-      return { re, native: nativeOrNull(pattern), wholeSearch: !TEXT_ANCHORED.test(pattern), literals: requiredLiterals(pattern) }
+      const native = nativeOrNull(pattern)
+      const literals = requiredLiterals(pattern)
+      const plain = native?.text && !literals?.caseless && literals?.texts.length === 1 && literals.texts[0] === native.text ? native.text : null
+      return { re, native: native?.re ?? null, plain, wholeSearch: !TEXT_ANCHORED.test(pattern), literals }
     } catch (err) {
       // re2js reports the pattern with the (?m) it was compiled under; show the agent's own.
       return String((err as Error).message ?? err).replace(/^error parsing regexp: /, '').replace('`(?m)', '`')
@@ -115,7 +120,7 @@ function compileCached(pattern: string): Compiled | string {
 }
 
 /** The native form of an RE2-valid pattern; a restatement it gets wrong (a bug) leaves the pattern on RE2. */
-function nativeOrNull(pattern: string): RegExp | null {
+function nativeOrNull(pattern: string): Native | null {
   try {
     return nativeRegex(pattern)
   } catch {
@@ -298,6 +303,11 @@ function nativeViolations(r: LineRule, re: RegExp, lines: Lines, candidates: rea
   }
 }
 
+/** A plain text (a custom check's too) matches exactly the lines holding it: no matching needed. */
+function plainViolations(r: LineRule, text: string, holding: readonly number[]): void {
+  for (const i of holding) r.out.add(r.out.keeps ? violation(r, i, text) : null)
+}
+
 /** Adds the violation of line `i` when RE2 matches it, with the line's first match. */
 function checkLine(r: LineRule, c: Compiled, lines: Lines, i: number): void {
   const line = lines.line(i)
@@ -311,11 +321,9 @@ function checkLine(r: LineRule, c: Compiled, lines: Lines, i: number): void {
 /** One violation per matching line (not per match), with the line's first match; `candidates` are the only lines that can match, when known. */
 function regexViolations(r: LineRule, lines: Lines, candidates: readonly number[] | null): void {
   const check = customCheck(r.rule)
-  if (check) {
-    for (const i of candidates!) r.out.add(r.out.keeps ? violation(r, i, check.needle) : null)
-    return
-  }
+  if (check) return plainViolations(r, check.needle, candidates!)
   const c = compiled(r.rule.pattern)
+  if (c.plain !== null) return plainViolations(r, c.plain, candidates!)
   if (c.native) return nativeViolations(r, c.native, lines, candidates)
   if (candidates) {
     for (const i of candidates) checkLine(r, c, lines, i)
