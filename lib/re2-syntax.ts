@@ -106,7 +106,7 @@ class Reader {
   pattern(): Node {
     const flags = /^\(\?([ims]*)(?:-([ims]*))?\)/.exec(String.fromCodePoint(...this.cps.slice(0, 12)))
     if (flags) {
-      this.fold = flags[1].includes('i')
+      this.fold = flags[1].includes('i') && !flags[2]?.includes('i')
       this.at = flags[0].length
     }
     const node = this.alternation()

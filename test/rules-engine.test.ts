@@ -276,7 +276,7 @@ describe('native engine and RE2 agree', () => {
     '\\bforbidden_5\\s*\\(', 'TODO\\(\\w+\\)', 'console\\.log\\(', 'debugger;?', '^$', '.*', '^\\s*//', '\\Aimport', 'end\\z', '(?s)a.b', '(?-m)^x',
     '(?i)kelvin|ss', '(?i)[a-z]+q', '(?i)\\w+!', '[^\\n]+', '[^abc]', '\\W\\S\\D', '\\x41\\x{1F600}', 'a{,2}', 'x{2}yz', 'x{0}y', '[a-b-c]', '[]a]',
     '\\t|\\v', 'é+ab', '😀.', '\\p{Han}', 'colou?r', 'foo|foobar', '(ab|a)(c|bcd)', 'a+?b', 'a*?', '(a|ab)(c|bcd)(d*)', '\\bword\\d+\\b',
-    '(?P<name>\\w+)=\\d', '(?<n>x)y', '(|a)+', '(a*)*b', 'a{2,}?', '[\\d-z]+', '\\.\\*\\+', '[[]', '\\B\\w\\B',
+    '(?P<name>\\w+)=\\d', '(?<n>x)y', '(?i-i)a', '(?im-s)x.$', '(|a)+', '(a*)*b', 'a{2,}?', '[\\d-z]+', '\\.\\*\\+', '[[]', '\\B\\w\\B',
   ]
   const contents = [
     '', '\n', 'a\n', '\n\nx', 'const a = ctx.store(1) // TODO(ann)\r\nResponse.json(2)\rforbidden_5 (x) :any4 ',
