@@ -71,7 +71,7 @@ function getWorker(): Worker {
 
 /**
  * The violations of `subject` under `rules` (semantics in lib/rules.ts), at most
- * MAX_VIOLATIONS of them listed. A validation on the worker still running after
+ * MAX_VIOLATIONS of them listed, as JSON text (Validated). A validation on the worker still running after
  * `timeoutMs` is abandoned (the worker is replaced) and fails with 413.
  */
 export function validate(rules: RuleDraft[], subject: Subject, timeoutMs: number): Promise<Validated> {
