@@ -2,8 +2,11 @@
 // the pure engine (lib/rules.ts) and over HTTP (POST /api/validate/{project},
 // rules loaded from the database on every request). Two rule sets: "typical"
 // (rules that rarely match, as lint rules do) and "dense" (10 of the 100 rules
-// match on most lines, ~140k violations). Reports the median ms per validation, and
-// beside it a POST of the same 1 MB body to a bare Bun.serve (the transport floor).
+// match on most lines, ~78k violations; over HTTP the first 10,000 are listed).
+// Reports the median ms per validation (min-max in brackets) against the targets
+// of issue 16 (engine < 40 ms, HTTP < 60 ms, set for the typical rules; the dense
+// ones are held to them too), and beside it a POST of the same 1 MB body to a bare
+// Bun.serve (the transport floor).
 import { checkRules, evaluate } from '../lib/rules'
 import { startBaseline, startMuster } from './lib'
 
@@ -41,8 +44,14 @@ function ruleSet(dense: boolean) {
   })
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
-async function time(fn: () => unknown | Promise<unknown>): Promise<number> {
+const TARGET = { engine: 40, http: 60 }
+
+interface Timing {
+  median: number
+  min: number
+  max: number
+}
+async function time(fn: () => unknown | Promise<unknown>): Promise<Timing> {
   await fn() // warm-up: compiles and caches the patterns
   const ms: number[] = []
   for (let i = 0; i < RUNS; i++) {
@@ -50,8 +59,11 @@ async function time(fn: () => unknown | Promise<unknown>): Promise<number> {
     await fn()
     ms.push(performance.now() - t0)
   }
-  return median(ms)
+  ms.sort((a, b) => a - b)
+  return { median: ms[Math.floor(ms.length / 2)], min: ms[0], max: ms[ms.length - 1] }
 }
+const against = (t: Timing, target: number) =>
+  `${t.median.toFixed(1).padStart(6)} ms [${t.min.toFixed(1)}-${t.max.toFixed(1)}] (target < ${target} ms: ${t.median < target ? 'met' : 'NOT met'})`
 
 const content = source()
 const lineCount = content.split('\n').length
@@ -77,8 +89,8 @@ for (const dense of [false, true]) {
     await (await fetch(baseline.url, { method: 'POST', body, headers: { 'content-type': 'application/json' } })).text()
   })
   console.log(
-    `${project.padEnd(8)} ${String(count).padStart(7)} violations   engine ${engine.toFixed(1).padStart(7)} ms   HTTP ${http.toFixed(1).padStart(7)} ms` +
-      `   bare Bun.serve POST ${floor.toFixed(1)} ms (${((floor / http) * 100).toFixed(1)}% of HTTP)`,
+    `${project.padEnd(8)} ${String(count).padStart(6)} violations   engine ${against(engine, TARGET.engine)}   HTTP ${against(http, TARGET.http)}` +
+      `   bare Bun.serve POST ${floor.median.toFixed(1)} ms`,
   )
 }
 await muster.stop()

@@ -8,11 +8,25 @@ import { workerUrl } from './workers'
 /** Worst-case matching work (lib/rules.ts matchingCost) done inline: about 10 ms. Above it, a thread hop is cheaper than the risk. */
 export const INLINE_BUDGET = 256 * 1024
 
+/**
+ * A validation's result with the violations already written as JSON: where they
+ * were found (the worker, for big ones), so the request thread neither receives
+ * thousands of objects by structured clone nor serialises them again.
+ */
+export interface Validated {
+  /** The JSON array of the listed violations. */
+  violations: string
+  count: number
+  truncated: boolean
+}
+
+export const validated = (f: Findings): Validated => ({ violations: JSON.stringify(f.violations), count: f.count, truncated: f.truncated })
+
 let worker: Worker | null = null
 let nextId = 1
 interface Pending {
   job: Job
-  resolve: (v: Findings) => void
+  resolve: (v: Validated) => void
   reject: (e: Error) => void
   /** Armed when the worker starts the job. */
   start: () => void
@@ -43,7 +57,7 @@ function getWorker(): Worker {
     if ('started' in e.data) return pending.get(e.data.id)?.start()
     const p = settle(e.data.id)
     if (!p) return
-    'error' in e.data ? p.reject(new Error(e.data.error)) : p.resolve(e.data.findings)
+    'error' in e.data ? p.reject(new Error(e.data.error)) : p.resolve(e.data.found)
   }
   w.onerror = (e) => {
     // A crashed worker is replaced on the next call; what it held fails now.
@@ -57,11 +71,11 @@ function getWorker(): Worker {
 
 /**
  * The violations of `subject` under `rules` (semantics in lib/rules.ts), at most
- * MAX_VIOLATIONS of them listed. A validation on the worker still running after
+ * MAX_VIOLATIONS of them listed, as JSON text (Validated). A validation on the worker still running after
  * `timeoutMs` is abandoned (the worker is replaced) and fails with 413.
  */
-export function validate(rules: RuleDraft[], subject: Subject, timeoutMs: number): Promise<Findings> {
-  if (matchingCost(rules, subject) <= INLINE_BUDGET) return Promise.resolve(findings(rules, subject))
+export function validate(rules: RuleDraft[], subject: Subject, timeoutMs: number): Promise<Validated> {
+  if (matchingCost(rules, subject) <= INLINE_BUDGET) return Promise.resolve(validated(findings(rules, subject)))
   const id = nextId++
   const job: Job = { id, rules, subject }
   return new Promise((resolve, reject) => {

@@ -1,7 +1,9 @@
 // The rule engine (lib/rules.ts) directly: each validation semantics item, the
 // edge cases of content, and the rule checks used by every write path.
 import { describe, expect, test } from 'bun:test'
-import { applies, checkRule, checkRules, evaluate, findings, matchingCost, type RuleDraft, type Subject } from '../lib/rules'
+import { RE2JS } from 're2js'
+import { applies, checkRule, checkRules, evaluate, findings, matchingCost, patternError, type RuleDraft, type Subject } from '../lib/rules'
+import { nativeRegex } from '../lib/native-regex'
 
 const rule = (r: Partial<RuleDraft> & { rule_id: string; pattern: string }): RuleDraft => checkRule({ ...r }, { project: 'p' })
 const run = (rules: RuleDraft[], subject: Subject) =>
@@ -243,5 +245,113 @@ describe('bounded findings and the inline cost estimate', () => {
     expect(costly).toBeGreaterThan(small * 50)
     expect(matchingCost([rule({ rule_id: 's', pattern: '(.*a){100}', applies_to: ['*.md'] })], { content: 'x'.repeat(1000), filename: 'a.ts' })).toBe(0)
     expect(matchingCost([rule({ rule_id: 'c', match_type: 'custom', pattern: 'no-console-log' })], { content: 'x'.repeat(1000) })).toBe(0)
+  })
+})
+
+// The native engine (lib/native-regex.ts) runs what it can prove linear; RE2 line by
+// line is the reference it must match exactly: same lines, same first match.
+describe('native engine and RE2 agree', () => {
+  function re2Lines(pattern: string, content: string): [number, string][] {
+    const re = RE2JS.compile(pattern, RE2JS.MULTILINE)
+    const text = content.replace(/\r\n?/g, '\n')
+    const lines = text === '' ? [] : text.split('\n')
+    if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop()
+    return lines.flatMap((line, i): [number, string][] => {
+      if (!re.test(line)) return []
+      const m = re.matcher(line)
+      m.find()
+      return [[i + 1, m.group() ?? '']]
+    })
+  }
+  /** All the rules at once (one literal scan for all), each compared with RE2 alone. */
+  function expectSame(patterns: string[], content: string) {
+    const rules = patterns.map((pattern, i) => rule({ rule_id: `r${i}`, pattern }))
+    const got = evaluate(rules, { content }).map((v) => [v.rule_id, v.line, v.match])
+    const want = patterns.flatMap((p, i) => re2Lines(p, content).map(([line, match]) => [`r${i}`, line, match]))
+    expect({ patterns, content, got }).toEqual({ patterns, content, got: want })
+  }
+
+  const corpus = [
+    '\\bconst\\b', 'ctx\\.\\w+', '\\d+', 'Response', '\\(\\w+', '(?i)\\b(todo|fixme|xxx)\\b', 'AKIA[0-9A-Z]{16}|secret_3', ':\\s*any4\\b',
+    '\\bforbidden_5\\s*\\(', 'TODO\\(\\w+\\)', 'console\\.log\\(', 'debugger;?', '^$', '.*', '^\\s*//', '\\Aimport', 'end\\z', '(?s)a.b', '(?-m)^x',
+    '(?i)kelvin|ss', '(?i)[a-z]+q', '(?i)\\w+!', '[^\\n]+', '[^abc]', '\\W\\S\\D', '\\x41\\x{1F600}', 'a{,2}', 'x{2}yz', 'x{0}y', '[a-b-c]', '[]a]',
+    '\\t|\\v', 'é+ab', '😀.', '\\p{Han}', 'colou?r', 'foo|foobar', '(ab|a)(c|bcd)', 'a+?b', 'a*?', '(a|ab)(c|bcd)(d*)', '\\bword\\d+\\b',
+    '(?P<name>\\w+)=\\d', '(?<n>x)y', '(?i-i)a', '(?im-s)x.$', '(|a)+', '(a*)*b', 'a{2,}?', '[\\d-z]+', '\\.\\*\\+', '[[]', '\\B\\w\\B',
+  ]
+  const contents = [
+    '', '\n', 'a\n', '\n\nx', 'const a = ctx.store(1) // TODO(ann)\r\nResponse.json(2)\rforbidden_5 (x) :any4 ',
+    'AKIAABCDEFGHIJKLMNOP secret_3 x: any4;\n  // note\nimport x\nend', 'KELVIN \u212aelvin ſs SS kelvin!\nCOLOUR color colr',
+    'aaa\u2028bbb\u2029 a.b a\nb', 'abcd abcbcd acbcd\nfoobar foo', 'x=1 name=2 word12 word1x', 'é😀x 😀\u{1F600} A\u{1F600} \ud800x\udc00',
+    'xxyz xyz y aab a a{,2} a{b ]a [x', '\t\v\f ', '日本 漢字', 'ab+ .*+ [ ] {}', '   // comment\n\tconst\u00a0x',
+  ]
+  test('on a corpus of patterns and contents, the violations are the same', () => {
+    for (const content of contents) expectSame(corpus, content)
+    // The corpus exercises the native engine, not only RE2.
+    expect(corpus.filter((p) => nativeRegex(p)).length).toBeGreaterThan(corpus.length / 2)
+  })
+
+  test('on random patterns and contents, the violations are the same', () => {
+    let seed = 42
+    const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff)
+    const pick = <T,>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)]
+    const atoms = ['a', 'b', 'ab', 'k', 'K', 's', '_', '1', '\\d', '\\w', '\\s', '\\W', '\\D', '\\S', '.', '[a-c]', '[^a]', '[\\w-]', '\\(', ' ', 'é', '😀', '\\b', '\\B', '^', '$', '\\A', '\\z', '{', ']', '\\n']
+    const quantifiers = ['*', '+', '?', '{2}', '{1,3}', '{0,2}', '{2,}', '*?', '+?', '??']
+    const gen = (depth: number): string => {
+      const r = random()
+      if (depth <= 0 || r < 0.35) return pick(atoms)
+      if (r < 0.6) return gen(depth - 1) + gen(depth - 1)
+      if (r < 0.72) return `${gen(depth - 1)}|${gen(depth - 1)}`
+      if (r < 0.82) return `(?:${gen(depth - 1)})`
+      return `(${gen(depth - 1)})${pick(quantifiers)}`
+    }
+    const chars = ['a', 'a', 'b', 'k', 'K', '\u212a', 's', 'S', '\u017f', '_', '1', ' ', ' ', '\t', '(', 'é', '😀', '\u2028', '\r', '\n', '\ud800', '{', ']']
+    const text = () => Array.from({ length: Math.floor(random() * 40) }, () => pick(chars)).join('')
+    const patterns: string[] = []
+    while (patterns.length < 600) {
+      const p = (random() < 0.2 ? '(?i)' : '') + gen(4)
+      if (patternError(p) === null) patterns.push(p)
+    }
+    for (let i = 0; i < patterns.length; i += 20) for (let k = 0; k < 4; k++) expectSame(patterns.slice(i, i + 20), text())
+    expect(patterns.filter((p) => nativeRegex(p)).length).toBeGreaterThan(200)
+  })
+
+  test("the (?i) folding of ASCII and \\w is RE2's: the Kelvin sign and long s besides the other case", () => {
+    const want = (re: RegExp) => [...Array(0x10000).keys()].filter((cp) => re.test(String.fromCharCode(cp)))
+    const letters = RE2JS.compile('(?i)[a-z]')
+    const words = RE2JS.compile('(?i)\\w')
+    const bmp = [...Array(0x10000).keys()].filter((cp) => cp < 0xd800 || cp > 0xdfff)
+    expect(bmp.filter((cp) => letters.matches(String.fromCharCode(cp)))).toEqual(want(/[A-Za-z\u017f\u212a]/))
+    expect(bmp.filter((cp) => words.matches(String.fromCharCode(cp)))).toEqual(want(/[0-9A-Z_a-z\u017f\u212a]/))
+    expect(nativeRegex('(?i)[a-z]')!.re.test('\u212a')).toBe(true)
+    expect(nativeRegex('(?i)\\w')!.re.test('\u017f')).toBe(true)
+  })
+})
+
+describe('only patterns proven linear run natively', () => {
+  test('catastrophic and quadratic patterns stay on RE2', () => {
+    const evil = ['(a+)+$', '^(\\w+\\s?)*$', '(a|aa)+b', '(a|a)*c', '(.*a){20}', '\\w+\\(', '\\w+;$', '\\s+$', '\\d+$', 'a.*b.*c', '[^abc]+!', 'x\\w*\\w*y', '(\\w|\\d)+!', '(?:a+)+', 'a{0,1000}b', '(ab)+c', '[ab]?c+d', 'x(\\s*,\\s*x)*;']
+    for (const p of evil) expect([p, nativeRegex(p)]).toEqual([p, null])
+  })
+
+  test('the usual lint patterns run natively', () => {
+    const usual = ['\\bconst\\b', 'ctx\\.\\w+', '\\d+', '\\(\\w+', '(?i)\\b(todo|fixme|xxx)\\b', 'AKIA[0-9A-Z]{16}|secret_3', ':\\s*any4\\b', '\\bforbidden_5\\s*\\(', 'TODO\\(\\w+\\)', 'console\\.log\\(', '\\bword\\d+\\b']
+    for (const p of usual) expect([p, nativeRegex(p) !== null]).toEqual([p, true])
+  })
+
+  test('patterns run natively stay fast on long pumped lines', () => {
+    const accepted = ['ctx\\.\\w+', '\\d+', '\\(\\w+', ':\\s*any4\\b', '\\bforbidden_5\\s*\\(', 'TODO\\(\\w+\\)', '\\bword\\d+\\b', '"[^"]*"', '.*', '\\bimport\\s+\\w+;']
+    const pumps = ['a', ' ', '1', 'ab', 'ctx.', 'TODO(', ':', 'word', 'x, ', 'forbidden_5 ']
+    for (const p of accepted) {
+      const re = nativeRegex(p)
+      expect([p, re !== null]).toEqual([p, true])
+      const rules = [rule({ rule_id: 'r', pattern: p })]
+      for (const pump of pumps) {
+        const content = pump.repeat(Math.ceil(200_000 / pump.length)) + '!'
+        const started = performance.now()
+        evaluate(rules, { content })
+        // Linear: a few ms. Quadratic on 200k characters would be tens of seconds.
+        expect([p, pump, performance.now() - started < 500]).toEqual([p, pump, true])
+      }
+    }
   })
 })

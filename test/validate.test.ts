@@ -140,6 +140,18 @@ describe('POST /api/validate/{project}', () => {
     expect(r.body.count).toBe(2)
   })
 
+  test('the answer is JSON with the usual header, whatever the project name', async () => {
+    const project = 'we"ird\\ prøject'
+    expect((await putRules(encodeURIComponent(project), [{ rule_id: 'q', pattern: '"\\w+"', message: 'quoted "word"' }])).status).toBe(200)
+    const r = await validate(encodeURIComponent(project), { content: 'a "b" c\n"d\u2028"' })
+    expect(r.headers.get('content-type')).toBe('application/json;charset=utf-8')
+    const violations = [
+      { rule_id: 'q', severity: 'error', message: 'quoted "word"', line: 1, match: '"b"' },
+      { rule_id: 'g-license', severity: 'warning', message: 'required pattern "SPDX-License-Identifier" not found' },
+    ]
+    expect(r.text).toBe(JSON.stringify({ project, violations, count: 2 }))
+  })
+
   test('400 without content; nothing counted', async () => {
     for (const body of [{}, { content: 5 }, { filename: 'a.ts' }]) {
       const r = await validate('app', body)
