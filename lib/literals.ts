@@ -122,17 +122,7 @@ export function requiredLiterals(pattern: string): Literals | null {
   if (body.includes('(?') || /\\[0-9pPQxC]/.test(body)) return null
   const texts = alternatives(body)
   if (!texts) return null
-  // Case folding is only mirrored for ASCII texts (see caselessText).
+  // Case folding is only mirrored for ASCII texts (RE2 folds ſ to s and K to k; toLowerCase does not).
   if (caseless) return texts.every((t) => /^[\x20-\x7e]+$/.test(t)) ? { texts: texts.map((t) => t.toLowerCase()), caseless } : null
   return { texts, caseless }
-}
-
-/**
- * The content lower-cased for caseless texts, or null when that would not mirror
- * RE2's case folding offset for offset: toLowerCase changing the length (İ), or
- * ſ (U+017F), which RE2 folds to s and toLowerCase leaves alone.
- */
-export function caselessText(text: string): string | null {
-  const lower = text.toLowerCase()
-  return lower.length === text.length && !text.includes('\u017f') ? lower : null
 }
