@@ -122,7 +122,7 @@ export function requiredLiterals(pattern: string): Literals | null {
   if (body.includes('(?') || /\\[0-9pPQxC]/.test(body)) return null
   const texts = alternatives(body)
   if (!texts) return null
-  // Case folding is only mirrored for ASCII texts (RE2 folds ſ to s and K to k; toLowerCase does not).
+  // Case folding is only mirrored for ASCII texts (RE2 folds ſ to s and the Kelvin sign to k; toLowerCase does not).
   if (caseless) return texts.every((t) => /^[\x20-\x7e]+$/.test(t)) ? { texts: texts.map((t) => t.toLowerCase()), caseless } : null
   return { texts, caseless }
 }
