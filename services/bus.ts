@@ -86,13 +86,14 @@ export class Subscription {
 
   /** Live events of one commit, in id order, with their frames: a single write where the sink can cork. */
   offerAll(events: readonly Event[], frames: readonly string[]): void {
-    const offer = () => {
-      for (let i = 0; i < events.length; i++) this.offer(events[i], frames[i])
-    }
-    // Corked sends are taken whole; backpressure shows only once the joined write is made.
+    // Corked sends are all taken; backpressure shows only once the joined write is made.
     if (events.length > 1 && this.sink.cork && !this.blocked && !this.replaying) {
-      if (this.sink.cork(offer) && !this.closed) this.blocked = true
-    } else offer()
+      if (this.sink.cork(() => this.offerEach(events, frames)) && !this.closed) this.blocked = true
+    } else this.offerEach(events, frames)
+  }
+
+  private offerEach(events: readonly Event[], frames: readonly string[]): void {
+    for (let i = 0; i < events.length; i++) this.offer(events[i], frames[i])
   }
 
   private offer(event: Event, frame: string): void {
