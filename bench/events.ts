@@ -10,7 +10,9 @@
 // process only publishes. Latency = the subscriber's clock at the frame minus the
 // publisher's clock when it sent the request: the wall clock at sub-ms precision in
 // both, the offset between the two processes measured over IPC and taken out. A
-// frame that never arrived counts as slower than every one that did.
+// frame that never arrived counts as slower than every one that did. Each row also
+// gives the server's CPU time per event and how long it waited for a CPU (the
+// machine's load, which no code change can take out of the latency).
 // Needs wrk (Debian package) built with LuaJIT. Run: bun bench/events.ts
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -30,9 +32,9 @@ const wallMs = () => performance.timeOrigin + performance.now()
 
 // ---- subscriber process -------------------------------------------------------
 
-/** Latency histogram in 10 µs bins up to 2 s. */
+/** Latency histogram in 10 µs bins up to 10 s (the last bin holds everything slower). */
 class Histogram {
-  private bins = new Uint32Array(200_000)
+  private bins = new Uint32Array(1_000_000)
   count = 0
   max = 0
   add(ms: number) {
@@ -191,11 +193,20 @@ const server = Bun.serve({
 })
 console.log('baseline on http://127.0.0.1:' + server.port + ',')`
 
-/** User + system CPU time of a process so far, in ms (Linux /proc; clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * 10
+/**
+ * A server process so far (Linux /proc), in ms: `cpu`, its user + system time (all
+ * threads); `waited`, the time its main thread was ready to run but had no CPU, which
+ * says how busy the shared machine was around it.
+ */
+function usage(pid: number): { cpu: number; waited: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  const sched = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')
+  return { cpu: (Number(stat[11]) + Number(stat[12])) * 10, waited: Number(sched[1]) / 1e6 }
 }
+
+/** What the server used between two usage() readings, per event and per second. */
+const used = (from: { cpu: number; waited: number }, to: { cpu: number; waited: number }, events: number, seconds: number) =>
+  `server CPU ${(((to.cpu - from.cpu) * 1000) / events).toFixed(0).padStart(4)} µs/event, waited for a CPU ${((to.waited - from.waited) / seconds).toFixed(0).padStart(3)} ms/s`
 
 const f = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : 'lost').padStart(7)
 
@@ -212,8 +223,8 @@ interface Target {
   subs: Awaited<ReturnType<typeof startSubscribers>>
 }
 
-const row = (t: Target, mode: string, rps: number, r: Report, expected: number, failed: number, dropped: number | null, cpu: number) =>
-  `${t.name.padEnd(15)} ${mode.padEnd(13)} ${rps.toFixed(0).padStart(6)} req/s   server CPU ${cpu.toFixed(0).padStart(4)} µs/event   p50 ${f(r.p50)} ms   p99 ${f(r.p99)} ms   p99.9 ${f(r.p999)} ms   max ${f(r.max)} ms   ` +
+const row = (t: Target, mode: string, rps: number, r: Report, expected: number, failed: number, dropped: number | null, server: string) =>
+  `${t.name.padEnd(15)} ${mode.padEnd(13)} ${rps.toFixed(0).padStart(6)} req/s   ${server}   p50 ${f(r.p50)} ms   p99 ${f(r.p99)} ms   p99.9 ${f(r.p999)} ms   max ${f(r.max)} ms   ` +
   `frames ${r.count} of ${expected}   errors ${failed}${dropped === null ? '' : `   dropped ${dropped}`}`
 
 /**
@@ -221,12 +232,13 @@ const row = (t: Target, mode: string, rps: number, r: Report, expected: number, 
  * machine both then see the same background load, and their ratio means something.
  */
 async function pacedAll(targets: Target[]): Promise<Report[]> {
-  const totals = targets.map(() => ({ sent: 0, failed: 0, cpu: 0 }))
+  const totals = targets.map(() => ({ sent: 0, failed: 0, from: { cpu: 0, waited: 0 }, to: { cpu: 0, waited: 0 } }))
   for (let slice = 0; slice < PACED_SLICES; slice++) {
     for (const [i, t] of targets.entries()) {
-      const cpu = cpuMs(t.proc.pid)
+      const from = usage(t.proc.pid)
       const r = await paced(t.proc.url, PACED_SECONDS / PACED_SLICES)
-      totals[i].cpu += cpuMs(t.proc.pid) - cpu
+      const to = usage(t.proc.pid)
+      for (const k of ['cpu', 'waited'] as const) totals[i].to[k] += to[k] - from[k]
       totals[i].sent += r.sent
       totals[i].failed += r.failed
       await Bun.sleep(100) // its last frames arrive before the next slice starts
@@ -234,9 +246,9 @@ async function pacedAll(targets: Target[]): Promise<Report[]> {
   }
   const reports: Report[] = []
   for (const [i, t] of targets.entries()) {
-    const { sent, failed, cpu } = totals[i]
+    const { sent, failed, from, to } = totals[i]
     const report = await settled(t, sent * SUBSCRIBERS)
-    console.log(row(t, `paced ${PACED_RATE}/s`, sent / PACED_SECONDS, report, sent * SUBSCRIBERS, failed, await drops(t.proc.url), (cpu * 1000) / sent))
+    console.log(row(t, `paced ${PACED_RATE}/s`, sent / PACED_SECONDS, report, sent * SUBSCRIBERS, failed, await drops(t.proc.url), used(from, to, sent, PACED_SECONDS)))
     reports.push(report)
   }
   return reports
@@ -256,12 +268,12 @@ async function settled(t: Target, expected: number): Promise<Report> {
 async function fullSpeedOne(t: Target): Promise<void> {
   const before = await drops(t.proc.url)
   await t.subs.reset()
-  const cpu = cpuMs(t.proc.pid)
+  const from = usage(t.proc.pid)
   const full = await fullSpeed(t.proc.url)
-  const used = cpuMs(t.proc.pid) - cpu
+  const to = usage(t.proc.pid)
   const report = await settled(t, full.sent * SUBSCRIBERS)
   const after = await drops(t.proc.url)
-  console.log(row(t, 'full speed', full.rps, report, full.sent * SUBSCRIBERS, full.failed, after === null ? null : after - before!, (used * 1000) / full.sent))
+  console.log(row(t, 'full speed', full.rps, report, full.sent * SUBSCRIBERS, full.failed, after === null ? null : after - before!, used(from, to, full.sent, FULL_SECONDS)))
 }
 
 if (process.argv[2] === 'subscribers') await subscriberProcess(process.argv[3])
