@@ -14,10 +14,9 @@
 // gives the server's CPU time per event and how long it waited for a CPU (the
 // machine's load, which no code change can take out of the latency).
 // Needs wrk (Debian package) built with LuaJIT. Run: bun bench/events.ts
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { readFileSync } from 'node:fs'
 import { startBaseline, startMuster, type Proc } from './lib'
 
 const SUBSCRIBERS = 50
@@ -50,7 +49,7 @@ class Histogram {
   }
 }
 
-export type Report = { count: number; p50: number; p99: number; p999: number; max: number }
+type Report = { count: number; p50: number; p99: number; p999: number; max: number }
 type ToSubscribers = { clock: true } | { offset: number } | { reset: true } | { report: number }
 type FromSubscribers = { ready: true } | { clock: number } | { done: true } | { report: Report }
 
@@ -110,7 +109,6 @@ async function startSubscribers(url: string) {
   const offset = offsets.sort((a, b) => a - b)[4]
   await ask({ offset })
   return {
-    offset,
     reset: () => ask({ reset: true }),
     report: async (expected: number) => ((await ask({ report: expected })) as { report: Report }).report,
     async stop() {
@@ -120,7 +118,7 @@ async function startSubscribers(url: string) {
   }
 }
 
-/** Publishes PACED_RATE events/s for `seconds`, spread evenly, each stamped with its send time. */
+/** Publishes PACED_RATE events/s for `seconds` (those due are sent every millisecond), each stamped with its send time. */
 async function paced(url: string, seconds: number): Promise<{ sent: number; failed: number }> {
   const started = performance.now()
   let sent = 0
