@@ -1,62 +1,147 @@
-// Event bus benchmark: 50 WebSocket subscribers on `*`; events published over HTTP
-// (1) at full speed for 10 s by wrk, (2) paced at 1,000 events/s for 10 s.
-// Prints publish req/s and publish-to-frame latency p50/p99, for Muster and for a
-// bare Bun.serve doing the same fan-out without storage (the ceiling).
+// Event fan-out benchmark (issue 16): 50 WebSocket subscribers on `*`, events
+// published over HTTP (1) paced at 1,000 events/s for 10 s: publish-to-receive
+// latency at the subscribers, target p99 < 3 ms; (2) at full speed for 5 s by wrk:
+// publish req/s. Each against Muster and against a bare Bun.serve doing the same
+// pub/sub with no storage (the ceiling, and the reference for the ratio); the paced
+// runs alternate between the two in slices, so both see the same background load.
+//
+// The subscribers run in a child process per server, so their frame handling never
+// delays the publisher's sends (or its timestamps), as with real agents; the bench
+// process only publishes. Latency = the subscriber's clock at the frame minus the
+// publisher's clock when it sent the request: the wall clock at sub-ms precision in
+// both, the offset between the two processes measured over IPC and taken out. A
+// frame that never arrived counts as slower than every one that did. Each row also
+// gives the server's CPU time per event and how long it waited for a CPU (the
+// machine's load, which no code change can take out of the latency).
 // Needs wrk (Debian package) built with LuaJIT. Run: bun bench/events.ts
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startServer } from '../test/helpers'
+import { startBaseline, startMuster, type Proc } from './lib'
 
 const SUBSCRIBERS = 50
-const SECONDS = 10
 const PACED_RATE = 1000
+const PACED_SECONDS = 10
+const PACED_SLICES = 5
+const FULL_SECONDS = 5
+const TARGET_P99_MS = 3
 
-/** Wall-clock milliseconds with sub-ms precision: comparable with the CLOCK_REALTIME stamps wrk puts in events. */
+/** Wall-clock milliseconds with sub-ms precision: comparable across processes, and with the CLOCK_REALTIME stamps wrk puts in events. */
 const wallMs = () => performance.timeOrigin + performance.now()
 
-/** Latency histogram in 10 µs bins up to 2 s. */
+// ---- subscriber process -------------------------------------------------------
+
+/** Latency histogram in 10 µs bins up to 10 s (the last bin holds everything slower). */
 class Histogram {
-  private bins = new Uint32Array(200_000)
+  private bins = new Uint32Array(1_000_000)
   count = 0
+  max = 0
   add(ms: number) {
     this.bins[Math.min(this.bins.length - 1, Math.max(0, Math.round(ms * 100)))]++
     this.count++
+    if (ms > this.max) this.max = ms
   }
-  pct(p: number): number {
-    let need = Math.ceil(this.count * p)
+  /** Percentile over `expected` frames: frames that never came count as slowest (Infinity). */
+  pct(p: number, expected: number): number {
+    let need = Math.ceil(expected * p)
     for (let i = 0; i < this.bins.length; i++) if ((need -= this.bins[i]) <= 0) return i / 100
-    return NaN
+    return Infinity
   }
 }
 
-interface Target {
-  name: string
-  url: string
-  /** Subscriber stats from the server, when it has them. */
-  drops?(): Promise<number>
-  stop(): Promise<void>
-}
+type Report = { count: number; p50: number; p99: number; p999: number; max: number }
+type ToSubscribers = { clock: true } | { offset: number } | { reset: true } | { report: number }
+type FromSubscribers = { ready: true } | { clock: number } | { done: true } | { report: Report }
 
-/** Opens the subscribers; every frame's `data.t` (publish time) gives one latency sample. */
-async function subscribers(url: string) {
+async function subscriberProcess(url: string) {
   let hist = new Histogram()
-  const sockets: WebSocket[] = []
-  const re = /"t":([0-9.]+)/
+  let offset = 0
   for (let i = 0; i < SUBSCRIBERS; i++) {
     const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/api/events/subscribe?pattern=*`)
+    // Kept to a clock read and a number parse: this handler's cost is client overhead.
     ws.onmessage = (m) => {
-      const t = re.exec(m.data as string)
-      if (t) hist.add(wallMs() - Number(t[1]))
+      const at = wallMs()
+      const frame = m.data as string
+      const i = frame.indexOf('"t":')
+      if (i >= 0) hist.add(at - offset - parseFloat(frame.slice(i + 4, i + 24)))
     }
     await new Promise((resolve, reject) => ((ws.onopen = resolve), (ws.onerror = reject)))
-    sockets.push(ws)
   }
+  const send = (m: FromSubscribers) => process.send!(m)
+  process.on('message', (m: ToSubscribers) => {
+    if ('clock' in m) send({ clock: wallMs() })
+    else if ('offset' in m) (offset = m.offset), send({ done: true })
+    else if ('reset' in m) (hist = new Histogram()), send({ done: true })
+    else {
+      const expected = Math.max(m.report, hist.count)
+      send({ report: { count: hist.count, p50: hist.pct(0.5, expected), p99: hist.pct(0.99, expected), p999: hist.pct(0.999, expected), max: hist.max } })
+    }
+  })
+  send({ ready: true })
+}
+
+// ---- driver --------------------------------------------------------------------
+
+/** The subscriber process, driven over IPC one request at a time. */
+async function startSubscribers(url: string) {
+  let answer: (m: FromSubscribers) => void = () => {}
+  let next = new Promise<FromSubscribers>((r) => (answer = r))
+  const proc = Bun.spawn([process.execPath, import.meta.path, 'subscribers', url], {
+    stdout: 'inherit',
+    stderr: 'inherit',
+    ipc: (m: FromSubscribers) => answer(m),
+  })
+  const ask = async (m: ToSubscribers | null) => {
+    const reply = next
+    if (m) proc.send(m)
+    const got = await reply
+    next = new Promise((r) => (answer = r))
+    return got
+  }
+  await ask(null)
+  // Their clock minus ours: the median of a few round trips, each bounded by half its RTT.
+  const offsets: number[] = []
+  for (let i = 0; i < 9; i++) {
+    const before = wallMs()
+    const { clock } = (await ask({ clock: true })) as { clock: number }
+    offsets.push(clock - (before + wallMs()) / 2)
+  }
+  const offset = offsets.sort((a, b) => a - b)[4]
+  await ask({ offset })
   return {
-    reset: () => (hist = new Histogram()),
-    histogram: () => hist,
-    close: () => sockets.forEach((ws) => ws.close()),
+    reset: () => ask({ reset: true }),
+    report: async (expected: number) => ((await ask({ report: expected })) as { report: Report }).report,
+    async stop() {
+      proc.kill()
+      await proc.exited
+    },
   }
+}
+
+/** Publishes PACED_RATE events/s for `seconds` (those due are sent every millisecond), each stamped with its send time. */
+async function paced(url: string, seconds: number): Promise<{ sent: number; failed: number }> {
+  const started = performance.now()
+  let sent = 0
+  let failed = 0
+  const inflight = new Set<Promise<void>>()
+  while (performance.now() - started < seconds * 1000) {
+    const due = Math.floor(((performance.now() - started) / 1000) * PACED_RATE)
+    for (; sent < due; sent++) {
+      const p: Promise<void> = fetch(`${url}/api/events/publish`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: `{"topic":"bench.paced","data":{"t":${wallMs().toFixed(3)}}}`,
+      })
+        .then((r) => (r.ok || failed++, r.arrayBuffer()))
+        .then(() => {})
+        .catch(() => void failed++)
+        .finally(() => inflight.delete(p))
+      inflight.add(p)
+    }
+    await Bun.sleep(1)
+  }
+  await Promise.all(inflight)
+  return { sent, failed }
 }
 
 const WRK_LUA = `
@@ -75,126 +160,143 @@ request = function()
 end
 `
 
-async function fullSpeed(url: string): Promise<{ rps: number; sent: number; non2xx: number }> {
+async function fullSpeed(url: string): Promise<{ rps: number; sent: number; failed: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'muster-wrk-'))
   const script = join(dir, 'publish.lua')
   writeFileSync(script, WRK_LUA)
-  const proc = Bun.spawn(['wrk', '-t', '1', '-c', '16', '-d', `${SECONDS}s`, '-s', script, url], { stdout: 'pipe', stderr: 'inherit' })
+  const proc = Bun.spawn(['wrk', '-t', '1', '-c', '16', '-d', `${FULL_SECONDS}s`, '-s', script, url], { stdout: 'pipe', stderr: 'inherit' })
   const out = await new Response(proc.stdout).text()
   await proc.exited
   rmSync(dir, { recursive: true, force: true })
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1])
   const sent = Number(/(\d+) requests in/.exec(out)?.[1])
-  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0)
+  const failed = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0)
   if (!rps || !sent) throw new Error(`wrk output not understood:\n${out}`)
-  return { rps, sent, non2xx }
+  return { rps, sent, failed }
 }
 
-async function paced(url: string): Promise<{ rps: number; sent: number; failed: number }> {
-  const started = performance.now()
-  let sent = 0
-  let failed = 0
-  const inflight = new Set<Promise<void>>()
-  while (performance.now() - started < SECONDS * 1000) {
-    const due = Math.floor(((performance.now() - started) / 1000) * PACED_RATE)
-    for (; sent < due; sent++) {
-      const p: Promise<void> = fetch(`${url}/api/events/publish`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: `{"topic":"bench.paced","data":{"t":${wallMs().toFixed(3)}}}`,
-      })
-        .then((r) => (r.ok ? r.arrayBuffer() : (failed++, r.arrayBuffer())))
-        .then(() => {})
-        .catch(() => void failed++)
-        .finally(() => inflight.delete(p))
-      inflight.add(p)
-    }
-    await Bun.sleep(1)
-  }
-  await Promise.all(inflight)
-  return { rps: sent / ((performance.now() - started) / 1000), sent, failed }
-}
-
-async function startBaseline(): Promise<Target> {
-  const dir = mkdtempSync(join(tmpdir(), 'muster-base-'))
-  const script = join(dir, 'baseline.ts')
-  // The same contract with nothing behind it: parse, stamp, send to every socket, answer.
-  writeFileSync(
-    script,
-    `let id = 0
-const sockets = new Set()
+// The same contract with nothing behind it: parse, stamp, publish to every socket (Bun's native topic), answer.
+const BASELINE = `let id = 0
 const server = Bun.serve({
   hostname: '127.0.0.1', port: 0,
   async fetch(req, server) {
     if (server.upgrade(req)) return
+    if (req.method !== 'POST') return new Response('not found', { status: 404 })
     const body = await req.json()
     const event = { id: ++id, topic: body.topic, data: body.data ?? null, source: '', created_at: new Date().toISOString() }
-    const frame = JSON.stringify(event)
-    for (const ws of sockets) ws.sendText(frame)
+    server.publish('events', JSON.stringify(event))
     return Response.json(event)
   },
-  websocket: { open: (ws) => sockets.add(ws), close: (ws) => sockets.delete(ws), message() {} },
+  websocket: { open: (ws) => ws.subscribe('events'), message() {} },
 })
-console.log('baseline on http://127.0.0.1:' + server.port + ',')`,
+console.log('baseline on http://127.0.0.1:' + server.port + ',')`
+
+/**
+ * A server process so far (Linux /proc), in ms: `cpu`, its user + system time (all
+ * threads); `waited`, the time its main thread was ready to run but had no CPU, which
+ * says how busy the shared machine was around it.
+ */
+function usage(pid: number): { cpu: number; waited: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  const sched = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')
+  return { cpu: (Number(stat[11]) + Number(stat[12])) * 10, waited: Number(sched[1]) / 1e6 }
+}
+
+/** What the server used between two usage() readings, per event and per second. */
+const used = (from: { cpu: number; waited: number }, to: { cpu: number; waited: number }, events: number, seconds: number) =>
+  `server CPU ${(((to.cpu - from.cpu) * 1000) / events).toFixed(0).padStart(4)} µs/event, waited for a CPU ${((to.waited - from.waited) / seconds).toFixed(0).padStart(3)} ms/s`
+
+const f = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : 'lost').padStart(7)
+
+/** Dropped frames as the server counts them (Muster only). */
+async function drops(url: string): Promise<number | null> {
+  const res = await fetch(`${url}/api/events/subscriptions`)
+  if (!res.ok) return null
+  return ((await res.json()) as { dropped: number }[]).reduce((n, s) => n + s.dropped, 0)
+}
+
+interface Target {
+  name: string
+  proc: Proc
+  subs: Awaited<ReturnType<typeof startSubscribers>>
+}
+
+const row = (t: Target, mode: string, rps: number, r: Report, expected: number, failed: number, dropped: number | null, server: string) =>
+  `${t.name.padEnd(15)} ${mode.padEnd(13)} ${rps.toFixed(0).padStart(6)} req/s   ${server}   p50 ${f(r.p50)} ms   p99 ${f(r.p99)} ms   p99.9 ${f(r.p999)} ms   max ${f(r.max)} ms   ` +
+  `frames ${r.count} of ${expected}   errors ${failed}${dropped === null ? '' : `   dropped ${dropped}`}`
+
+/**
+ * The paced run, in slices that alternate between the targets: on a shared
+ * machine both then see the same background load, and their ratio means something.
+ */
+async function pacedAll(targets: Target[]): Promise<Report[]> {
+  const totals = targets.map(() => ({ sent: 0, failed: 0, from: { cpu: 0, waited: 0 }, to: { cpu: 0, waited: 0 } }))
+  for (let slice = 0; slice < PACED_SLICES; slice++) {
+    for (const [i, t] of targets.entries()) {
+      const from = usage(t.proc.pid)
+      const r = await paced(t.proc.url, PACED_SECONDS / PACED_SLICES)
+      const to = usage(t.proc.pid)
+      for (const k of ['cpu', 'waited'] as const) totals[i].to[k] += to[k] - from[k]
+      totals[i].sent += r.sent
+      totals[i].failed += r.failed
+      await Bun.sleep(100) // its last frames arrive before the next slice starts
+    }
+  }
+  const reports: Report[] = []
+  for (const [i, t] of targets.entries()) {
+    const { sent, failed, from, to } = totals[i]
+    const report = await settled(t, sent * SUBSCRIBERS)
+    console.log(row(t, `paced ${PACED_RATE}/s`, sent / PACED_SECONDS, report, sent * SUBSCRIBERS, failed, await drops(t.proc.url), used(from, to, sent, PACED_SECONDS)))
+    reports.push(report)
+  }
+  return reports
+}
+
+/** The subscribers' report once every frame came, or none came for 250 ms (up to 10 s): late frames count, lost ones are lost. */
+async function settled(t: Target, expected: number): Promise<Report> {
+  let report = await t.subs.report(expected)
+  for (let waited = 0, count = -1; report.count !== count && report.count < expected && waited < 10_000; waited += 250) {
+    count = report.count
+    await Bun.sleep(250)
+    report = await t.subs.report(expected)
+  }
+  return report
+}
+
+async function fullSpeedOne(t: Target): Promise<void> {
+  const before = await drops(t.proc.url)
+  await t.subs.reset()
+  const from = usage(t.proc.pid)
+  const full = await fullSpeed(t.proc.url)
+  const to = usage(t.proc.pid)
+  const report = await settled(t, full.sent * SUBSCRIBERS)
+  const after = await drops(t.proc.url)
+  console.log(row(t, 'full speed', full.rps, report, full.sent * SUBSCRIBERS, full.failed, after === null ? null : after - before!, used(from, to, full.sent, FULL_SECONDS)))
+}
+
+if (process.argv[2] === 'subscribers') await subscriberProcess(process.argv[3])
+else {
+  console.log(
+    `${SUBSCRIBERS} WebSocket subscribers on * per server (a child process each); latency = publish request sent -> frame received, over every frame.\n` +
+      `Paced ${PACED_RATE} events/s for ${PACED_SECONDS} s per server (in ${PACED_SLICES} alternating slices), then wrk at full speed for ${FULL_SECONDS} s each. ` +
+      'Servers, publisher and subscribers share the machine.',
   )
-  const proc = Bun.spawn([process.execPath, script], { stdout: 'pipe', stderr: 'inherit' })
-  const reader = proc.stdout.getReader()
-  let out = ''
-  let m: RegExpExecArray | null = null
-  while (!(m = /baseline on (\S+),/.exec(out))) {
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`baseline did not start:\n${out}`)
-    out += new TextDecoder().decode(value)
-  }
-  return {
-    name: 'bare Bun.serve',
-    url: m[1],
-    async stop() {
-      proc.kill('SIGTERM')
-      await proc.exited
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
-}
-
-async function startMuster(): Promise<Target> {
-  const server = await startServer({ args: ['--dashboard-bind', ''] })
-  return {
-    name: 'Muster',
-    url: server.api,
-    async drops() {
-      const subs = (await (await fetch(`${server.api}/api/events/subscriptions`)).json()) as { dropped: number }[]
-      return subs.reduce((n, s) => n + s.dropped, 0)
-    },
-    stop: () => server.cleanup(),
+  const targets: Target[] = []
+  try {
+    for (const [name, start] of [['Muster', () => startMuster()], ['bare Bun.serve', () => startBaseline(BASELINE)]] as const) {
+      const proc = await start()
+      targets.push({ name, proc, subs: await startSubscribers(proc.url).catch(async (err) => (await proc.stop(), Promise.reject(err))) })
+    }
+    await Bun.sleep(200)
+    const [muster, bare] = await pacedAll(targets)
+    for (const t of targets) await fullSpeedOne(t)
+    const met = muster.p99 < TARGET_P99_MS
+    console.log(
+      `target: p99 < ${TARGET_P99_MS} ms at ${PACED_RATE} events/s to ${SUBSCRIBERS} subscribers: ${met ? 'met' : 'NOT met'} ` +
+        `(Muster ${f(muster.p99).trim()} ms, bare Bun.serve ${f(bare.p99).trim()} ms, ratio ${(muster.p99 / bare.p99).toFixed(1)}x)` +
+        (bare.p99 < TARGET_P99_MS ? '' : '; the bare server missed it too: the machine was too busy for this run to judge'),
+    )
+  } finally {
+    for (const t of targets) await t.subs.stop(), await t.proc.stop()
   }
 }
-
-const f = (n: number, digits = 2) => n.toFixed(digits)
-
-async function measure(target: Target) {
-  const subs = await subscribers(target.url)
-  await Bun.sleep(200)
-  const full = await fullSpeed(target.url)
-  await Bun.sleep(500) // let the last frames arrive
-  const fullHist = subs.histogram()
-  const dropsFull = (await target.drops?.()) ?? 0
-  subs.reset()
-  const pace = await paced(target.url)
-  await Bun.sleep(500)
-  const paceHist = subs.histogram()
-  const dropsPaced = ((await target.drops?.()) ?? 0) - dropsFull
-  subs.close()
-  await target.stop()
-  const row = (mode: string, rps: number, h: Histogram, events: number, drops: number, errors: number) =>
-    `${target.name.padEnd(15)} ${mode.padEnd(14)} ${f(rps, 0).padStart(8)} req/s   p50 ${f(h.pct(0.5)).padStart(7)} ms   p99 ${f(h.pct(0.99)).padStart(7)} ms   frames ${String(h.count).padStart(9)} of ${String(events).padStart(9)}   dropped ${drops}   errors ${errors}`
-  console.log(row('full speed', full.rps, fullHist, full.sent * SUBSCRIBERS, dropsFull, full.non2xx))
-  console.log(row(`paced ${PACED_RATE}/s`, pace.rps, paceHist, pace.sent * SUBSCRIBERS, dropsPaced, pace.failed))
-}
-
-console.log(
-  `${SUBSCRIBERS} WebSocket subscribers on *, ${SECONDS} s per run; latency = publish request sent → frame received.\n` +
-    'Server, wrk and the subscribers (this process) share the machine; frames counts every subscriber.',
-)
-await measure(await startMuster())
-await measure(await startBaseline())

@@ -92,14 +92,16 @@ export async function startEtcd(): Promise<Proc | null> {
   }
 }
 
-/** A bare Bun.serve hello-world: the ceiling every figure is compared with. */
-export async function startBaseline(): Promise<Proc> {
+const HELLO = `const s = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('hello world') }); console.log('baseline on http://127.0.0.1:' + s.port + ',')`
+
+/**
+ * A bare Bun.serve hello-world: the ceiling every figure is compared with. A
+ * benchmark may pass its own `source` (a script that prints `baseline on <url>,`).
+ */
+export async function startBaseline(source = HELLO): Promise<Proc> {
   const dir = mkdtempSync(join(tmpdir(), 'muster-base-'))
   const script = join(dir, 'baseline.ts')
-  writeFileSync(
-    script,
-    `const s = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('hello world') }); console.log('baseline on http://127.0.0.1:' + s.port + ',')`,
-  )
+  writeFileSync(script, source)
   return started([process.execPath, script], dir, /baseline on (\S+),/)
 }
 

@@ -1,8 +1,9 @@
 // /api/events: publish, history (with resume), and the WebSocket subscription.
 import { t } from 'elysia'
+import type { ServerWebSocket } from 'bun'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
-import type { Subscription } from '../services/bus'
+import type { Sink, Subscription } from '../services/bus'
 import { publishEvent } from '../services/events'
 import { DELIVERY_HEADER } from '../jobs/webhooks'
 import { errorResponse } from '../http/errors'
@@ -32,7 +33,8 @@ const afterIdParam = (value: string | undefined) => (value === undefined || valu
 interface SubscriberSocket {
   id: string
   data: { query: { pattern?: string; after_id?: string } }
-  raw: { sendText(frame: string): number; close(code: number, reason: string): void }
+  /** Bun's ServerWebSocket (Elysia's copy of that type lacks getBufferedAmount). */
+  raw: object
 }
 
 /**
@@ -49,7 +51,12 @@ export function subscribeSocket(ctx: Ctx) {
     beforeHandle: ({ query }: { query: { after_id?: string } }) => void afterIdParam(query.after_id),
     open(ws: SubscriberSocket) {
       const { pattern, after_id } = ws.data.query
-      const sink = { send: (frame: string) => ws.raw.sendText(frame), end: (code: number, reason: string) => ws.raw.close(code, reason) }
+      const raw = ws.raw as ServerWebSocket<unknown>
+      const sink: Sink = {
+        send: (frame) => raw.sendText(frame),
+        cork: (sends) => (raw.cork(sends), raw.getBufferedAmount() > 0),
+        end: (code, reason) => raw.close(code, reason),
+      }
       open.set(ws.id, ctx.bus.subscribe(sink, pattern || '*', afterIdParam(after_id)))
     },
     drain(ws: SubscriberSocket) {

@@ -4,6 +4,11 @@
 // clients, each with its own bounded buffer) and to every listener (the webhook
 // dispatcher, long-poll waiters). Nothing here ever waits on a client, and nothing
 // is fanned out that did not commit.
+//
+// Fan-out is the server's main cost per event: one write to every connection (a
+// system call each). So each event is serialized once for all, each pattern is
+// matched once for all its subscribers, and the events of one COMMIT go to a
+// connection in a single write.
 import { log } from '../lib/log'
 import type { Event, Store } from '../store'
 import { topicMatcher } from '../lib/glob'
@@ -21,6 +26,11 @@ const REPLAY_PAGE = 256
  */
 export interface Sink {
   send(frame: string): number
+  /**
+   * Runs `sends` with the connection's writes joined into one (Bun's cork); true when
+   * the connection is backed up afterwards. Without it, frames go one write each.
+   */
+  cork?(sends: () => void): boolean
   /** Ends the connection (server shutdown). */
   end(code: number, reason: string): void
 }
@@ -44,13 +54,13 @@ export interface SubscriptionInfo {
  * they wait in a buffer of SUBSCRIBER_BUFFER, and beyond that are dropped and
  * counted. With after_id it first replays stored events page by page (pacing on
  * drain), then goes live; ids at or below the last one handed over are skipped,
- * so the seam has neither gap nor duplicate.
+ * so the seam has neither gap nor duplicate. The bus offers it only events that
+ * match its pattern.
  */
 export class Subscription {
   readonly connected_at = new Date().toISOString()
   sent = 0
   dropped = 0
-  private readonly matches: (topic: string) => boolean
   private queue: string[] = []
   private blocked = false
   private closed = false
@@ -69,14 +79,25 @@ export class Subscription {
     afterId: number | undefined,
     private release: (s: Subscription) => void,
   ) {
-    this.matches = topicMatcher(pattern)
     this.lastId = afterId ?? 0
     this.replaying = afterId !== undefined
     if (this.replaying) void this.replay()
   }
 
-  offer(event: Event, frame: string): void {
-    if (this.closed || event.id <= this.lastId || !this.matches(event.topic)) return
+  /** Live events of one commit, in id order, with their frames: a single write where the sink can cork. */
+  offerAll(events: readonly Event[], frames: readonly string[]): void {
+    // Corked sends are all taken; backpressure shows only once the joined write is made.
+    if (events.length > 1 && this.sink.cork && !this.blocked && !this.replaying) {
+      if (this.sink.cork(() => this.offerEach(events, frames)) && !this.closed) this.blocked = true
+    } else this.offerEach(events, frames)
+  }
+
+  private offerEach(events: readonly Event[], frames: readonly string[]): void {
+    for (let i = 0; i < events.length; i++) this.offer(events[i], frames[i])
+  }
+
+  private offer(event: Event, frame: string): void {
+    if (this.closed || event.id <= this.lastId) return
     if (this.replaying) {
       if (this.pending.length < SUBSCRIBER_BUFFER) this.pending.push(event)
       else (this.pending = []), (this.missed = true)
@@ -148,17 +169,31 @@ export class Subscription {
     this.replaying = false
     const pending = this.pending
     this.pending = []
-    for (const event of pending) this.offer(event, JSON.stringify(event))
+    this.offerAll(pending, pending.map((event) => JSON.stringify(event)))
   }
+}
+
+/** The subscriptions on one pattern: its matcher runs once per event for all of them. */
+interface PatternGroup {
+  matches: (topic: string) => boolean
+  subscriptions: Set<Subscription>
 }
 
 export class Bus {
   private listeners = new Set<Listener>()
   private subscriptions = new Set<Subscription>()
+  private byPattern = new Map<string, PatternGroup>()
   private nextSubscriptionId = 1
+  /** Committed events not yet fanned out. */
+  private committed: Event[] = []
 
   constructor(private store: Store) {
-    store.onEvent((event) => this.fanOut(event))
+    // A COMMIT hands over its events one by one from its after-commit hooks; the
+    // microtask runs once those are all done, before anything awaiting the commit
+    // resumes, so the whole batch goes out together and nothing is delayed by it.
+    store.onEvent((event) => {
+      if (this.committed.push(event) === 1) queueMicrotask(() => this.fanOut())
+    })
   }
 
   /** Publishes an event on its own (REST publish, jobs): it commits, then fans out. */
@@ -166,23 +201,33 @@ export class Bus {
     return this.store.write(async (tx) => await tx.emit(topic, data, source))
   }
 
-  /** Hands a committed event to subscribers and listeners. */
-  private fanOut(event: Event): void {
+  /** Hands committed events to subscribers and listeners, in id order. */
+  private fanOut(): void {
+    const events = this.committed
+    this.committed = []
     if (this.subscriptions.size) {
-      const frame = JSON.stringify(event)
-      for (const s of this.subscriptions) {
-        try {
-          s.offer(event, frame)
-        } catch (err) {
-          log.error({ err, subscription: s.id }, 'subscription failed')
+      const frames = events.map((event) => JSON.stringify(event))
+      for (const group of this.byPattern.values()) {
+        const matched: Event[] = []
+        const matchedFrames: string[] = []
+        for (let i = 0; i < events.length; i++) if (group.matches(events[i].topic)) matched.push(events[i]), matchedFrames.push(frames[i])
+        if (!matched.length) continue
+        for (const s of group.subscriptions) {
+          try {
+            s.offerAll(matched, matchedFrames)
+          } catch (err) {
+            log.error({ err, subscription: s.id }, 'subscription failed')
+          }
         }
       }
     }
-    for (const listener of this.listeners) {
-      try {
-        listener(event)
-      } catch (err) {
-        log.error({ err }, 'event listener failed')
+    for (const event of events) {
+      for (const listener of this.listeners) {
+        try {
+          listener(event)
+        } catch (err) {
+          log.error({ err }, 'event listener failed')
+        }
       }
     }
   }
@@ -195,8 +240,15 @@ export class Bus {
 
   /** A new subscriber on `pattern`; with `afterId` it first replays the stored events after that id. Call close() when it goes. */
   subscribe(sink: Sink, pattern: string, afterId?: number): Subscription {
-    const s = new Subscription(this.nextSubscriptionId++, pattern, sink, this.store, afterId, (gone) => this.subscriptions.delete(gone))
+    let group = this.byPattern.get(pattern)
+    if (!group) this.byPattern.set(pattern, (group = { matches: topicMatcher(pattern), subscriptions: new Set() }))
+    const s = new Subscription(this.nextSubscriptionId++, pattern, sink, this.store, afterId, (gone) => {
+      this.subscriptions.delete(gone)
+      group.subscriptions.delete(gone)
+      if (!group.subscriptions.size && this.byPattern.get(pattern) === group) this.byPattern.delete(pattern)
+    })
     this.subscriptions.add(s)
+    group.subscriptions.add(s)
     return s
   }
 

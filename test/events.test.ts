@@ -398,4 +398,68 @@ describe('bus subscriptions (in-process)', () => {
     expect(sub.info()).toMatchObject({ sent: 2 + SUBSCRIBER_BUFFER, buffered: 0, dropped: 100 - 1 - SUBSCRIBER_BUFFER })
     sub.close()
   })
+
+  /** A sink like the WebSocket one: cork() joins the sends, and may report backpressure after. */
+  const corkingSink = (backedUpAfterCork = () => false) => {
+    const out = { frames: [] as number[], corks: [] as number[][], send: (f: string) => (out.frames.push(JSON.parse(f).id), 1), end() {} }
+    return Object.assign(out, {
+      cork(sends: () => void) {
+        const before = out.frames.length
+        sends()
+        out.corks.push(out.frames.slice(before))
+        return backedUpAfterCork()
+      },
+    })
+  }
+  /** Units started in one event-loop turn: they share one COMMIT. */
+  const oneTurn = <T>(units: (() => Promise<T>)[]) => Promise.allSettled(units.map((u) => u()))
+
+  test('the events of one COMMIT reach each subscriber in one corked write, in id order, filtered by its pattern', async () => {
+    const all = corkingSink()
+    const some = corkingSink()
+    const none = corkingSink()
+    const subs = [bus.subscribe(all, 'batch.*'), bus.subscribe(some, 'batch.b'), bus.subscribe(none, 'other.*')]
+    const settled = await oneTurn(['batch.a', 'batch.b', 'batch.a', 'batch.b'].map((topic) => () => bus.publish(topic, null)))
+    const ids = settled.map((r) => (r as PromiseFulfilledResult<{ id: number }>).value.id)
+    expect(all.corks).toEqual([ids])
+    expect(some.corks).toEqual([[ids[1], ids[3]]])
+    expect(none.frames).toEqual([])
+    for (const sub of subs) sub.close()
+  })
+
+  test('a unit that fails in a shared COMMIT rolls back alone: its event is neither stored nor sent; the others are, once committed', async () => {
+    const out = corkingSink()
+    const sub = bus.subscribe(out, 'shared.*')
+    const settled = await oneTurn([
+      () => bus.publish('shared.kept', 1),
+      () =>
+        store.write(async (tx) => {
+          await tx.emit('shared.lost', 2, '')
+          throw new Error('refused')
+        }),
+      () => bus.publish('shared.kept', 3),
+    ])
+    expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
+    const kept = [settled[0], settled[2]].map((r) => (r as PromiseFulfilledResult<{ id: number }>).value.id)
+    // Acknowledged after the COMMIT: the reader connection, which sees committed data only, has them.
+    const stored = await store.events.query({ topic: 'shared.*', afterId: kept[0] - 1, limit: 10 })
+    expect(stored.map((e) => [e.id, e.topic])).toEqual(kept.map((id) => [id, 'shared.kept']))
+    expect(out.frames).toEqual(kept)
+    sub.close()
+  })
+
+  test('backpressure seen after a corked write holds later events in the buffer until drain', async () => {
+    let backedUp = true
+    const out = corkingSink(() => backedUp)
+    const sub = bus.subscribe(out, 'press.*')
+    const first = (await oneTurn([0, 1].map((n) => () => bus.publish('press.x', n)))).map((r) => (r as PromiseFulfilledResult<{ id: number }>).value.id)
+    expect(out.corks).toEqual([first]) // the transport took the whole write, then reported backpressure
+    const later = await bus.publish('press.x', 2)
+    expect(out.frames).toEqual(first)
+    expect(sub.info()).toMatchObject({ sent: 2, buffered: 1, dropped: 0 })
+    backedUp = false
+    sub.drain()
+    expect(out.frames).toEqual([...first, later.id])
+    sub.close()
+  })
 })
