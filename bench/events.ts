@@ -17,7 +17,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startBaseline, startMuster, type Proc } from './lib'
+import { startBaseline, startMuster, startPg, type Proc } from './lib'
 
 const SUBSCRIBERS = 50
 const PACED_RATE = 1000
@@ -274,6 +274,32 @@ async function fullSpeedOne(t: Target): Promise<void> {
   console.log(row(t, 'full speed', full.rps, report, full.sent * SUBSCRIBERS, full.failed, after === null ? null : after - before!, used(from, to, full.sent, FULL_SECONDS)))
 }
 
+/**
+ * PostgreSQL mode (README "Running several replicas"), one and two replicas on one
+ * database: events published through the first replica; with two, the subscribers
+ * are on the other one, so every frame crosses replicas (NOTIFY, then a read).
+ */
+async function postgresRows(): Promise<void> {
+  const pg = await startPg()
+  if (!pg) return console.log('PostgreSQL mode: skipped (PostgreSQL is not installed)')
+  try {
+    for (const n of [1, 2]) {
+      const set = await pg.replicas(n)
+      const t: Target = { name: `PostgreSQL x${n}`, proc: set.procs[0], subs: await startSubscribers(set.urls[n - 1]) }
+      try {
+        await Bun.sleep(200)
+        await pacedAll([t])
+        await fullSpeedOne(t)
+      } finally {
+        await t.subs.stop()
+        await set.stop()
+      }
+    }
+  } finally {
+    await pg.stop()
+  }
+}
+
 if (process.argv[2] === 'subscribers') await subscriberProcess(process.argv[3])
 else {
   console.log(
@@ -299,4 +325,5 @@ else {
   } finally {
     for (const t of targets) await t.subs.stop(), await t.proc.stop()
   }
+  await postgresRows()
 }

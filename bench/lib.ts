@@ -150,6 +150,7 @@ export const fmt = (r: LoadResult) =>
 // ---- PostgreSQL mode (README "Running several replicas") ----------------------------
 
 export interface PgReplicas {
+  procs: Proc[]
   urls: string[]
   stop(): Promise<void>
 }
@@ -174,7 +175,7 @@ export async function startPg(): Promise<{ replicas(n: number, args?: string[]):
       await admin.close()
       const procs: Proc[] = []
       for (let i = 0; i < count; i++) procs.push(await startMuster(['--database', `${cluster.url}/${name}`, ...args]))
-      return { urls: procs.map((p) => p.url), stop: async () => void (await Promise.all(procs.map((p) => p.stop()))) }
+      return { procs, urls: procs.map((p) => p.url), stop: async () => void (await Promise.all(procs.map((p) => p.stop()))) }
     },
     stop: () => cluster.stop(),
   }
