@@ -156,6 +156,11 @@ export function configure(db: Database): void {
   // A bigger page cache and fewer, larger checkpoints: measured ~25% cheaper writes.
   db.exec('PRAGMA cache_size = -65536')
   db.exec('PRAGMA wal_autocheckpoint = 10000')
+  // Each unit's savepoint keeps the pages it changes in a sub-journal, by default a temp
+  // file (a dozen writes per unit): in memory, a state PUT measured ~40% cheaper. The
+  // sub-journal only serves ROLLBACK TO inside a live transaction; crash recovery is
+  // the WAL's, so durability is unchanged.
+  db.exec('PRAGMA temp_store = MEMORY')
 }
 
 export function migrate(db: Database): void {
