@@ -176,8 +176,14 @@ export function migrate(db: Database): void {
   }
 }
 
+let lastMs = NaN
+let lastIso = ''
+
+/** The current time, RFC 3339 UTC with ms; formatted once per millisecond (a PUT stamps three rows). */
 export function now(): string {
-  return new Date().toISOString()
+  const ms = Date.now()
+  if (ms !== lastMs) (lastMs = ms), (lastIso = new Date(ms).toISOString())
+  return lastIso
 }
 
 /** Opens a second connection for reads: in WAL mode it only ever sees committed transactions. */
