@@ -65,8 +65,9 @@ export function stateRoutes(ctx: Ctx) {
         const contentType = label || 'application/json'
         // Anything stored as JSON is depth-checked (readers parse it); bytes labelled JSON must also be
         // JSON. Unlabelled bytes (as the CLI sends files) and other types are stored as they are.
-        if (isJsonType(contentType)) checkDepth(value)
-        if (label && isJsonType(label)) parseJsonBody(value)
+        const json = isJsonType(contentType)
+        if (json) checkDepth(value)
+        if (label && json) parseJsonBody(value)
         return putState(ctx, audit, key, value, contentType, cond)
       },
       {
