@@ -56,6 +56,13 @@ export class VersionedDocs {
   private r
   private w
   private cache = newCache()
+  /**
+   * Writes not yet in the cache, per cache id: counted up when a unit writes, down by
+   * that write's after-commit hook (which updates the cache). A rolled-back write never
+   * counts down, so its key keeps going to SQL, which is always right; a count of zero
+   * means the cache holds what the writer would read.
+   */
+  private uncached = new Map<string, number>()
 
   /** `reader` serves reads (committed data only); `writer` the writes, inside the unit `unit`. */
   constructor(reader: Database, writer: Database, private unit: UnitHooks) {
@@ -127,9 +134,16 @@ export class VersionedDocs {
   }
 
   put(space: string, key: string, value: Uint8Array, contentType: string, cond: WriteCondition = {}): DocMeta {
-    const current = this.w.meta.get(space, key)
+    const current = this.writerMeta(space, key)
     checkCondition(current, cond)
     return this.write(space, key, value, contentType, current)
+  }
+
+  /** The current version as the writer sees it: from the cache when no write to it is pending (a query less per PUT). */
+  private writerMeta(space: string, key: string): DocMeta | null {
+    const id = cacheId(space, key)
+    const cached = this.uncached.has(id) ? undefined : this.cache.get(id)
+    return cached === undefined ? this.w.meta.get(space, key) : cached
   }
 
   /** Stores version `version`'s value as a new, higher version. */
@@ -148,7 +162,7 @@ export class VersionedDocs {
     checkCondition(current, cond)
     this.w.delete.run(space, key)
     this.w.deleteHistory.run(space, key)
-    this.unit.afterCommit(() => this.cache.set(cacheId(space, key), null))
+    this.cacheOnCommit(space, key, null)
     return true
   }
 
@@ -159,8 +173,19 @@ export class VersionedDocs {
     const id = this.w.append.run(space, key, version, meta.hash, contentType, meta.updated_at, value).lastInsertRowid
     this.w.point.run(space, key, Number(id))
     // The committed document is known here: cache it then, so the next read needs no query.
-    this.unit.afterCommit(() => this.cache.set(cacheId(space, key), { ...meta, value }))
+    this.cacheOnCommit(space, key, { ...meta, value })
     return meta
+  }
+
+  private cacheOnCommit(space: string, key: string, doc: Doc | null): void {
+    const id = cacheId(space, key)
+    this.uncached.set(id, (this.uncached.get(id) ?? 0) + 1)
+    this.unit.afterCommit(() => {
+      this.cache.set(id, doc)
+      const n = this.uncached.get(id)! - 1
+      if (n) this.uncached.set(id, n)
+      else this.uncached.delete(id)
+    })
   }
 }
 function checkCondition(current: DocMeta | null, cond: WriteCondition): void {
