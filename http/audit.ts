@@ -71,8 +71,12 @@ export function audited(ctx: Ctx) {
         // failing route's action there, and the OpenAPI document shows it as x-audit.
         ...({ detail: { 'x-audit': action } } as {}), // (the macro typings do not admit detail)
         resolve: async ({ request }: { request: Request }) => ({ audit: await scopeOf(ctx, request, action) }),
-        afterHandle: async ({ request, set }: { request: Request; set: { status?: number | string } }) => {
-          await writeLeftover(ctx, request, action, typeof set.status === 'number' ? set.status : 200)
+        afterHandle: ({ request, set }: { request: Request; set: { status?: number | string } }) => {
+          const status = typeof set.status === 'number' ? set.status : 200
+          // The usual case, a success whose service wrote the entry, stays synchronous:
+          // an async hook costs every write request a few promise turns.
+          if (status < 400 && scopes.get(request)?.written) return
+          return writeLeftover(ctx, request, action, status)
         },
       }
     },

@@ -1,6 +1,6 @@
 // The embedded database: one SQLite file in the data dir, WAL journal, and
 // schema migrations keyed on PRAGMA user_version. Only store/ imports this.
-import { nowIso } from '../lib/clock'
+import { nowMs } from '../lib/clock'
 import { log } from '../lib/log'
 import { writeBatchSize } from '../lib/prometheus'
 import { Database } from 'bun:sqlite'
@@ -156,7 +156,18 @@ export function configure(db: Database): void {
   db.exec('PRAGMA foreign_keys = ON')
   // A bigger page cache and fewer, larger checkpoints: measured ~25% cheaper writes.
   db.exec('PRAGMA cache_size = -65536')
-  db.exec('PRAGMA wal_autocheckpoint = 10000')
+  // The checkpointer worker backfills (and syncs the WAL) every second, but under steady
+  // writes the WAL is never idle long enough to start over, so this connection's own
+  // checkpoint is what resets it, inline in a COMMIT with two fsyncs (10-60 ms stalls here).
+  // At 10,000 pages (40 MB) a sustained PUT load hit that every second; at 50,000 (a WAL of
+  // at most ~200 MB) five times less often. Durability is the same: the worker's interval,
+  // not this threshold, bounds what an OS crash could lose.
+  db.exec('PRAGMA wal_autocheckpoint = 50000')
+  // Each unit's savepoint keeps the pages it changes in a sub-journal, by default a temp
+  // file (a dozen writes per unit): in memory, a state PUT measured ~40% cheaper. The
+  // sub-journal only serves ROLLBACK TO inside a live transaction; crash recovery is
+  // the WAL's, so durability is unchanged.
+  db.exec('PRAGMA temp_store = MEMORY')
 }
 
 export function migrate(db: Database): void {
@@ -172,8 +183,14 @@ export function migrate(db: Database): void {
   }
 }
 
+let lastMs = NaN
+let lastIso = ''
+
+/** The current time, RFC 3339 UTC with ms; formatted once per millisecond (a PUT stamps three rows). */
 export function now(): string {
-  return nowIso()
+  const ms = nowMs()
+  if (ms !== lastMs) (lastMs = ms), (lastIso = new Date(ms).toISOString())
+  return lastIso
 }
 
 /** Opens a second connection for reads: in WAL mode it only ever sees committed transactions. */

@@ -47,16 +47,15 @@ type Row = { id: number; topic: string; data: string; source: string; created_at
 const toEvent = (r: Row): Event => ({ id: r.id, topic: r.topic, data: JSON.parse(r.data), source: r.source, created_at: r.created_at })
 
 export function eventsWrites(db: Database): EventsWrites {
-  const insert = db.query<{ id: number }, [string, string, string, string]>(
-    'INSERT INTO events (topic, data, source, created_at) VALUES (?, ?, ?, ?) RETURNING id',
-  )
+  // The id from run()'s lastInsertRowid: RETURNING costs a result row on every event.
+  const insert = db.query<unknown, [string, string, string, string]>('INSERT INTO events (topic, data, source, created_at) VALUES (?, ?, ?, ?)')
   const pruneBelow = db.query<unknown, [number]>(
     'DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)',
   )
   return {
     append(topic, data, source, echo) {
       const created_at = now()
-      const { id } = insert.get(topic, JSON.stringify(data ?? null), source, created_at)!
+      const id = Number(insert.run(topic, JSON.stringify(data ?? null), source, created_at).lastInsertRowid)
       const event: Event = { id, topic, data: data ?? null, source, created_at }
       if (echo) event[ECHO] = true
       return event

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, startServer, type TestServer } from './helpers'
+import { rmSync } from 'node:fs'
+import { openStore } from '../store'
+import { call, startServer, tempDir, type TestServer } from './helpers'
 
 let s: TestServer
 beforeAll(async () => (s = await startServer()))
@@ -173,5 +175,80 @@ describe('state', () => {
     expect(w.body.key).toBe('team/app/feature flags')
     const r = await call(s.api, 'GET', '/api/state/team/app/feature%20flags')
     expect(r.body).toEqual({ on: true })
+  })
+})
+
+// A PUT takes the current version from the document cache unless a write to the key
+// is still pending: against the real store, the interleavings that could make the
+// cache and the writer disagree.
+describe('state writes and the document cache (in-process)', () => {
+  const dir = tempDir()
+  const store = openStore(dir)
+  afterAll(() => {
+    store.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+  const bytes = (text: string) => new TextEncoder().encode(text)
+  const put = (key: string, text: string, cond?: { ifVersion?: number }) =>
+    store.write((tx) => tx.state.put(key, bytes(text), 'application/json', cond))
+  const failing = (key: string) =>
+    store.write(async (tx) => {
+      await tx.state.put(key, bytes('"lost"'), 'application/json')
+      throw new Error('unit fails after its write')
+    })
+
+  test('a unit rolled back after its write leaves the next version right', async () => {
+    expect((await put('c/k', '1')).version).toBe(1)
+    expect((await store.state.get('c/k'))!.version).toBe(1) // cached
+    await expect(failing('c/k')).rejects.toThrow('unit fails')
+    expect((await store.state.get('c/k'))!.version).toBe(1)
+    expect((await put('c/k', '2', { ifVersion: 1 })).version).toBe(2)
+    expect((await store.state.get('c/k'))!.version).toBe(2)
+  })
+
+  test('writes to one key in one batch see each other; a failed one in between changes nothing', async () => {
+    await put('c/b', '0')
+    await store.state.get('c/b')
+    const results = await Promise.allSettled([put('c/b', '1'), put('c/b', '2'), failing('c/b'), put('c/b', '3', { ifVersion: 3 }), put('c/b', '4')])
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value.version : 'rejected'))).toEqual([2, 3, 'rejected', 4, 5])
+    const doc = (await store.state.get('c/b'))!
+    expect([doc.version, new TextDecoder().decode(doc.value)]).toEqual([5, '4'])
+    expect((await put('c/b', '5')).version).toBe(6)
+  })
+
+  test('a write made while the after-commit hooks of a batch run stays visible to the next write', async () => {
+    // A listener that writes from inside the hooks opens the next batch before the
+    // previous batch's last hook has run.
+    let armed = true
+    let hooked: Promise<unknown> = Promise.resolve()
+    store.onEvent((event) => {
+      if (event.topic !== 'c.trigger' || !armed) return
+      armed = false
+      hooked = put('c/h', '"from the hook"')
+    })
+    await put('c/h', '1')
+    await store.state.get('c/h')
+    await Promise.all([
+      store.write(async (tx) => {
+        await tx.state.put('c/h', bytes('2'), 'application/json')
+        await tx.emit('c.trigger', {}, 'test')
+      }),
+      put('c/h', '3'),
+    ])
+    const after = await put('c/h', '4')
+    expect((await hooked as { version: number }).version).toBe(4)
+    expect(after.version).toBe(5)
+  })
+
+  test('a key deleted and written again in one batch starts over at version 1', async () => {
+    await put('c/d', '1')
+    await store.state.get('c/d')
+    const [, , again] = await Promise.all([
+      put('c/d', '2'),
+      store.write((tx) => tx.state.delete('c/d')),
+      put('c/d', '"new"'),
+    ])
+    expect(again.version).toBe(1)
+    expect((await store.state.get('c/d'))!.version).toBe(1)
   })
 })
