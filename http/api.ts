@@ -3,7 +3,7 @@
 // /docs, and every resource's routes. Built by app.ts; tests start the whole server as a process.
 import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
-import { MAX_BODY, SERVER_OPTIONS, asJson, boundedRequest, checkValueDepth, tooLarge } from './body'
+import { MAX_BODY, SERVER_OPTIONS, asJson, boundedRequest, checkParsedRequest, tooLarge } from './body'
 import { requestObserver } from './observe'
 import { apiDocs } from './openapi'
 import { authorized, countForCaller } from './caller'
@@ -77,7 +77,7 @@ export function createApi(ctx: Ctx) {
       else if (url.pathname.startsWith('/api/')) void countForCaller(ctx, c.request, 'rest_calls')
     })
     // Parsed bodies are depth-checked before any schema check or handler walks them.
-    .onTransform({ as: 'global' }, ({ body }) => checkValueDepth(body))
+    .onTransform({ as: 'global' }, ({ body, request }) => checkParsedRequest(request.url, body))
     .onError(async ({ code, error, set, request, route }) => {
       const answer = errorAnswer(code, error, set, request, allowedMethods)
       // An audited route's failure is logged before the answer goes out (its service wrote nothing).

@@ -1,7 +1,7 @@
 // Request bodies: size limits enforced while streaming, raw and JSON readers.
 import { Elysia } from 'elysia'
 import { AppError, invalid } from '../lib/errors'
-import { MAX_DEPTH, nestedDeeperThan, valueDeeperThan } from '../lib/json'
+import { MAX_DEPTH, holdsNul, nestedDeeperThan, valueDeeperThan } from '../lib/json'
 import { StreamTooLarge, readUpTo } from '../lib/stream'
 
 export const MAX_BODY = 10 * 1024 * 1024
@@ -71,10 +71,19 @@ export function checkDepth(body: string | Uint8Array): void {
   if (nestedDeeperThan(body)) throw invalid(`request body nests deeper than ${MAX_DEPTH} levels`)
 }
 
-/** The same for a body the framework has parsed. */
-export function checkValueDepth(body: unknown): void {
+/**
+ * The same for a body the framework has parsed, and no NUL character in its text, its
+ * path or its query: PostgreSQL cannot store one in text, so both backends refuse it
+ * alike (400). Raw bodies (state values, specs) are bytes and may hold anything.
+ */
+export function checkParsedRequest(url: string, body: unknown): void {
+  if (url.includes('%00')) throw invalid(NUL_TEXT)
+  if (typeof body !== 'object' || body === null) return
   if (valueDeeperThan(body)) throw invalid(`request body nests deeper than ${MAX_DEPTH} levels`)
+  if (holdsNul(body)) throw invalid(NUL_TEXT)
 }
+
+export const NUL_TEXT = 'text must not contain NUL bytes'
 
 /** Reads a JSON body (state, specs, contracts): the raw bytes and the parsed value; empty or not JSON is 400. */
 export async function readJsonBody(request: Request): Promise<{ bytes: Uint8Array; json: unknown }> {

@@ -40,3 +40,21 @@ export function valueDeeperThan(value: unknown, max = MAX_DEPTH): boolean {
   }
   return false
 }
+
+/** Whether a parsed value holds a NUL character in any string or key (walked without recursion). */
+export function holdsNul(value: unknown): boolean {
+  const stack: unknown[] = [value]
+  while (stack.length) {
+    const v = stack.pop()
+    if (typeof v === 'string') {
+      if (v.includes('\0')) return true
+    } else if (typeof v === 'object' && v !== null) {
+      if (Array.isArray(v)) stack.push(...v)
+      else for (const [k, child] of Object.entries(v)) {
+        if (k.includes('\0')) return true
+        stack.push(child)
+      }
+    }
+  }
+  return false
+}

@@ -70,6 +70,22 @@ describe('errors', () => {
     expect(await events()).toBe(before) // nothing was published or registered
   })
 
+  test('a NUL character in a path, a query or a JSON body is 400 on either backend, and nothing is written', async () => {
+    const nul = { error: 'text must not contain NUL bytes', code: 400 }
+    expect((await call(s.api, 'PUT', '/api/state/a%00b', { v: 1 })).body).toEqual(nul)
+    expect((await call(s.api, 'GET', '/api/state/a%00b')).body).toEqual(nul)
+    expect((await call(s.api, 'GET', '/api/events/history?topic=a%00')).body).toEqual(nul)
+    expect((await call(s.api, 'POST', '/api/events/publish', { topic: 'nul.a\u0000b' })).body).toEqual(nul)
+    expect((await call(s.api, 'POST', '/api/instances/register', { name: 'x', workspace: 'w\u0000' })).body).toEqual(nul)
+    expect((await call(s.api, 'POST', '/api/events/publish', { topic: 'nul.data', data: { ['k\u0000']: 1 } })).body).toEqual(nul)
+    expect((await call(s.api, 'GET', '/api/state')).body.map((d: { key: string }) => d.key)).not.toContain('a\u0000b')
+    expect((await call(s.api, 'GET', '/api/events/history?topic=nul.*')).body).toEqual([])
+    // A value is bytes: JSON text escaping a NUL (or any byte) is stored as sent.
+    const put = await call(s.api, 'PUT', '/api/state/nul-value', '{"v":"a\\u0000b"}', { 'content-type': 'application/json' })
+    expect(put.status).toBe(200)
+    expect((await call(s.api, 'GET', '/api/state/nul-value')).body).toEqual({ v: 'a\u0000b' })
+  })
+
   test('no stack traces in error bodies', async () => {
     const r = await call(s.api, 'GET', '/api/state/x?version=abc')
     expect(r.status).toBe(400)

@@ -172,6 +172,7 @@ const param = (v: unknown) => (typeof v === 'boolean' ? (v ? 1 : 0) : v === unde
 /** A NUL byte in text is a client mistake on every backend (SQLite would store it; PostgreSQL refuses it): 400, never 500. */
 export function rethrow(err: unknown): never {
   const e = err as { errno?: string; code?: string; message?: string }
+  // The HTTP layer refuses NUL in paths, queries and parsed bodies (http/body.ts) on both backends; this catches any other way in.
   if (e?.errno === '22021' || e?.errno === '22P05') throw new AppError('invalid', 'text must not contain NUL bytes')
   throw err
 }
