@@ -6,10 +6,9 @@
 // the input whatever the pattern, and no pattern can backtrack catastrophically.
 // The price is RE2's dialect: no backreferences and no lookaround; such patterns
 // are refused with 400 when the rule is written.
-import picomatch from 'picomatch'
 import { isObject } from './values'
 import { Lru } from './lru'
-import { RE2JS } from 're2js'
+import type { RE2JS } from 're2js'
 import { invalid } from './errors'
 import { caselessText, requiredLiterals, type Literals } from './literals'
 
@@ -84,6 +83,10 @@ interface Compiled {
   literals: Literals | null
 }
 
+// The matchers are required with the first pattern or glob compiled, not when the server starts.
+const re2 = (): typeof RE2JS => (require('re2js') as typeof import('re2js')).RE2JS
+const picomatch = (glob: string, options: import('picomatch').PicomatchOptions) => (require('picomatch') as typeof import('picomatch'))(glob, options)
+
 const patterns = new Lru<string, Compiled | string>(2000)
 const globs = new Lru<string, (path: string) => boolean>(2000)
 
@@ -95,7 +98,8 @@ function compileCached(pattern: string): Compiled | string {
   return patterns.getOr(pattern, () => {
     try {
       // MULTILINE: ^ and $ mean line start and end, the same on a single line as in the whole content.
-      return { re: RE2JS.compile(pattern, RE2JS.MULTILINE), wholeSearch: !TEXT_ANCHORED.test(pattern), literals: requiredLiterals(pattern) }
+      const RE2 = re2()
+      return { re: RE2.compile(pattern, RE2.MULTILINE), wholeSearch: !TEXT_ANCHORED.test(pattern), literals: requiredLiterals(pattern) }
     } catch (err) {
       // re2js reports the pattern with the (?m) it was compiled under; show the agent's own.
       return String((err as Error).message ?? err).replace(/^error parsing regexp: /, '').replace('`(?m)', '`')
