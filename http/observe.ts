@@ -46,21 +46,27 @@ class RouteSeries {
 export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string) => string | undefined) {
   // onRequest may hand the handler a replacement request (size-bounded, relabelled JSON); the caller is cached on that one.
   const replacements = new WeakMap<Request, Request>()
-  // Matching a path against the route table costs a regex scan: done once per `METHOD path`,
-  // and once per `METHOD pattern` for its series.
-  const byPath = new Map<string, RouteSeries>()
+  // Matching a path against the route table costs a regex scan: done once per method and path
+  // (a map per method: no key string to build per request), and once per method and pattern for its series.
+  const byPath = new Map<string, Map<string, RouteSeries>>()
   const byRoute = new Map<string, RouteSeries>()
+  let paths = 0
 
   const seriesOf = (method: string, path: string): RouteSeries => {
-    const key = `${method} ${path}`
-    let series = byPath.get(key)
-    if (series) return series
+    let ofMethod = byPath.get(method)
+    const known = ofMethod?.get(path)
+    if (known) return known
     const route = routeOf(method, path) ?? UNMATCHED
     const routeKey = `${method} ${route}`
-    series = byRoute.get(routeKey)
+    let series = byRoute.get(routeKey)
     if (!series) byRoute.set(routeKey, (series = new RouteSeries(method, route)))
-    if (byPath.size >= MAX_PATHS) byPath.clear()
-    byPath.set(key, series)
+    if (paths++ >= MAX_PATHS) {
+      byPath.clear()
+      paths = 1
+      ofMethod = undefined
+    }
+    if (!ofMethod) byPath.set(method, (ofMethod = new Map()))
+    ofMethod.set(path, series)
     return series
   }
 
