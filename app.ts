@@ -146,6 +146,9 @@ async function main(argv: string[]): Promise<void> {
   }
   // Tests and scripts wait for this line (in either log format), so it is printed whatever --log-level says.
   log.child({}, { level: 'info' }).info(`Muster API on ${server.apiUrl}, dashboard on ${server.dashboardUrl ?? '(disabled)'}, data in ${config.database ? redactUrl(config.database) : config.dataDir}`)
+  // The compiled server starts with the JIT held back (build.ts: --compile-jit-policy), so
+  // run-once startup code is not compiled; from here on, requests get the normal policy.
+  Bun.unsafe.setJITPolicy(1)
   let stopping = false
   const shutdown = async (signal: string) => {
     if (stopping) return

@@ -114,13 +114,13 @@ export interface LoadResult {
 
 const toMs = (v: string, unit: string) => Number(v) * ({ us: 0.001, ms: 1, s: 1000, m: 60000 } as Record<string, number>)[unit]
 
-/** Runs wrk with a Lua script; returns requests/s and latency percentiles. */
-export async function wrk(url: string, lua: string, opts: { seconds?: number; connections?: number } = {}): Promise<LoadResult> {
+/** Runs wrk with a Lua script (2 threads unless told); returns requests/s and latency percentiles. */
+export async function wrk(url: string, lua: string, opts: { seconds?: number; connections?: number; threads?: number } = {}): Promise<LoadResult> {
   const dir = mkdtempSync(join(tmpdir(), 'muster-wrk-'))
   const script = join(dir, 'load.lua')
   writeFileSync(script, lua)
   const p = Bun.spawn(
-    ['wrk', '-t2', `-c${opts.connections ?? 32}`, `-d${opts.seconds ?? 5}s`, '--latency', '-s', script, url],
+    ['wrk', `-t${opts.threads ?? 2}`, `-c${opts.connections ?? 32}`, `-d${opts.seconds ?? 5}s`, '--latency', '-s', script, url],
     { stdout: 'pipe', stderr: 'pipe' },
   )
   const out = await new Response(p.stdout).text()

@@ -7,6 +7,7 @@ import type { Caller } from '../services/audit'
 import { hashToken } from '../lib/token'
 import { seen } from '../services/implicit-heartbeat'
 import { log } from '../lib/log'
+import { urlOf } from './url'
 export { hashToken } from '../lib/token'
 export type { Caller } from '../services/audit'
 
@@ -14,23 +15,26 @@ export type { Caller } from '../services/audit'
 export const WEBSOCKET_PATHS = new Set(['/api/events/subscribe'])
 
 /** A real WebSocket handshake on a WebSocket route, not any request that claims `Upgrade: websocket`. */
-const isUpgrade = (request: Request, url: URL) =>
+const isUpgrade = (request: Request, path: string) =>
   request.method === 'GET' &&
-  WEBSOCKET_PATHS.has(url.pathname) &&
+  WEBSOCKET_PATHS.has(path) &&
   request.headers.get('upgrade')?.toLowerCase() === 'websocket' &&
   /\bupgrade\b/i.test(request.headers.get('connection') ?? '') &&
   request.headers.has('sec-websocket-key')
 
-/** Bearer check in constant time; GET /health is open. WebSocket upgrades may pass ?token= instead. */
-export function authorized(ctx: Ctx, request: Request, url: URL): boolean {
+/**
+ * Bearer check in constant time; GET /health is open. WebSocket upgrades may pass ?token= instead.
+ * `path` is the request's path without the query, as the router matches it.
+ */
+export function authorized(ctx: Ctx, request: Request, path: string): boolean {
   const expected = ctx.config.authToken
   if (!expected) return true
-  if (url.pathname === '/health' && request.method === 'GET') return true
+  if (path === '/health' && request.method === 'GET') return true
   const header = request.headers.get('authorization') ?? ''
   let given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim()
-  if (!given && isUpgrade(request, url)) given = url.searchParams.get('token') ?? undefined
+  if (!given && isUpgrade(request, path)) given = urlOf(request).searchParams.get('token') ?? undefined
   const ok = !!given && timingSafeEqual(Buffer.from(hashToken(given), 'hex'), Buffer.from(hashToken(expected), 'hex'))
-  if (!ok) log.warn({ method: request.method, path: url.pathname, reason: given ? 'wrong token' : 'no token' }, 'auth failure')
+  if (!ok) log.warn({ method: request.method, path, reason: given ? 'wrong token' : 'no token' }, 'auth failure')
   return ok
 }
 

@@ -62,7 +62,7 @@ function eventsStream(ctx: Ctx) {
   return new Elysia().ws('/api/events/subscribe', {
     ...socket,
     beforeHandle({ request, query }) {
-      if (!authorized(ctx, request, urlOf(request))) return errorResponse(401, 'invalid or missing bearer token')
+      if (!authorized(ctx, request, urlOf(request).pathname)) return errorResponse(401, 'invalid or missing bearer token')
       return socket.beforeHandle({ query })
     },
   })

@@ -11,35 +11,70 @@
 // probe loop's log lines were enough to push that same stall past the bound).
 import type { Ctx } from '../services/context'
 import { accessLog } from '../lib/log'
-import { httpDuration, httpRequests } from '../lib/prometheus'
-import { Lru } from '../lib/lru'
+import { httpDuration, httpRequests, type CounterSeries, type HistogramSeries } from '../lib/prometheus'
 import { actorWithoutInstance, callerOf } from './caller'
-
-/** The path of an absolute request URL, without the query (cheaper than new URL on every request). */
-const pathOf = (url: string) => {
-  const start = url.indexOf('/', url.indexOf('//') + 2)
-  const query = url.indexOf('?', start)
-  return query < 0 ? url.slice(start) : url.slice(start, query)
-}
+import { pathOf } from './url'
 
 /** Requests matching no route share one label. */
 const UNMATCHED = '(unmatched)'
 
+/** Distinct `METHOD path` pairs remembered; raw paths are unbounded, so the table starts over when full. */
+const MAX_PATHS = 4096
+
 type Handle = (request: Request) => Response | Promise<Response> | undefined
+
+/** A method and route pattern, with the counter and histogram series of each status it answered. */
+class RouteSeries {
+  private byStatus = new Map<number, { requests: CounterSeries; duration: HistogramSeries }>()
+
+  constructor(
+    private method: string,
+    readonly route: string,
+  ) {}
+
+  count(status: number, seconds: number): void {
+    let series = this.byStatus.get(status)
+    if (!series) {
+      const labels = [this.method, this.route, String(status)]
+      this.byStatus.set(status, (series = { requests: httpRequests.labels(...labels), duration: httpDuration.labels(...labels) }))
+    }
+    series.requests.inc()
+    series.duration.observe(seconds)
+  }
+}
 
 export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string) => string | undefined) {
   // onRequest may hand the handler a replacement request (size-bounded, relabelled JSON); the caller is cached on that one.
   const replacements = new WeakMap<Request, Request>()
-  // Most requests repeat a few paths; matching one against the route table costs a regex scan.
-  const routes = new Lru<string, string>(2048)
+  // Matching a path against the route table costs a regex scan: done once per method and path
+  // (a map per method: no key string to build per request), and once per method and pattern for its series.
+  const byPath = new Map<string, Map<string, RouteSeries>>()
+  const byRoute = new Map<string, RouteSeries>()
+  let paths = 0
+
+  const seriesOf = (method: string, path: string): RouteSeries => {
+    let ofMethod = byPath.get(method)
+    const known = ofMethod?.get(path)
+    if (known) return known
+    const route = routeOf(method, path) ?? UNMATCHED
+    const routeKey = `${method} ${route}`
+    let series = byRoute.get(routeKey)
+    if (!series) byRoute.set(routeKey, (series = new RouteSeries(method, route)))
+    if (paths++ >= MAX_PATHS) {
+      byPath.clear()
+      paths = 1
+      ofMethod = undefined
+    }
+    if (!ofMethod) byPath.set(method, (ofMethod = new Map()))
+    ofMethod.set(path, series)
+    return series
+  }
 
   const record = (request: Request, status: number, seconds: number, actor: string | null) => {
     const path = pathOf(request.url) // never the query: a WebSocket upgrade may carry ?token=
-    const route = routes.getOr(`${request.method} ${path}`, () => routeOf(request.method, path) ?? UNMATCHED)
-    const labels = { method: request.method, route, status: String(status) }
-    httpRequests.inc(labels)
-    httpDuration.observe(labels, seconds)
-    if (path !== '/health') accessLog({ method: request.method, route, path, status, duration_ms: Math.round(seconds * 1e6) / 1e3, actor })
+    const series = seriesOf(request.method, path)
+    series.count(status, seconds)
+    if (path !== '/health') accessLog({ method: request.method, route: series.route, path, status, duration_ms: Math.round(seconds * 1e6) / 1e3, actor })
   }
 
   const finished = (request: Request, status: number, started: number) => {
@@ -54,6 +89,10 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
     )
   }
 
+  // After a WebSocket upgrade Bun sends 101 and ignores the 200 (or nothing) the handler returns.
+  const statusOf = (request: Request, res: Response | undefined) =>
+    res && res.status !== 200 ? res.status : !res || request.headers.get('upgrade')?.toLowerCase() === 'websocket' ? 101 : 200
+
   return {
     replaced(original: Request, replacement: Request): void {
       if (original !== replacement) replacements.set(original, replacement)
@@ -61,16 +100,13 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
     /** For `app.wrap`: times the whole handling, up to the Response. */
     wrap: (handle: Handle) => (request: Request) => {
       const started = performance.now()
-      // After a WebSocket upgrade Bun sends 101 and ignores the 200 (or nothing) the handler returns.
-      const upgrade = request.headers.get('upgrade')?.toLowerCase() === 'websocket'
-      const statusOf = (res: Response | undefined) => (!res || (upgrade && res.status === 200) ? 101 : res.status)
       const answer = handle(request)
       if (answer instanceof Promise)
         return answer.then((res) => {
-          finished(request, statusOf(res), started)
+          finished(request, statusOf(request, res), started)
           return res
         })
-      finished(request, statusOf(answer), started)
+      finished(request, statusOf(request, answer), started)
       return answer
     },
   }

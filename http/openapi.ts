@@ -2,11 +2,9 @@
 // lint-clean by openapi-conform.ts) and GET /docs (Swagger UI served from the
 // npm bundle embedded in the binary: nothing is loaded from elsewhere).
 import { Elysia } from 'elysia'
-import { toOpenAPISchema } from '@elysiajs/openapi'
 import type { AnyElysia } from 'elysia'
 import type { Ctx } from '../services/context'
 import { VERSION } from '../lib/version'
-import { conformDocument } from './openapi-conform'
 import { docsAssets } from './docs-assets'
 
 const DOCS_PAGE = `<!doctype html>
@@ -30,16 +28,21 @@ const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '
 
 const hidden = { detail: { hide: true } }
 
-/** `app` is the API app with every route mounted; it is read on the first request, when the route table is complete. */
+/**
+ * `app` is the API app with every route mounted; it is read on the first request, when the route table is complete.
+ * The generator and its clean-up are loaded then too: a server that is never asked for its document never loads them.
+ */
 export function apiDocs(ctx: Ctx, app: () => AnyElysia) {
-  let document: object | null = null
-  const build = () => {
+  let document: Promise<object> | null = null
+  const build = async () => {
+    const [{ toOpenAPISchema }, { conformDocument }] = await Promise.all([import('@elysiajs/openapi'), import('./openapi-conform')])
     const generated = toOpenAPISchema(app())
     const namedOperations = new Set(app().routes.map((r) => r.hooks?.detail?.operationId).filter((id): id is string => typeof id === 'string'))
     return conformDocument(generated, { version: VERSION, serverUrl: ctx.apiUrl, bearerRequired: !!ctx.config.authToken, namedOperations })
   }
   const plugin = new Elysia()
-    .get('/openapi.json', () => (document ??= build()), hidden)
+    // A failed build is not kept: the next request tries again.
+    .get('/openapi.json', () => (document ??= build().catch((err) => ((document = null), Promise.reject(err)))), hidden)
     .get('/docs', () => new Response(DOCS_PAGE, { headers: { 'content-type': 'text/html; charset=utf-8' } }), hidden)
     .get('/docs/init.js', () => new Response(DOCS_INIT, { headers: { 'content-type': 'text/javascript; charset=utf-8' } }), hidden)
   for (const [path, file] of Object.entries(docsAssets)) plugin.get(path, () => new Response(Bun.file(file)), hidden)

@@ -8,9 +8,20 @@ const PLACEHOLDER_ORIGIN = 'http://localhost'
  */
 export const urlOf = (request: Request): URL => new URL(request.url, PLACEHOLDER_ORIGIN)
 
+/** urlOf(request).pathname of a request's URL, with a few string searches instead of a URL parse (every request needs it). */
+export const pathOf = (url: string): string => {
+  const start = url.startsWith('/') ? 0 : url.indexOf('/', url.indexOf('//') + 2)
+  let end = url.indexOf('?', start)
+  const hash = url.indexOf('#', start)
+  if (hash >= 0 && (end < 0 || hash < end)) end = hash
+  return end < 0 ? url.slice(start) : url.slice(start, end)
+}
+
 /**
  * Wraps an app's router (Elysia's wrap): it finds the path after the origin, so a
  * request whose URL is a bare path would be routed by the wrong part of it.
  */
-export const withOrigin = (route: (request: Request) => unknown) => (request: Request) =>
-  route(request.url.startsWith('/') ? new Request(PLACEHOLDER_ORIGIN + request.url, request) : request)
+export const withOrigin =
+  <R>(route: (request: Request) => R) =>
+  (request: Request): R =>
+    route(request.url.startsWith('/') ? new Request(PLACEHOLDER_ORIGIN + request.url, request) : request)

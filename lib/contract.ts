@@ -3,11 +3,15 @@
 //
 // A contract is {kind: "contract", version, base_url?, title?, description?,
 // endpoints: {"METHOD /path": {query?, request?, response?, response_status?, description?}}}.
-import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020'
+import type Ajv2020 from 'ajv/dist/2020'
+import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020'
 import { httpUrl, isObject } from './values'
 import { Lru } from './lru'
-import addFormats from 'ajv-formats'
 import { invalid } from './errors'
+
+// ajv (some 90 modules) is required when the first schema is compiled, not when the server starts.
+const ajvClass = (): typeof Ajv2020 => (require('ajv/dist/2020') as typeof import('ajv/dist/2020')).default
+const addFormats = (ajv: Ajv2020) => (require('ajv-formats') as typeof import('ajv-formats')).default(ajv)
 
 export interface Violation {
   /** JSON pointer into the validated payload ("" is the whole payload). */
@@ -142,11 +146,13 @@ export function checkBaseUrl(value: unknown): string | null {
 // One shared instance checks schemas against the 2020-12 meta-schema (its compiled
 // meta-validator is the costly part, ~25 ms). Each contract then compiles into
 // instances of its own, so `$id`s of different contracts never collide and a
-// contract's validators are freed with it.
-const metaChecker = new Ajv2020({ allErrors: true, logger: false })
+// contract's validators are freed with it. Made on first use: building even the
+// instance took several ms of every server start.
+let metaChecker: Ajv2020 | null = null
+const metaCheckerOf = () => (metaChecker ??= new (ajvClass())({ allErrors: true, logger: false }))
 
 function newAjv(coerce: boolean) {
-  const ajv = new Ajv2020({
+  const ajv = new (ajvClass())({
     allErrors: true,
     validateSchema: false, // done by metaChecker
     strict: true, // unknown keywords and formats are errors: a typo must not silently disable a check
@@ -166,7 +172,7 @@ function newAjv(coerce: boolean) {
 function metaProblems(schema: Schema, at: string): Violation[] {
   let valid: boolean
   try {
-    valid = metaChecker.validateSchema(schema) as boolean
+    valid = metaCheckerOf().validateSchema(schema) as boolean
   } catch (err) {
     // a $schema the validator has no meta-schema for
     const named = typeof schema === 'object' && typeof schema.$schema === 'string'
@@ -179,7 +185,7 @@ function metaProblems(schema: Schema, at: string): Violation[] {
   if (valid) return []
   const seen = new Set<string>()
   const out: Violation[] = []
-  for (const e of metaChecker.errors ?? []) {
+  for (const e of metaCheckerOf().errors ?? []) {
     if (seen.has(e.instancePath)) continue // the first error per place is the telling one (anyOf repeats it)
     seen.add(e.instancePath)
     out.push({ field: at + e.instancePath, message: `schema is invalid: ${e.message}` })

@@ -1,6 +1,9 @@
 // JSON diff between two versions, as {operation, path, old_value, new_value}
 // entries (path is a JSON pointer). fast-json-patch does the comparison.
-import jsonpatch from 'fast-json-patch'
+import type jsonpatchModule from 'fast-json-patch'
+
+// Required with the first diff, not when the server starts.
+const patches = (): typeof jsonpatchModule => require('fast-json-patch')
 
 export interface DiffEntry {
   operation: string
@@ -18,6 +21,7 @@ export function jsonDiff(before: unknown, after: unknown): DiffEntry[] {
       ? []
       : [{ operation: 'replace', path: '', old_value: before, new_value: after }]
   }
+  const jsonpatch = patches()
   return jsonpatch.compare(before as object, after as object).map((op) => ({
     operation: op.op,
     path: op.path,

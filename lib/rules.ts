@@ -11,10 +11,9 @@
 //
 // A validation is one pass over the content for every rule's required texts
 // (lib/literal-scan.ts), then each rule only on the lines that can match.
-import picomatch from 'picomatch'
 import { isObject } from './values'
 import { Lru } from './lru'
-import { RE2JS } from 're2js'
+import type { RE2JS } from 're2js'
 import { invalid } from './errors'
 import { requiredLiterals, type Literals } from './literals'
 import { linesHolding } from './literal-scan'
@@ -96,6 +95,10 @@ interface Compiled {
   literals: Literals | null
 }
 
+// The matchers are required with the first pattern or glob compiled, not when the server starts.
+const re2 = (): typeof RE2JS => (require('re2js') as typeof import('re2js')).RE2JS
+const picomatch = (glob: string, options: import('picomatch').PicomatchOptions) => (require('picomatch') as typeof import('picomatch'))(glob, options)
+
 const patterns = new Lru<string, Compiled | string>(2000)
 const globs = new Lru<string, (path: string) => boolean>(2000)
 
@@ -107,7 +110,8 @@ function compileCached(pattern: string): Compiled | string {
   return patterns.getOr(pattern, () => {
     try {
       // MULTILINE: ^ and $ mean line start and end, the same on a single line as in the whole content.
-      const re = RE2JS.compile(pattern, RE2JS.MULTILINE)
+      const RE2 = re2()
+      const re = RE2.compile(pattern, RE2.MULTILINE)
       const native = nativeOrNull(pattern)
       const literals = requiredLiterals(pattern)
       const plain = native?.text && !literals?.caseless && literals?.texts.length === 1 && literals.texts[0] === native.text ? native.text : null
