@@ -182,7 +182,7 @@ export async function startPg(): Promise<{ replicas(n: number, args?: string[]):
 }
 
 /** wrk against every replica at once (the connections split between them): total req/s, worst p50/p99. */
-export async function wrkAll(urls: string[], lua: string, opts: { seconds?: number; connections?: number } = {}): Promise<LoadResult> {
+export async function wrkAll(urls: string[], lua: string, opts: Parameters<typeof wrk>[2] = {}): Promise<LoadResult> {
   const per = Math.max(1, Math.round((opts.connections ?? 32) / urls.length))
   const runs = await Promise.all(urls.map((u) => wrk(u, lua, { ...opts, connections: per })))
   return {

@@ -5,7 +5,7 @@
 // the server's CPU), PUTs and theirs by two.
 // Targets (reported as met / NOT MET, not asserted): GET >= 70% of baseline, PUT >= 30% with
 // p99 < 20 ms (after the large values too), PUT >= 3x etcd's.
-import { fmt, hasWrk, startBaseline, startEtcd, startMuster, wrk, type LoadResult } from './lib'
+import { fmt, hasWrk, startBaseline, startEtcd, startMuster, startPg, wrk, wrkAll, type LoadResult } from './lib'
 
 if (!hasWrk()) {
   console.error('bench/state needs wrk (apt-get install wrk)')
@@ -25,16 +25,13 @@ const base1 = await wrk(baseline.url, '', { seconds: SECONDS, threads: 1 })
 const base = await wrk(baseline.url, '', { seconds: SECONDS })
 await baseline.stop()
 
+const fill = (url: string) =>
+  Promise.all(Array.from({ length: KEYS }, (_, i) => fetch(`${url}/api/state/bench/${i}`, { method: 'PUT', body: value })))
+const getLua = `request = function() return wrk.format("GET", "/api/state/bench/" .. math.random(0, ${KEYS - 1})) end`
 const muster = await startMuster()
-await Promise.all(
-  Array.from({ length: KEYS }, (_, i) => fetch(`${muster.url}/api/state/bench/${i}`, { method: 'PUT', body: value })),
-)
+await fill(muster.url)
 const luaValue = value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')
-const get = await wrk(
-  muster.url,
-  `request = function() return wrk.format("GET", "/api/state/bench/" .. math.random(0, ${KEYS - 1})) end`,
-  { seconds: SECONDS, threads: 1 },
-)
+const get = await wrk(muster.url, getLua, { seconds: SECONDS, threads: 1 })
 const putLua = () =>
   `request = function() return wrk.format("PUT", "/api/state/bench/" .. math.random(0, ${KEYS - 1}), {["Content-Type"]="application/json"}, "${luaValue}") end`
 const put = await wrk(muster.url, putLua(), { seconds: SECONDS })
@@ -74,3 +71,27 @@ if (etcdPut && etcdGet) {
   const times = (a: LoadResult, b: LoadResult) => a.rps / b.rps
   console.log(`Muster / etcd: PUT ${times(put, etcdPut).toFixed(2)}x (target >= 3x: ${verdict(times(put, etcdPut) >= 3)}), GET ${times(get, etcdGet).toFixed(2)}x`)
 } else console.log('etcd: not installed (apt-get install etcd-server), no comparison')
+
+// PostgreSQL mode (README "Running several replicas"): the same GETs and PUTs with one and
+// with two replicas on one database, wrk's connections split between the replicas. No
+// target: what a user gives up for replicas, measured beside the embedded figures above.
+const pg = await startPg()
+if (!pg) console.log('PostgreSQL mode: skipped (PostgreSQL is not installed)')
+else {
+  try {
+    for (const n of [1, 2]) {
+      const set = await pg.replicas(n, ['--log-level', 'warn'])
+      try {
+        await fill(set.urls[0])
+        const g = await wrkAll(set.urls, getLua, { seconds: SECONDS, threads: 1 })
+        const p = await wrkAll(set.urls, putLua(), { seconds: SECONDS })
+        console.log(`PostgreSQL x${n} GET -t1   ${fmt(g)}   ratio ${pct(g, base1)}`)
+        console.log(`PostgreSQL x${n} PUT       ${fmt(p)}   ratio ${pct(p, base)}`)
+      } finally {
+        await set.stop()
+      }
+    }
+  } finally {
+    await pg.stop()
+  }
+}
