@@ -198,8 +198,10 @@ test('an instance registered through the API is checked against its workspace pr
   expect(Object.keys(mine).sort()).toEqual(['alpha/bad', 'alpha/down', 'alpha/good', 'alpha/offline'])
   expect(mine['alpha/good'].pass).toBe(true)
   expect(mine['alpha/bad'].pass).toBe(false)
+  // The 1 s schedule may add runs of its own meanwhile: the history holds this run's, and only this instance's.
   const h = await call(s.api, 'GET', `/api/compliance/history?instance_id=${reg.body.id}`)
-  expect(h.body.map((x: any) => x.id).sort()).toEqual(Object.values(mine).map((x: any) => x.id).sort())
+  expect(h.body.map((x: any) => x.id)).toEqual(expect.arrayContaining(Object.values(mine).map((x: any) => x.id)))
+  expect(h.body.every((x: any) => x.instance_id === reg.body.id)).toBe(true)
 })
 
 test('pruning keeps the newest runs of each (instance, contract) and nothing else goes', async () => {

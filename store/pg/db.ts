@@ -193,7 +193,7 @@ export const intOrNull = (v: unknown): number | null => (v === null || v === und
  */
 export class PgUnits {
   private queue: Pending[] = []
-  private draining: Promise<void> | null = null
+  private draining = false
   private held: Promise<void> | null = null
   private inTx: Promise<unknown> | null = null
   private release: (() => void) | null = null
@@ -210,47 +210,57 @@ export class PgUnits {
   run<T>(fn: (unit: UnitHooks) => Promise<T> | T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, hooks: [] })
-      this.draining ??= this.drain().finally(() => (this.draining = null))
+      if (!this.draining) void this.drain()
     })
   }
 
+  /**
+   * Runs transactions while units wait. `draining` is cleared in the same synchronous
+   * step that finds the queue empty (one async function, no await in between), so a
+   * unit queued by a caller resumed right after (a microtask) starts the next drain.
+   */
   private async drain(): Promise<void> {
-    while (this.queue.length) {
-      if (this.held) await this.held
-      const batch = this.queue.splice(0, MAX_BATCH)
-      const results: { ok: boolean; value: unknown }[] = []
-      try {
-        await (this.inTx = this.sql.begin(async (tx) => {
-          await tx.unsafe(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`)
-          // Alone, a unit needs no savepoint: if it throws, the transaction rolls back with it.
-          if (batch.length === 1) return void results.push({ ok: true, value: await this.unit(tx, batch[0]) })
-          for (const p of batch) {
+    this.draining = true
+    try {
+      while (this.queue.length) {
+        if (this.held) await this.held
+        const batch = this.queue.splice(0, MAX_BATCH)
+        const results: { ok: boolean; value: unknown }[] = []
+        try {
+          await (this.inTx = this.sql.begin(async (tx) => {
+            await tx.unsafe(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`)
+            // Alone, a unit needs no savepoint: if it throws, the transaction rolls back with it.
+            if (batch.length === 1) return void results.push({ ok: true, value: await this.unit(tx, batch[0]) })
+            for (const p of batch) {
+              try {
+                results.push({ ok: true, value: await tx.savepoint((sp) => this.unit(sp, p)) })
+              } catch (err) {
+                results.push({ ok: false, value: err })
+              }
+            }
+          }))
+        } catch (err) {
+          // The COMMIT failed (or the lone unit threw): nothing of the batch is durable.
+          for (const p of batch) p.reject(err)
+          continue
+        } finally {
+          this.inTx = null
+        }
+        batch.forEach((p, i) => {
+          const r = results[i]
+          if (!r.ok) return p.reject(r.value)
+          for (const hook of p.hooks) {
             try {
-              results.push({ ok: true, value: await tx.savepoint((sp) => this.unit(sp, p)) })
+              hook()
             } catch (err) {
-              results.push({ ok: false, value: err })
+              log.error({ err }, 'after-commit hook failed')
             }
           }
-        }))
-      } catch (err) {
-        // The COMMIT failed (or the lone unit threw): nothing of the batch is durable.
-        for (const p of batch) p.reject(err)
-        continue
-      } finally {
-        this.inTx = null
+          p.resolve(r.value)
+        })
       }
-      batch.forEach((p, i) => {
-        const r = results[i]
-        if (!r.ok) return p.reject(r.value)
-        for (const hook of p.hooks) {
-          try {
-            hook()
-          } catch (err) {
-            log.error({ err }, 'after-commit hook failed')
-          }
-        }
-        p.resolve(r.value)
-      })
+    } finally {
+      this.draining = false
     }
   }
 
