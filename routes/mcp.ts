@@ -14,7 +14,7 @@ import { scopeFor, type Caller } from '../services/audit'
 import { registerInstance, setIntent } from '../services/instances'
 import { proposeRule } from '../services/rules'
 import { VERSION } from '../lib/version'
-import { rawBodyDoc } from '../http/body'
+import { rawBodyDoc, checkParsedRequest } from '../http/body'
 
 export const MCP_TOOLS = ['register_instance', 'discover_instances', 'set_intent', 'get_endpoints', 'propose_rule'] as const
 
@@ -201,11 +201,21 @@ export function mcpRoutes(ctx: Ctx) {
     '/mcp',
     async ({ request }) => {
       const lib = await loadSdk()
-      const server = mcpServer(ctx, request, await callerOf(ctx, request), lib)
+      // The SDK reads the body itself; the REST rule on NUL characters (http/body.ts) holds here too.
+      const text = await request.text()
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(text)
+      } catch {
+        parsed = undefined // not JSON: the SDK answers that itself
+      }
+      checkParsedRequest(request.url, parsed)
+      const message = new Request(request.url, { method: request.method, headers: request.headers, body: text })
+      const server = mcpServer(ctx, message, await callerOf(ctx, request), lib)
       const transport = new lib.Transport({ sessionIdGenerator: undefined, enableJsonResponse: true })
       await server.connect(transport)
       try {
-        return await transport.handleRequest(request)
+        return await transport.handleRequest(message)
       } finally {
         void server.close()
       }

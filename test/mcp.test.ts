@@ -106,6 +106,15 @@ describe('MCP discovery endpoint', () => {
     expect((await api('GET', '/api/instances')).body.length).toBe(before)
   })
 
+  test('a NUL character in a tool argument is 400 as over REST (either backend), nothing registered', async () => {
+    const before = (await api('GET', '/api/instances')).body.length
+    const body = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'register_instance', arguments: { name: 'a\u0000b' } } }
+    const r = await api('POST', '/mcp', body, { accept: 'application/json, text/event-stream' })
+    expect(r.status).toBe(400)
+    expect(r.body).toEqual({ error: 'text must not contain NUL bytes', code: 400 })
+    expect((await api('GET', '/api/instances')).body.length).toBe(before)
+  })
+
   test('arguments that break the input schema are a tool error, nothing registered', async () => {
     const before = (await api('GET', '/api/instances')).body.length
     const r: any = await client.callTool({ name: 'register_instance', arguments: { workspace: 'no-name' } })
