@@ -156,10 +156,10 @@ export function configure(db: Database): void {
   db.exec('PRAGMA foreign_keys = ON')
   // A bigger page cache and fewer, larger checkpoints: measured ~25% cheaper writes.
   db.exec('PRAGMA cache_size = -65536')
-  // The checkpointer worker backfills (and syncs the WAL) every second, but under steady
+  // The checkpointer worker backfills (and syncs the WAL) five times a second, but under steady
   // writes the WAL is never idle long enough to start over, so this connection's own
   // checkpoint is what resets it, inline in a COMMIT with two fsyncs (10-60 ms stalls here).
-  // At 10,000 pages (40 MB) a sustained PUT load hit that every second; at 50,000 (a WAL of
+  // At 10,000 pages (40 MB) a sustained PUT load hit that about every second; at 50,000 (a WAL of
   // at most ~200 MB) five times less often. Durability is the same: the worker's interval,
   // not this threshold, bounds what an OS crash could lose.
   db.exec('PRAGMA wal_autocheckpoint = 50000')
