@@ -7,6 +7,8 @@ import { MAX_BODY, SERVER_OPTIONS, asJson, boundedRequest, checkParsedRequest, t
 import { requestObserver } from './observe'
 import { apiDocs } from './openapi'
 import { authorized, countForCaller } from './caller'
+import { track } from '../lib/background'
+import { log } from '../lib/log'
 import { pathOf, withOrigin } from './url'
 import { errorAnswer, errorResponse } from './errors'
 import { auditFailure } from './audit'
@@ -75,7 +77,8 @@ export function createApi(ctx: Ctx) {
     // Agent metrics: every call an instance makes (its token identifies it), /mcp apart.
     // The count settles within microtasks, before any later request is read.
     const metric = path === '/mcp' ? 'mcp_calls' : path.startsWith('/api/') ? 'rest_calls' : null
-    if (metric && admitted.headers.has('x-instance-token')) void countForCaller(ctx, admitted, metric)
+    // Tracked: on PostgreSQL the token lookup is a round trip that may end after the answer, and shutdown's last flush waits for it.
+    if (metric && admitted.headers.has('x-instance-token')) track(countForCaller(ctx, admitted, metric).catch((err) => log.error({ err }, 'agent metric count failed')))
     return admitted
   }
 

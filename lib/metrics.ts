@@ -34,8 +34,20 @@ export class AgentMetrics {
     else this.pending.set(k, { instance_id: instanceId, metric_name: name, period, metric_value: n })
   }
 
-  /** Writes everything counted so far; on failure the counts are kept for the next flush. */
-  async flush(): Promise<void> {
+  private flushing: Promise<void> = Promise.resolve()
+
+  /**
+   * Writes everything counted so far; on failure the counts are kept for the next flush.
+   * Flushes take turns, so the one at shutdown also waits for a scheduled one still
+   * writing (on PostgreSQL that write is a network round trip the pool must not lose).
+   */
+  flush(): Promise<void> {
+    const run = this.flushing.then(() => this.flushNow())
+    this.flushing = run.catch(() => {})
+    return run
+  }
+
+  private async flushNow(): Promise<void> {
     if (this.pending.size === 0) return
     const batch = this.pending
     this.pending = new Map()
