@@ -3,6 +3,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { freePort, pgBinaries, startCluster } from '../test/pg'
 
 const ROOT = join(import.meta.dir, '..')
 
@@ -57,13 +58,7 @@ export async function startMuster(args: string[] = []): Promise<Proc> {
   return started(cmd, dir, /Muster API on (\S+),/)
 }
 
-/** A free TCP port on 127.0.0.1 (for servers that cannot take port 0 and report it). */
-export function freePort(): number {
-  const s = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = s.port
-  s.stop(true)
-  return port
-}
+export { freePort }
 
 /** etcd (Debian package etcd-server) on free ports, for its v3 JSON gateway; null when not installed. */
 export async function startEtcd(): Promise<Proc | null> {
@@ -161,7 +156,6 @@ export interface PgReplicas {
  * fresh database of it.
  */
 export async function startPg(): Promise<{ replicas(n: number, args?: string[]): Promise<PgReplicas>; stop(): Promise<void> } | null> {
-  const { pgBinaries, startCluster } = await import('../test/pg')
   const bins = pgBinaries()
   if (!bins) return null
   const cluster = await startCluster(bins, { durable: true })

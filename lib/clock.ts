@@ -12,7 +12,12 @@ export function nowMs(): number {
   return Date.now() + offsetMs
 }
 
-/** RFC 3339 UTC with milliseconds, by the shared clock. */
+let lastMs = NaN
+let lastIso = ''
+
+/** RFC 3339 UTC with milliseconds, by the shared clock; formatted once per millisecond (a PUT stamps three rows). */
 export function nowIso(): string {
-  return new Date(Date.now() + offsetMs).toISOString()
+  const ms = nowMs()
+  if (ms !== lastMs) (lastMs = ms), (lastIso = new Date(ms).toISOString())
+  return lastIso
 }

@@ -1,6 +1,6 @@
 // The embedded database: one SQLite file in the data dir, WAL journal, and
 // schema migrations keyed on PRAGMA user_version. Only store/ imports this.
-import { nowMs } from '../lib/clock'
+import { nowIso } from '../lib/clock'
 import { log } from '../lib/log'
 import { writeBatchSize } from '../lib/prometheus'
 import { Database } from 'bun:sqlite'
@@ -183,15 +183,8 @@ export function migrate(db: Database): void {
   }
 }
 
-let lastMs = NaN
-let lastIso = ''
-
-/** The current time, RFC 3339 UTC with ms; formatted once per millisecond (a PUT stamps three rows). */
-export function now(): string {
-  const ms = nowMs()
-  if (ms !== lastMs) (lastMs = ms), (lastIso = new Date(ms).toISOString())
-  return lastIso
-}
+/** The current time, RFC 3339 UTC with ms, by the shared clock (lib/clock.ts). */
+export const now = nowIso
 
 /** Opens a second connection for reads: in WAL mode it only ever sees committed transactions. */
 export function openReader(dataDir: string, file = 'muster.db'): Database {

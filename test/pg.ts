@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto'
 import { existsSync, mkdtempSync, readdirSync, rmSync, chownSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { q } from '../store/pg/db'
 
 /** The cluster's base URL when this run is the PostgreSQL one, else null. */
 export const PG_BASE = process.env.MUSTER_TEST_PG || null
@@ -75,7 +76,7 @@ export async function startCluster(bins: { initdb: string; pgCtl: string }, opts
     chownSync(dir, Number(pwd), Number(gid))
   }
   const data = join(dir, 'data')
-  const port = await freePort()
+  const port = freePort()
   await run([bins.initdb, '-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync'])
   // The suite kills Muster processes, never PostgreSQL: a commit PostgreSQL acknowledged survives that
   // without an fsync, so the throwaway cluster skips them to keep the run short. Benchmarks ask for
@@ -92,7 +93,8 @@ export async function startCluster(bins: { initdb: string; pgCtl: string }, opts
   }
 }
 
-async function freePort(): Promise<number> {
+/** A free TCP port on 127.0.0.1, for servers that cannot take port 0 and report it (PostgreSQL, etcd). */
+export function freePort(): number {
   const server = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
   const port = server.port
   server.stop(true)
@@ -117,8 +119,7 @@ export async function rawQuery<Row = Record<string, unknown>>(dataDir: string, t
   }
   const sql = new SQL(await databaseFor(dataDir))
   try {
-    let n = 0
-    return (await sql.unsafe(text.replace(/\?/g, () => `$${++n}`), args)) as Row[]
+    return await q<Row>(text).all(sql, ...args)
   } finally {
     await sql.close()
   }

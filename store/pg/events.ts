@@ -41,6 +41,8 @@ export function pgEventsWrites(u: PgUnits): Async<EventsWrites> {
 }
 
 export function pgEventsStore(sql: SQL): EventsStore {
+  // Queries differ only in which filters are present: one statement per shape.
+  const shapes = new Map<string, ReturnType<typeof q<Record<string, unknown>>>>()
   return {
     lastId: async () => int((await last.get(sql))?.id ?? 0),
     async query(qy) {
@@ -54,7 +56,9 @@ export function pgEventsStore(sql: SQL): EventsStore {
       args.push(qy.limit)
       const text = `SELECT id, topic, data, source, created_at FROM events ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
         ORDER BY id ${qy.afterId !== undefined ? 'ASC' : 'DESC'} LIMIT ?`
-      return (await q(text).all(sql, ...args)).map(toEvent)
+      let stmt = shapes.get(text)
+      if (!stmt) shapes.set(text, (stmt = q(text)))
+      return (await stmt.all(sql, ...args)).map(toEvent)
     },
   }
 }

@@ -41,7 +41,8 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
   const events = pgEventsWrites(units)
   const feed = new EventFeed(sql)
   const docs = pgDocs(sql, units)
-  const tx: Tx = {
+  // Every table group's writes; `emit` is added per unit (its events' after-commit hooks are the unit's).
+  const writes: Omit<Tx, 'emit'> = {
     state: stateWrites(docs),
     specs: specsWrites(docs),
     audit: pgAuditWrites(units),
@@ -57,9 +58,6 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
     queue: pgQueueWrites(units),
     locks: pgLocksWrites(units),
     reservations: pgReservationsWrites(units),
-    emit: async () => {
-      throw new Error('emit is bound per unit')
-    },
   }
   await feed.start()
   // A restore through any replica replaced the events table: every replica's feed starts over after it.
@@ -92,7 +90,7 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
         // This unit's events: delivered here after COMMIT, and announced to the other
         // replicas by the NOTIFY that PostgreSQL sends at that same COMMIT.
         const unitTx: Tx = {
-          ...tx,
+          ...writes,
           async emit(topic, data, source, echo) {
             const event = await events.append(topic, data, source, echo)
             unit.afterCommit(() => feed.committed(event))
