@@ -1,7 +1,7 @@
 // Request bodies: size limits enforced while streaming, raw and JSON readers.
 import { Elysia } from 'elysia'
 import { AppError, invalid } from '../lib/errors'
-import { MAX_DEPTH, holdsNul, nestedDeeperThan, valueDeeperThan } from '../lib/json'
+import { MAX_DEPTH, nestedDeeperThan, parsedValueProblem } from '../lib/json'
 import { StreamTooLarge, readUpTo } from '../lib/stream'
 
 export const MAX_BODY = 10 * 1024 * 1024
@@ -79,8 +79,9 @@ export function checkDepth(body: string | Uint8Array): void {
 export function checkParsedRequest(url: string, body: unknown): void {
   if (url.includes('%00')) throw invalid(NUL_TEXT)
   if (typeof body !== 'object' || body === null) return
-  if (valueDeeperThan(body)) throw invalid(`request body nests deeper than ${MAX_DEPTH} levels`)
-  if (holdsNul(body)) throw invalid(NUL_TEXT)
+  const problem = parsedValueProblem(body)
+  if (problem === 'deep') throw invalid(`request body nests deeper than ${MAX_DEPTH} levels`)
+  if (problem === 'nul') throw invalid(NUL_TEXT)
 }
 
 export const NUL_TEXT = 'text must not contain NUL bytes'

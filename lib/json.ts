@@ -29,32 +29,28 @@ export function nestedDeeperThan(json: string | Uint8Array, max = MAX_DEPTH): bo
   return false
 }
 
-/** Whether a parsed value nests deeper than `max` (walked without recursion, so any depth is safe to ask about). */
-export function valueDeeperThan(value: unknown, max = MAX_DEPTH): boolean {
+/**
+ * What is wrong with a parsed value, in one walk without recursion (so any depth is
+ * safe to ask about): nesting deeper than `max` (reported first), else a NUL
+ * character in any string or key (PostgreSQL cannot store one in text), else null.
+ */
+export function parsedValueProblem(value: unknown, max = MAX_DEPTH): 'deep' | 'nul' | null {
+  let nul = false
   const stack: [unknown, number][] = [[value, 0]]
   while (stack.length) {
     const [v, depth] = stack.pop()!
+    if (typeof v === 'string') nul ||= v.includes('\0')
     if (typeof v !== 'object' || v === null) continue
-    if (depth + 1 > max) return true
-    for (const child of Array.isArray(v) ? v : Object.values(v)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1])
+    if (depth + 1 > max) return 'deep'
+    if (Array.isArray(v)) for (const child of v) stack.push([child, depth + 1])
+    else
+      for (const [k, child] of Object.entries(v)) {
+        nul ||= k.includes('\0')
+        stack.push([child, depth + 1])
+      }
   }
-  return false
+  return nul ? 'nul' : null
 }
 
-/** Whether a parsed value holds a NUL character in any string or key (walked without recursion). */
-export function holdsNul(value: unknown): boolean {
-  const stack: unknown[] = [value]
-  while (stack.length) {
-    const v = stack.pop()
-    if (typeof v === 'string') {
-      if (v.includes('\0')) return true
-    } else if (typeof v === 'object' && v !== null) {
-      if (Array.isArray(v)) stack.push(...v)
-      else for (const [k, child] of Object.entries(v)) {
-        if (k.includes('\0')) return true
-        stack.push(child)
-      }
-    }
-  }
-  return false
-}
+/** Whether a parsed value nests deeper than `max`. */
+export const valueDeeperThan = (value: unknown, max = MAX_DEPTH): boolean => parsedValueProblem(value, max) === 'deep'
