@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { join } from 'node:path'
 import { call, eventually, startServer, type TestServer } from './helpers'
 import { apiContract, startFixture, user, type Fixture } from './contract-fixture'
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import type { BrowserContext, Page } from 'playwright-core'
 import { join } from 'node:path'
 import { launch, openPage } from './browser'
-import { call, eventually, startServer, tempDir } from './helpers'
+import { call, startServer, tempDir } from './helpers'
 
 const TOKEN = 'board-token'
 const AUTH = { authorization: `Bearer ${TOKEN}` }

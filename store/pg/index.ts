@@ -7,7 +7,7 @@ import type { SQL } from 'bun'
 import { mkdirSync } from 'node:fs'
 import { SCHEMA_VERSION } from '../db'
 import { removeStaleTemps, tempPath } from '../backup'
-import type { Event, Store, Tx } from '../index'
+import type { Store, Tx } from '../index'
 import { connect, migrate, PgUnits } from './db'
 import { EventFeed } from './feed'
 import { Leader } from './leader'
@@ -125,6 +125,3 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
   }
   return store
 }
-
-export type { Event }
-export { RESET_CHANNEL }
