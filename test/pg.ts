@@ -24,7 +24,9 @@ export async function databaseFor(dataDir: string): Promise<string> {
     const admin = new SQL(`${PG_BASE}/postgres`)
     try {
       const [row] = await admin.unsafe('SELECT 1 AS one FROM pg_database WHERE datname = $1', [name])
-      if (!row) await admin.unsafe(`CREATE DATABASE ${name}`)
+      // A linguistic default collation ('_' before 'a' before 'B'), as many real databases have, so the
+      // suite proves the schema's COLLATE "C" keeps SQLite's byte order whatever the database's default.
+      if (!row) await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'`)
     } finally {
       await admin.close()
     }

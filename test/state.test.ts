@@ -252,3 +252,12 @@ describe('state writes and the document cache (in-process)', () => {
     expect((await store.state.get('c/d'))!.version).toBe(1)
   })
 })
+
+describe('ordering', () => {
+  test('the list is in byte order of the keys on either backend (uppercase before "_" before lowercase)', async () => {
+    const keys = ['order/a', 'order/B', 'order/é', 'order/b', 'order/_', 'order/A']
+    for (const k of keys) expect((await call(s.api, 'PUT', `/api/state/${k}`, { k })).status).toBe(200)
+    const listed = (await call(s.api, 'GET', '/api/state')).body.map((d: { key: string }) => d.key).filter((k: string) => k.startsWith('order/'))
+    expect(listed).toEqual(['order/A', 'order/B', 'order/_', 'order/a', 'order/b', 'order/é'])
+  })
+})
