@@ -10,6 +10,7 @@ import { authorized, countForCaller } from './caller'
 import { track } from '../lib/background'
 import { log } from '../lib/log'
 import { pathOf, withOrigin } from './url'
+import { stateReadRoute } from './fast-read'
 import { errorAnswer, errorResponse } from './errors'
 import { auditFailure } from './audit'
 import { healthRoutes } from '../routes/health'
@@ -35,7 +36,9 @@ import { reservationsRoutes } from '../routes/reservations'
 import { prometheusRoutes } from '../routes/prometheus'
 
 export function createApi(ctx: Ctx) {
-  const app = new Elysia(SERVER_OPTIONS)
+  // Plain state reads go straight from Bun's router to the document cache (http/fast-read.ts).
+  const fastRoutes = { '/api/state/*': { GET: (request: Request) => stateRead(request) } }
+  const app = new Elysia({ ...SERVER_OPTIONS, serve: { ...SERVER_OPTIONS.serve, routes: fastRoutes } })
   // Filled once every route is mounted (below): read off the route options before Elysia compiles them away.
   let table: RouteInfo[] = []
   let large: RouteInfo[] = []
@@ -82,6 +85,7 @@ export function createApi(ctx: Ctx) {
     return admitted
   }
 
+  const stateRead = stateReadRoute(ctx, admit, observer.wrap, () => app.fetch)
   app
     // The observer times the whole handling; withOrigin gives the router an absolute URL whatever the Host.
     .wrap(observe as never)

@@ -19,8 +19,11 @@ export const STATUS: Record<ErrorKind, number> = {
 export const kindOfStatus = (status: number): ErrorKind | undefined =>
   (Object.keys(STATUS) as ErrorKind[]).find((kind) => STATUS[kind] === status)
 
+/** The Content-Type of every error answer, whichever path gave it (Elysia's onError sets the same). */
+const ERROR_HEADERS = { 'content-type': 'application/json' }
+
 export function errorResponse(status: number, message: string, extra: Record<string, unknown> = {}): Response {
-  return Response.json({ error: message, code: status, ...extra }, { status })
+  return new Response(JSON.stringify({ error: message, code: status, ...extra }), { status, headers: ERROR_HEADERS })
 }
 
 
@@ -89,6 +92,6 @@ export function errorAnswer(
     log.error({ err: error, method: request.method, url: request.url }, 'internal error')
   }
   set.status = status
-  set.headers['content-type'] = 'application/json'
+  set.headers['content-type'] = ERROR_HEADERS['content-type']
   return { error: message, code: status, ...extra }
 }

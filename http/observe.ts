@@ -98,16 +98,18 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
       if (original !== replacement) replacements.set(original, replacement)
     },
     /** For `app.wrap`: times the whole handling, up to the Response. */
-    wrap: (handle: Handle) => (request: Request) => {
-      const started = performance.now()
-      const answer = handle(request)
-      if (answer instanceof Promise)
-        return answer.then((res) => {
-          finished(request, statusOf(request, res), started)
-          return res
-        })
-      finished(request, statusOf(request, answer), started)
-      return answer
-    },
+    wrap:
+      <H extends Handle>(handle: H) =>
+      (request: Request): ReturnType<H> => {
+        const started = performance.now()
+        const answer = handle(request)
+        if (answer instanceof Promise)
+          return answer.then((res) => {
+            finished(request, statusOf(request, res), started)
+            return res
+          }) as ReturnType<H>
+        finished(request, statusOf(request, answer), started)
+        return answer as ReturnType<H>
+      },
   }
 }

@@ -8,6 +8,8 @@ export interface StateStore {
   list(): Promise<Omit<DocMeta, 'hash'>[]>
   count(): Promise<number>
   get(key: string): Promise<Doc | null>
+  /** The current value without waiting when the backend holds it in memory (null: no such key); undefined: use get(). */
+  cached(key: string): Doc | null | undefined
   meta(key: string): Promise<DocMeta | null>
   getVersion(key: string, version: number): Promise<Doc | null>
   history(key: string, limit: number): Promise<HistoryItem[] | null>
@@ -25,6 +27,7 @@ export function stateStore(docs: Docs): StateStore {
     list: async () => docs.list(SPACE),
     count: async () => docs.count(SPACE),
     get: async (key) => docs.get(SPACE, key),
+    cached: (key) => docs.cached?.(SPACE, key),
     meta: async (key) => docs.meta(SPACE, key),
     getVersion: async (key, version) => docs.getVersion(SPACE, key, version),
     history: async (key, limit) => docs.history(SPACE, key, limit),

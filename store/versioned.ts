@@ -34,6 +34,8 @@ type Maybe<T> = T | Promise<T>
 /** What the state store and the spec registry need of a versioned-document engine (SQLite's below, PostgreSQL's in store/pg/versioned.ts). */
 export interface Docs {
   get(space: string, key: string): Maybe<Doc | null>
+  /** The current document when it is in memory (null: known not to exist), undefined when a read is needed; absent without a cache. */
+  cached?(space: string, key: string): Doc | null | undefined
   meta(space: string, key: string): Maybe<DocMeta | null>
   list(space: string): Maybe<Omit<DocMeta, 'hash'>[]>
   count(space: string): Maybe<number>
@@ -122,6 +124,9 @@ export class VersionedDocs implements Docs {
     let doc = this.cache.get(id)
     if (doc === undefined) this.cache.set(id, (doc = this.r.get.get(space, key)))
     return doc
+  }
+  cached(space: string, key: string): Doc | null | undefined {
+    return this.cache.get(cacheId(space, key))
   }
   meta(space: string, key: string): DocMeta | null {
     const doc = this.get(space, key)

@@ -36,6 +36,31 @@ describe('state', () => {
     expect(list.body).toEqual([{ key: 'proj/cfg', version: 2, content_type: 'application/json', updated_at: b.body.updated_at }])
   })
 
+  test('a plain read (answered from the cache, outside the framework) answers as a read through the full route does', async () => {
+    // `?history=0` is a plain read too, but a query sends it through the framework's route.
+    const w = await put('parity/k', 'v1', { 'content-type': 'text/plain' })
+    const both = async (path: string, headers: Record<string, string> = {}) => {
+      const [fast, full] = await Promise.all([fetch(`${s.api}${path}`, { headers }), fetch(`${s.api}${path}?history=0`, { headers })])
+      const shape = async (r: Response) => ({
+        status: r.status,
+        body: await r.text(),
+        type: r.headers.get('content-type'),
+        etag: r.headers.get('etag'),
+        version: r.headers.get('x-service-version'),
+      })
+      const [a, b] = [await shape(fast), await shape(full)]
+      expect(a).toEqual(b)
+      return a
+    }
+    expect(await both('/api/state/parity/k')).toEqual({ status: 200, body: 'v1', type: 'text/plain', etag: `"${w.body.hash}"`, version: '1' })
+    expect((await both('/api/state/parity/k', { 'if-none-match': `"${w.body.hash}"` })).status).toBe(304)
+    expect(JSON.parse((await both('/api/state/parity/missing')).body)).toEqual({ error: 'key not found', code: 404 })
+    expect(JSON.parse((await both('/api/state/bad%E0%A4%A')).body)).toEqual({ error: 'invalid key: bad percent-encoding', code: 400 })
+    // Read again after a write: the cache is what the write committed.
+    await put('parity/k', 'v2', { 'content-type': 'text/plain' })
+    expect(await both('/api/state/parity/k')).toMatchObject({ body: 'v2', version: '2' })
+  })
+
   test('ETag and If-None-Match give 304 with an empty body', async () => {
     const w = await put('etag/k', 'hello', { 'content-type': 'text/plain' })
     const r = await fetch(`${s.api}/api/state/etag/k`, { headers: { 'if-none-match': `"${w.body.hash}"` } })
