@@ -156,13 +156,13 @@ export function configure(db: Database): void {
   db.exec('PRAGMA foreign_keys = ON')
   // A bigger page cache and fewer, larger checkpoints: measured ~25% cheaper writes.
   db.exec('PRAGMA cache_size = -65536')
-  // The checkpointer worker backfills (and syncs the WAL) five times a second, but under steady
-  // writes the WAL is never idle long enough to start over, so this connection's own
-  // checkpoint is what resets it, inline in a COMMIT with two fsyncs (10-60 ms stalls here).
-  // At 10,000 pages (40 MB) a sustained PUT load hit that about every second; at 50,000 (a WAL of
-  // at most ~200 MB) five times less often. Durability is the same: the worker's interval,
-  // not this threshold, bounds what an OS crash could lose.
-  db.exec('PRAGMA wal_autocheckpoint = 50000')
+  // The checkpointer worker backfills (and syncs the WAL) five times a second and starts the WAL
+  // over once it reaches 50,000 pages, holding writes back for that one checkpoint rather than
+  // freezing the event loop (store/checkpointer.ts). This connection's own checkpoint, inline in a
+  // COMMIT with two fsyncs (90-145 ms stalls here), is only the fallback should the worker fail:
+  // at 200,000 pages (a WAL of ~800 MB). Durability is the same: the worker's interval, not
+  // this threshold, bounds what an OS crash could lose.
+  db.exec('PRAGMA wal_autocheckpoint = 200000')
   // Each unit's savepoint keeps the pages it changes in a sub-journal, by default a temp
   // file (a dozen writes per unit): in memory, a state PUT measured ~40% cheaper. The
   // sub-journal only serves ROLLBACK TO inside a live transaction; crash recovery is

@@ -4,6 +4,7 @@
 // a sub-store in a variable): restore swaps the database and rebuilds them in place.
 import { log } from '../lib/log'
 import { workerUrl } from '../lib/workers'
+import type { FromCheckpointer, ToCheckpointer } from './checkpointer'
 import type { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { GroupCommit, SCHEMA_VERSION, openDatabase, openReader, type UnitHooks } from './db'
@@ -117,20 +118,48 @@ export interface Store {
 }
 
 /**
- * WAL checkpoints five times a second on a worker thread (store/checkpointer.ts);
- * autocheckpoint stays as the fallback. Small, frequent checkpoints keep each fsync
- * short, and a long one stalls the request thread's WAL writes: state PUT p99 under
- * wrk 72-99 ms against 119-155 ms with one checkpoint a second (three A/B pairs).
+ * WAL checkpoints on a worker thread (store/checkpointer.ts): every CHECKPOINT_BUSY_MS
+ * while writes come in, every CHECKPOINT_IDLE_MS otherwise; and a turnover (writes held
+ * back for one last checkpoint, then the WAL starts over) once it holds TURNOVER_FRAMES
+ * pages, ~200 MB: the bound the writer's autocheckpoint used to keep, inline in a COMMIT
+ * (store/db.ts keeps that only as the fallback, further out). Small, frequent
+ * checkpoints keep each fsync short and the turnover's hold to a few milliseconds.
  */
-const CHECKPOINT_EVERY_MS = 200
+const CHECKPOINT_BUSY_MS = 25
+const CHECKPOINT_IDLE_MS = 200
+export const TURNOVER_FRAMES = 50_000
+/** A turnover that has not finished by then lets the writes go on anyway (the WAL then starts over later). */
+const TURNOVER_WAIT_MS = 2_000
 
-function startCheckpointer(file: string): Worker {
+function startCheckpointer(file: string, turnoverFrames: number, turnover: (worker: Worker) => void): Worker {
   const worker = new Worker(workerUrl('store/checkpointer.ts'))
   worker.onerror = (e) => log.error(`wal checkpointer failed (autocheckpoint continues): ${e.message}`)
   // The worker has no logger of its own (its module copy would not know the log format): it reports here.
-  worker.onmessage = (e: MessageEvent<{ error: string }>) => log.error(`wal checkpoint failed: ${e.data.error}`)
-  worker.postMessage({ file, intervalMs: CHECKPOINT_EVERY_MS })
+  worker.addEventListener('message', (e: MessageEvent<FromCheckpointer>) => {
+    if ('error' in e.data) log.error(`wal checkpoint failed: ${e.data.error}`)
+    else if ('wantsTurnover' in e.data) turnover(worker)
+  })
+  const start: ToCheckpointer = { file, busyMs: CHECKPOINT_BUSY_MS, idleMs: CHECKPOINT_IDLE_MS, turnoverFrames }
+  worker.postMessage(start)
   return worker
+}
+
+/** Asks the worker for its turnover checkpoint; resolves when it is done, or after TURNOVER_WAIT_MS. */
+function turnoverCheckpoint(worker: Worker): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (e: MessageEvent<FromCheckpointer>) => {
+      if ('turnedOver' in e.data) finish()
+    }
+    const finish = () => {
+      clearTimeout(timer)
+      worker.removeEventListener('message', done)
+      resolve()
+    }
+    const timer = setTimeout(finish, TURNOVER_WAIT_MS)
+    worker.addEventListener('message', done)
+    const ask: ToCheckpointer = { turnover: true }
+    worker.postMessage(ask)
+  })
 }
 
 type Listener = (event: Event) => void
@@ -191,7 +220,8 @@ export async function openConfiguredStore(database: string, dataDir: string): Pr
   return openPgStore(database, dataDir)
 }
 
-export function openStore(dataDir: string): Store {
+/** `turnoverFrames`: the WAL length that starts a turnover (TURNOVER_FRAMES; tests make it short). */
+export function openStore(dataDir: string, { turnoverFrames = TURNOVER_FRAMES } = {}): Store {
   const lock = lockDataDir(dataDir)
   let db = openDatabase(dataDir, DB_FILE)
   let reader = openReader(dataDir, DB_FILE)
@@ -203,10 +233,24 @@ export function openStore(dataDir: string): Store {
   let checkpointer: Worker | null = null
   const totalChanges = () => (db.query('SELECT total_changes() AS n').get() as { n: number }).n
   const changesAtOpen = totalChanges()
-  const startCheckpointerOnChange = () => {
-    if (!checkpointer && totalChanges() > changesAtOpen) checkpointer = startCheckpointer(dbPath)
-  }
   const group = new GroupCommit(db)
+  // Write units wait (in the group's queue) while the worker's turnover checkpoint runs; reads go on.
+  // In turn with snapshots and restores, which hold the writer themselves.
+  const turnover = (worker: Worker) =>
+    void exclusive(async () => {
+      if (worker !== checkpointer) return
+      const started = performance.now()
+      await group.pause()
+      try {
+        await turnoverCheckpoint(worker)
+      } finally {
+        group.resume(db)
+        log.debug({ held_ms: Math.round(performance.now() - started) }, 'wal turnover: writes held back for its checkpoint')
+      }
+    }).catch((err) => log.error({ err }, 'wal turnover failed'))
+  const startCheckpointerOnChange = () => {
+    if (!checkpointer && totalChanges() > changesAtOpen) checkpointer = startCheckpointer(dbPath, turnoverFrames, turnover)
+  }
   // Units run one at a time, so the unit the tx's hooks belong to is always the running one.
   let current: UnitHooks | null = null
   const unit: UnitHooks = { afterCommit: (fn) => current!.afterCommit(fn) }
@@ -262,7 +306,7 @@ export function openStore(dataDir: string): Store {
           reader = openReader(dataDir, DB_FILE)
           rebuild()
           group.resume(db)
-          checkpointer = startCheckpointer(dbPath)
+          checkpointer = startCheckpointer(dbPath, turnoverFrames, turnover)
         }
       }),
     close: () => {

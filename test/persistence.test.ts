@@ -1,6 +1,9 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
+import { readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { openStore } from '../store'
 import { call, startServer, tempDir } from './helpers'
+import { onPostgres } from './pg'
 
 const dir = tempDir()
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -80,5 +83,43 @@ describe('persistence', () => {
       expect(list.find((e) => e.key === `crash/${w}`)?.version ?? 0).toBe(versions.at(-1) ?? 0)
     }
     await b.stop()
+  })
+})
+
+describe('the WAL under a steady write load (in-process store)', () => {
+  // Short turnovers (500 pages) so a second of writes crosses several; the server's is 50,000.
+  test.skipIf(onPostgres)('starts over while writes keep coming (the checkpointer turns it over), and every write is kept', async () => {
+    const dataDir = tempDir()
+    const store = openStore(dataDir, { turnoverFrames: 500 })
+    const value = new Uint8Array(2000).fill(120)
+    // The WAL header's checkpoint sequence number: SQLite adds one each time the WAL starts over.
+    const restarts = () => {
+      const header = readFileSync(join(dataDir, 'muster.db-wal')).subarray(0, 16)
+      return new DataView(header.buffer, header.byteOffset).getUint32(12)
+    }
+    let writes = 0
+    const keys = new Set<string>()
+    try {
+      await store.write((tx) => tx.state.put('wal/first', value, 'application/octet-stream'))
+      const before = restarts()
+      // Eight writers back to back: a COMMIT every turn of the event loop, never an idle moment in
+      // which a passive checkpoint would let the WAL start over by itself.
+      const until = performance.now() + 1500
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, w) => {
+          for (let i = 0; performance.now() < until; i++, writes++) {
+            const key = `wal/${w}/${i % 50}`
+            await store.write((tx) => tx.state.put(key, value, 'application/octet-stream'))
+            keys.add(key)
+          }
+        }),
+      )
+      expect(writes).toBeGreaterThan(2000)
+      expect(restarts() - before).toBeGreaterThanOrEqual(2)
+      for (const key of keys) expect([key, (await store.state.get(key))?.value.byteLength]).toEqual([key, 2000])
+    } finally {
+      store.close()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
   })
 })
