@@ -1,6 +1,6 @@
 // Shared benchmark plumbing: start the real server or a bare Bun.serve baseline
 // as subprocesses, and drive load with wrk (Debian package) from a third process.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort, pgBinaries, startCluster } from '../test/pg'
@@ -19,28 +19,20 @@ export function rssMb(pid: number): number {
   return Number(kb) / 1024
 }
 
-async function waitFor(proc: ReturnType<typeof Bun.spawn>, re: RegExp): Promise<RegExpExecArray> {
-  let out = ''
-  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader()
-  const decoder = new TextDecoder()
-  for (;;) {
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`process exited before it was ready:\n${out}`)
-    out += decoder.decode(value)
-    const m = re.exec(out)
-    if (m) {
-      void (async () => {
-        while (!(await reader.read()).done);
-      })()
-      return m
-    }
-  }
-}
-
-/** Runs `cmd` until it prints `ready` (the URL in group 1); stop() ends it and removes `dir`. */
+/**
+ * Runs `cmd` until it prints `ready` (the URL in group 1); stop() ends it and removes `dir`.
+ * Its stdout goes to a file in `dir`, as a deployed server's log goes to a file or the
+ * journal: a pipe would need this process to read every access line, on the same cores
+ * as the server and wrk.
+ */
 async function started(cmd: string[], dir: string, ready: RegExp): Promise<Proc> {
-  const proc = Bun.spawn(cmd, { stdout: 'pipe', stderr: 'inherit' })
-  const m = await waitFor(proc, ready)
+  const logFile = join(dir, 'stdout.log')
+  const proc = Bun.spawn(cmd, { stdout: Bun.file(logFile), stderr: 'inherit' })
+  let m: RegExpExecArray | null = null
+  for (let waited = 0; !(m = ready.exec(existsSync(logFile) ? readFileSync(logFile, 'utf8') : '')); waited += 20) {
+    if (proc.exitCode !== null || waited > 30_000) throw new Error(`process exited or never became ready:\n${existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''}`)
+    await Bun.sleep(20)
+  }
   return {
     url: m[1],
     pid: proc.pid,
@@ -110,7 +102,9 @@ export interface LoadResult {
 const toMs = (v: string, unit: string) => Number(v) * ({ us: 0.001, ms: 1, s: 1000, m: 60000 } as Record<string, number>)[unit]
 
 /** Runs wrk with a Lua script (2 threads unless told); returns requests/s and latency percentiles. */
-export async function wrk(url: string, lua: string, opts: { seconds?: number; connections?: number; threads?: number } = {}): Promise<LoadResult> {
+export async function wrk(url: string, lua: string, opts: { seconds?: number; connections?: number; threads?: number; warmup?: number } = {}): Promise<LoadResult> {
+  // An unrecorded run first, so the JIT has compiled the request path before anything is measured.
+  if (opts.warmup) await wrk(url, lua, { ...opts, seconds: opts.warmup, warmup: 0 })
   const dir = mkdtempSync(join(tmpdir(), 'muster-wrk-'))
   const script = join(dir, 'load.lua')
   writeFileSync(script, lua)

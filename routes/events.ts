@@ -1,5 +1,6 @@
 // /api/events: publish, history (with resume), and the WebSocket subscription.
 import { t } from 'elysia'
+import { Type } from '@sinclair/typebox'
 import type { ServerWebSocket } from 'bun'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
@@ -12,8 +13,10 @@ import { audited } from '../http/audit'
 import { waitParam } from '../services/holders'
 import { waitForEvents } from '../services/watches'
 
+// TypeBox's own Integer, not Elysia's string-or-integer transform: a response schema with a
+// transform runs through the uncompiled Value.Encode on every answer (see routes/state.ts).
 export const EventSchema = t.Object({
-  id: t.Integer(),
+  id: Type.Integer(),
   topic: t.String(),
   data: t.Any(),
   source: t.String(),
