@@ -77,15 +77,31 @@ export function createApi(ctx: Ctx) {
     if (declared === null && admitted.body) admitted = boundedRequest(admitted, limit)
     if (admitted.body && !readsRawBody(method, path)) admitted = asJson(admitted)
     observer.replaced(request, admitted)
-    // Agent metrics: every call an instance makes (its token identifies it), /mcp apart.
-    // The count settles within microtasks, before any later request is read.
-    const metric = path === '/mcp' ? 'mcp_calls' : path.startsWith('/api/') ? 'rest_calls' : null
-    // Tracked: on PostgreSQL the token lookup is a round trip that may end after the answer, and shutdown's last flush waits for it.
-    if (metric && admitted.headers.has('x-instance-token')) track(countForCaller(ctx, admitted, metric).catch((err) => log.error({ err }, 'agent metric count failed')))
+    countCall(admitted, path)
     return admitted
   }
+  /**
+   * Agent metrics: every call an instance makes (its token identifies it), /mcp apart.
+   * The count settles within microtasks, before any later request is read. Tracked: on
+   * PostgreSQL the token lookup is a round trip that may end after the answer, and
+   * shutdown's last flush waits for it.
+   */
+  const countCall = (request: Request, path: string) => {
+    const metric = path === '/mcp' ? 'mcp_calls' : path.startsWith('/api/') ? 'rest_calls' : null
+    if (metric && request.headers.has('x-instance-token')) track(countForCaller(ctx, request, metric).catch((err) => log.error({ err }, 'agent metric count failed')))
+  }
 
-  const stateRead = stateReadRoute(ctx, admit, observer.wrap, () => app.fetch)
+  // A plain read has no body: of admit's work it needs only the auth check and the agent metric.
+  const stateRead = stateReadRoute(
+    ctx,
+    (request, path) => {
+      if (!authorized(ctx, request, path)) return errorResponse(401, 'invalid or missing bearer token')
+      countCall(request, path)
+      return null
+    },
+    observer.wrap,
+    () => app.fetch,
+  )
   app
     // The observer times the whole handling; withOrigin gives the router an absolute URL whatever the Host.
     .wrap(observe as never)
