@@ -129,6 +129,34 @@ export async function wrk(url: string, lua: string, opts: { seconds?: number; co
   }
 }
 
+/**
+ * wrk against two servers in alternating slices (a, b, a, b, ...), `seconds` in all for
+ * each: a shared machine whose speed drifts affects both alike, so their ratio is steadier
+ * than from two runs one after the other. req/s over all slices; p50 and p99 are the
+ * medians of the slices' (wrk cannot merge its histograms).
+ */
+export async function alternate(
+  a: { url: string; lua: string },
+  b: { url: string; lua: string },
+  opts: { seconds: number; slices: number; threads?: number; warmup?: number },
+): Promise<[LoadResult, LoadResult]> {
+  const slice = { seconds: opts.seconds / opts.slices, threads: opts.threads }
+  if (opts.warmup) for (const s of [a, b]) await wrk(s.url, s.lua, { ...slice, seconds: opts.warmup })
+  const runs: [LoadResult[], LoadResult[]] = [[], []]
+  for (let i = 0; i < opts.slices; i++) {
+    runs[0].push(await wrk(a.url, a.lua, slice))
+    runs[1].push(await wrk(b.url, b.lua, slice))
+  }
+  const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
+  const merge = (rs: LoadResult[]): LoadResult => ({
+    rps: rs.reduce((n, r) => n + r.rps, 0) / rs.length,
+    p50ms: median(rs.map((r) => r.p50ms)),
+    p99ms: median(rs.map((r) => r.p99ms)),
+    errors: rs.reduce((n, r) => n + r.errors, 0),
+  })
+  return [merge(runs[0]), merge(runs[1])]
+}
+
 export function hasWrk(): boolean {
   return Bun.which('wrk') !== null
 }
