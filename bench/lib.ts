@@ -140,7 +140,8 @@ export async function alternate(
   b: { url: string; lua: string },
   opts: { seconds: number; slices: number; threads?: number; warmup?: number },
 ): Promise<[LoadResult, LoadResult]> {
-  const slice = { seconds: opts.seconds / opts.slices, threads: opts.threads }
+  // wrk takes whole seconds.
+  const slice = { seconds: Math.max(1, Math.round(opts.seconds / opts.slices)), threads: opts.threads }
   if (opts.warmup) for (const s of [a, b]) await wrk(s.url, s.lua, { ...slice, seconds: opts.warmup })
   const runs: [LoadResult[], LoadResult[]] = [[], []]
   for (let i = 0; i < opts.slices; i++) {

@@ -5,11 +5,12 @@
 // the server's CPU), PUTs and theirs by two. The ratios are against the hello-world
 // driven by the same wrk script (random keys, the same 1 KB PUT bodies), so the load
 // generator's own cost is the same on both sides; the ratio against a plain `GET /`
-// of the hello-world (the cheapest request wrk can make) is printed beside it.
-// Every run is preceded by a second of unrecorded warm-up (JIT).
+// of the hello-world (the cheapest request wrk can make) is printed beside it. GETs
+// alternate with their baseline in one-second slices; the PUT run is bracketed by its
+// baseline. Every run is preceded by a second of unrecorded warm-up (JIT).
 // Targets (reported as met / NOT MET, not asserted): GET >= 70% of baseline, PUT >= 30% with
 // p99 < 20 ms (after the large values too), PUT >= 3x etcd's.
-import { fmt, hasWrk, startBaseline, startEtcd, startMuster, startPg, wrk, wrkAll, type LoadResult } from './lib'
+import { alternate, fmt, hasWrk, startBaseline, startEtcd, startMuster, startPg, wrk, wrkAll, type LoadResult } from './lib'
 
 if (!hasWrk()) {
   console.error('bench/state needs wrk (apt-get install wrk)')
@@ -29,19 +30,27 @@ const luaValue = value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')
 const putLua = () =>
   `request = function() return wrk.format("PUT", "/api/state/bench/" .. math.random(0, ${KEYS - 1}), {["Content-Type"]="application/json"}, "${luaValue}") end`
 
-const baseline = await startBaseline()
-const plain1 = await wrk(baseline.url, '', { seconds: SECONDS, threads: 1, warmup: WARMUP })
-const base1 = await wrk(baseline.url, getLua, { seconds: SECONDS, threads: 1 })
-const plain = await wrk(baseline.url, '', { seconds: SECONDS })
-const base = await wrk(baseline.url, putLua(), { seconds: SECONDS })
-await baseline.stop()
-
 const fill = (url: string) =>
   Promise.all(Array.from({ length: KEYS }, (_, i) => fetch(`${url}/api/state/bench/${i}`, { method: 'PUT', body: value })))
+const baseline = await startBaseline()
 const muster = await startMuster()
 await fill(muster.url)
-const get = await wrk(muster.url, getLua, { seconds: SECONDS, threads: 1, warmup: WARMUP })
+// GETs: Muster and the baseline in alternating one-second slices (the machine's drift hits both alike).
+const [base1, get] = await alternate({ url: baseline.url, lua: getLua }, { url: muster.url, lua: getLua }, { seconds: SECONDS, slices: SECONDS, threads: 1, warmup: WARMUP })
+const plain1 = await wrk(baseline.url, '', { seconds: 2, threads: 1 })
+// PUTs: the p99 target needs one unbroken run of Muster (a stall must not fall between slices);
+// its baseline is measured just before and just after it, and averaged.
+const baseBefore = await wrk(baseline.url, putLua(), { seconds: Math.ceil(SECONDS / 2), warmup: WARMUP })
 const put = await wrk(muster.url, putLua(), { seconds: SECONDS, warmup: WARMUP })
+const baseAfter = await wrk(baseline.url, putLua(), { seconds: Math.ceil(SECONDS / 2) })
+const base: LoadResult = {
+  rps: (baseBefore.rps + baseAfter.rps) / 2,
+  p50ms: Math.max(baseBefore.p50ms, baseAfter.p50ms),
+  p99ms: Math.max(baseBefore.p99ms, baseAfter.p99ms),
+  errors: baseBefore.errors + baseAfter.errors,
+}
+const plain = await wrk(baseline.url, '', { seconds: 2 })
+await baseline.stop()
 // Large values must not slow the small writes that follow.
 const big = new Uint8Array(10 * 1024 * 1024).fill(120)
 for (let i = 0; i < 5; i++) await fetch(`${muster.url}/api/state/bench-big/${i}`, { method: 'PUT', body: big, headers: { 'content-type': 'application/octet-stream' } })
@@ -58,7 +67,7 @@ if (etcd) {
   const keys = Array.from({ length: KEYS }, (_, i) => b64(`bench/${i}`))
   const lua = (path: string, withValue: boolean) => `local keys = {${keys.map((k) => `"${k}"`).join(',')}}
 request = function() return wrk.format("POST", "${path}", {["Content-Type"]="application/json"}, '{"key":"' .. keys[math.random(1, ${KEYS})] .. '"${withValue ? `,"value":"${b64(value)}"` : ''}}') end`
-  etcdPut = await wrk(etcd.url, lua('/v3/kv/put', true), { seconds: SECONDS })
+  etcdPut = await wrk(etcd.url, lua('/v3/kv/put', true), { seconds: SECONDS, warmup: WARMUP })
   etcdGet = await wrk(etcd.url, lua('/v3/kv/range', false), { seconds: SECONDS })
   await etcd.stop()
 }
