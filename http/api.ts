@@ -64,11 +64,14 @@ export function createApi(ctx: Ctx) {
   const observed = new WeakMap<Route, Route>()
   const observe = (route: Route) => observed.get(route) ?? observed.set(route, observer.wrap(withOrigin(route))).get(route)!
 
+  /** The 401 of a request without the server's token (null when it may pass). */
+  const unauthorized = (request: Request, path: string) => (authorized(ctx, request, path) ? null : errorResponse(401, 'invalid or missing bearer token'))
   /** The request as the handler gets it (size-bounded, labelled JSON), or the early answer when refused (401, 413). */
   const admit = (request: Request): Request | Response => {
     const method = request.method
     const path = pathOf(request.url)
-    if (!authorized(ctx, request, path)) return errorResponse(401, 'invalid or missing bearer token')
+    const refused = unauthorized(request, path)
+    if (refused) return refused
     const limit = bodyLimit(method, path)
     const declared = request.headers.get('content-length')
     if (Number(declared ?? 0) > limit) return errorResponse(413, tooLarge(limit).message)
@@ -95,9 +98,9 @@ export function createApi(ctx: Ctx) {
   const stateRead = stateReadRoute(
     ctx,
     (request, path) => {
-      if (!authorized(ctx, request, path)) return errorResponse(401, 'invalid or missing bearer token')
-      countCall(request, path)
-      return null
+      const refused = unauthorized(request, path)
+      if (!refused) countCall(request, path)
+      return refused
     },
     observer.wrap,
     () => app.fetch,

@@ -156,8 +156,8 @@ export function configure(db: Database): void {
   db.exec('PRAGMA foreign_keys = ON')
   // A bigger page cache and fewer, larger checkpoints: measured ~25% cheaper writes.
   db.exec('PRAGMA cache_size = -65536')
-  // The checkpointer worker backfills (and syncs the WAL) five times a second and starts the WAL
-  // over once it reaches 50,000 pages, holding writes back for that one checkpoint rather than
+  // The checkpointer worker backfills (and syncs the WAL) every 25 ms while writes come in and
+  // starts the WAL over once it reaches 50,000 pages, holding writes back for that one checkpoint rather than
   // freezing the event loop (store/checkpointer.ts). This connection's own checkpoint, inline in a
   // COMMIT with two fsyncs (90-145 ms stalls here), is only the fallback should the worker fail:
   // at 200,000 pages (a WAL of ~800 MB). Durability is the same: the worker's interval, not

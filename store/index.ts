@@ -127,7 +127,7 @@ export interface Store {
  */
 const CHECKPOINT_BUSY_MS = 25
 const CHECKPOINT_IDLE_MS = 200
-export const TURNOVER_FRAMES = 50_000
+const TURNOVER_FRAMES = 50_000
 /** A turnover that has not finished by then lets the writes go on anyway (the WAL then starts over later). */
 const TURNOVER_WAIT_MS = 2_000
 
