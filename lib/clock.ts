@@ -12,12 +12,16 @@ export function nowMs(): number {
   return Date.now() + offsetMs
 }
 
-let lastMs = NaN
-let lastIso = ''
-
-/** RFC 3339 UTC with milliseconds, by the shared clock; formatted once per millisecond (a PUT stamps three rows). */
-export function nowIso(): string {
-  const ms = nowMs()
-  if (ms !== lastMs) (lastMs = ms), (lastIso = new Date(ms).toISOString())
-  return lastIso
+/** The ISO string (RFC 3339 UTC with milliseconds) of `now()`, formatted once per millisecond: under load many callers share one. */
+export function isoEachMs(now: () => number): () => string {
+  let lastMs = NaN
+  let lastIso = ''
+  return () => {
+    const ms = now()
+    if (ms !== lastMs) (lastMs = ms), (lastIso = new Date(ms).toISOString())
+    return lastIso
+  }
 }
+
+/** RFC 3339 UTC with milliseconds, by the shared clock (a PUT stamps three rows). */
+export const nowIso = isoEachMs(nowMs)

@@ -11,6 +11,7 @@
 // 15 MB of a started server's memory and a tenth of its start time.
 import type pino from 'pino'
 import { writeSync } from 'node:fs'
+import { isoEachMs } from './clock'
 
 export const LOG_FORMATS = ['json', 'pretty'] as const
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
@@ -134,18 +135,8 @@ export function accessLog(e: AccessEntry): void {
   )
 }
 
-let lastMs = NaN
-let lastTime = ''
-
-/** The time as an ISO string, made once per millisecond: under load many lines share one. */
-function isoNow(): string {
-  const ms = Date.now()
-  if (ms !== lastMs) {
-    lastMs = ms
-    lastTime = new Date(ms).toISOString()
-  }
-  return lastTime
-}
+/** A line's time: this machine's clock, as an ISO string made once per millisecond. */
+const isoNow = isoEachMs(Date.now)
 
 let currentFormat: LogFormat = 'pretty'
 /** Whether access lines (info) pass the level: asking the logger on every request costs more than this flag. */
