@@ -102,7 +102,7 @@ export function createApi(ctx: Ctx) {
       if (!refused) countCall(request, path)
       return refused
     },
-    observer.wrap,
+    observer.route('GET', '/api/state/*'),
     () => app.fetch,
   )
   app

@@ -14,6 +14,8 @@ import { Lru } from '../lib/lru'
 const PREFIX = '/api/state/'
 
 type Handle = (request: Request) => Response | Promise<Response>
+/** Times `handle` and records it (access line, Prometheus) as a request for `path` on this route. */
+type Observe = (request: Request, path: string, handle: () => Response | Promise<Response>) => Response | Promise<Response>
 
 /**
  * Answers of cached values up to KEEP_ANSWER_BYTES are kept whole (KEPT_ANSWERS_BYTES in
@@ -25,10 +27,10 @@ const KEPT_ANSWERS_BYTES = 8 * 1024 * 1024
 
 /**
  * `gate` is the API app's auth check and agent metric count for a request without a body
- * (its 401, or null), `observe` its per-request observer, `full` the whole app for
- * requests this path does not take.
+ * (its 401, or null), `observe` its per-request observer for this route, `full` the whole
+ * app for requests this path does not take.
  */
-export function stateReadRoute(ctx: Ctx, gate: (request: Request, path: string) => Response | null, observe: (h: Handle) => Handle, full: () => Handle): Handle {
+export function stateReadRoute(ctx: Ctx, gate: (request: Request, path: string) => Response | null, observe: Observe, full: () => Handle): Handle {
   // Keyed by the cached document itself: a write caches a new object, so a kept answer is never stale.
   const answers = new Lru<Doc, { response: Response; bytes: number }>(KEPT_ANSWERS_BYTES, (a) => a.bytes + 300)
   const answer = (request: Request, doc: Doc | null, cached: boolean) => {
@@ -36,8 +38,7 @@ export function stateReadRoute(ctx: Ctx, gate: (request: Request, path: string) 
     if (!cached || doc.value.byteLength > KEEP_ANSWER_BYTES || request.headers.has('if-none-match')) return rawResponse(request, doc)
     return answers.getOr(doc, () => ({ response: rawResponse(request, doc), bytes: doc.value.byteLength })).response.clone()
   }
-  const read = observe((request) => {
-    const path = pathOf(request.url)
+  const read = (request: Request, path: string) => {
     const refused = gate(request, path)
     if (refused) return refused
     let key: string
@@ -50,7 +51,12 @@ export function stateReadRoute(ctx: Ctx, gate: (request: Request, path: string) 
     const doc = ctx.store.state.cached(key)
     if (doc !== undefined) return answer(request, doc, true)
     return ctx.store.state.get(key).then((doc) => answer(request, doc, false))
-  })
+  }
   // A query, or a NUL the full app refuses (after auth) with 400: the full app's, as are HEAD and the other methods.
-  return (request) => (request.url.includes('?') || request.url.includes('%00') ? full()(request) : read(request))
+  return (request) => {
+    const url = request.url
+    if (url.includes('?') || url.includes('%00')) return full()(request)
+    const path = pathOf(url)
+    return observe(request, path, () => read(request, path))
+  }
 }

@@ -52,14 +52,19 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
   const byRoute = new Map<string, RouteSeries>()
   let paths = 0
 
+  /** The series of one method and route pattern, made on first use. */
+  const routeSeries = (method: string, route: string): RouteSeries => {
+    const routeKey = `${method} ${route}`
+    let series = byRoute.get(routeKey)
+    if (!series) byRoute.set(routeKey, (series = new RouteSeries(method, route)))
+    return series
+  }
+
   const seriesOf = (method: string, path: string): RouteSeries => {
     let ofMethod = byPath.get(method)
     const known = ofMethod?.get(path)
     if (known) return known
-    const route = routeOf(method, path) ?? UNMATCHED
-    const routeKey = `${method} ${route}`
-    let series = byRoute.get(routeKey)
-    if (!series) byRoute.set(routeKey, (series = new RouteSeries(method, route)))
+    const series = routeSeries(method, routeOf(method, path) ?? UNMATCHED)
     if (paths++ >= MAX_PATHS) {
       byPath.clear()
       paths = 1
@@ -70,22 +75,23 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
     return series
   }
 
-  const record = (request: Request, status: number, seconds: number, actor: string | null) => {
-    const path = pathOf(request.url) // never the query: a WebSocket upgrade may carry ?token=
-    const series = seriesOf(request.method, path)
+  const record = (request: Request, path: string, series: RouteSeries, status: number, seconds: number, actor: string | null) => {
     series.count(status, seconds)
     if (path !== '/health') accessLog({ method: request.method, route: series.route, path, status, duration_ms: Math.round(seconds * 1e6) / 1e3, actor })
   }
 
-  const finished = (request: Request, status: number, started: number) => {
+  /** `path` never has the query (a WebSocket upgrade may carry ?token=); `series` is null when the route is to be looked up. */
+  const finished = (request: Request, status: number, started: number, path = pathOf(request.url), series: RouteSeries | null = null) => {
     const seconds = (performance.now() - started) / 1000
+    series ??= seriesOf(request.method, path)
     // A refused request has no caller; without an instance token the caller needs no lookup.
-    if (status === 401) return record(request, status, seconds, null)
-    if (!request.headers.has('x-instance-token')) return record(request, status, seconds, actorWithoutInstance(ctx))
+    if (status === 401) return record(request, path, series, status, seconds, null)
+    if (!request.headers.has('x-instance-token')) return record(request, path, series, status, seconds, actorWithoutInstance(ctx))
     // Resolved from the cache the audit and agent metrics filled for the request the handler saw.
+    const known = series
     void callerOf(ctx, replacements.get(request) ?? request).then(
-      (caller) => record(request, status, seconds, caller.actor),
-      () => record(request, status, seconds, null),
+      (caller) => record(request, path, known, status, seconds, caller.actor),
+      () => record(request, path, known, status, seconds, null),
     )
   }
 
@@ -111,5 +117,24 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
         finished(request, statusOf(request, answer), started)
         return answer as ReturnType<H>
       },
+    /**
+     * For a handler that knows its route pattern and has the request's path (the fast
+     * read, never a WebSocket upgrade): times `handle` as wrap does, recording to that
+     * route's series without looking the path up.
+     */
+    route(method: string, pattern: string) {
+      const series = routeSeries(method, pattern)
+      return (request: Request, path: string, handle: () => Response | Promise<Response>): Response | Promise<Response> => {
+        const started = performance.now()
+        const answer = handle()
+        if (answer instanceof Promise)
+          return answer.then((res) => {
+            finished(request, res.status, started, path, series)
+            return res
+          })
+        finished(request, answer.status, started, path, series)
+        return answer
+      }
+    },
   }
 }
