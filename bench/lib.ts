@@ -13,6 +13,39 @@ export interface Proc {
   stop(): Promise<void>
 }
 
+/**
+ * Every server this process started and has not stopped, with its temp dir: killed and
+ * removed when the benchmark exits, however it exits (a throw, Ctrl-C), so a failed run
+ * leaves no server behind holding CPU for the next one.
+ */
+const live = new Map<{ kill(signal?: number | NodeJS.Signals): void }, string>()
+const cleanUp = () => {
+  for (const [proc, dir] of live) {
+    try {
+      proc.kill('SIGKILL')
+    } catch {}
+    rmSync(dir, { recursive: true, force: true })
+  }
+  live.clear()
+}
+process.on('exit', cleanUp)
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130))
+
+/** Spawns a server process, tracked in `live` until stop() has ended it and removed `dir`. */
+function spawnTracked(cmd: string[], dir: string, io: Parameters<typeof Bun.spawn>[1]) {
+  const proc = Bun.spawn(cmd, io)
+  live.set(proc, dir)
+  return {
+    proc,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      proc.kill(signal)
+      await proc.exited
+      live.delete(proc)
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
 /** Resident memory of a process in MB (Linux /proc). */
 export function rssMb(pid: number): number {
   const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]
@@ -27,7 +60,7 @@ export function rssMb(pid: number): number {
  */
 async function started(cmd: string[], dir: string, ready: RegExp): Promise<Proc> {
   const logFile = join(dir, 'stdout.log')
-  const proc = Bun.spawn(cmd, { stdout: Bun.file(logFile), stderr: 'inherit' })
+  const { proc, stop } = spawnTracked(cmd, dir, { stdout: Bun.file(logFile), stderr: 'inherit' })
   let m: RegExpExecArray | null = null
   for (let waited = 0; !(m = ready.exec(existsSync(logFile) ? readFileSync(logFile, 'utf8') : '')); waited += 20) {
     if (proc.exitCode !== null || waited > 30_000) throw new Error(`process exited or never became ready:\n${existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''}`)
@@ -36,11 +69,7 @@ async function started(cmd: string[], dir: string, ready: RegExp): Promise<Proc>
   return {
     url: m[1],
     pid: proc.pid,
-    async stop() {
-      proc.kill('SIGTERM')
-      await proc.exited
-      rmSync(dir, { recursive: true, force: true })
-    },
+    stop: () => stop(),
   }
 }
 
@@ -58,25 +87,18 @@ export async function startEtcd(): Promise<Proc | null> {
   const dir = mkdtempSync(join(tmpdir(), 'muster-etcd-'))
   const [client, peer] = [freePort(), freePort()]
   const url = `http://127.0.0.1:${client}`
-  const proc = Bun.spawn(
+  const { proc, stop } = spawnTracked(
     ['etcd', '--data-dir', dir, '--listen-client-urls', url, '--advertise-client-urls', url,
       '--listen-peer-urls', `http://127.0.0.1:${peer}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${peer}`,
       '--initial-cluster', `default=http://127.0.0.1:${peer}`],
+    dir,
     { stdout: 'ignore', stderr: 'ignore' },
   )
   for (let i = 0; i < 200; i++) {
     if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break
     await Bun.sleep(50)
   }
-  return {
-    url,
-    pid: proc.pid,
-    async stop() {
-      proc.kill('SIGTERM')
-      await proc.exited
-      rmSync(dir, { recursive: true, force: true })
-    },
-  }
+  return { url, pid: proc.pid, stop: () => stop() }
 }
 
 const HELLO = `const s = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('hello world') }); console.log('baseline on http://127.0.0.1:' + s.port + ',')`
