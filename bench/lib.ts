@@ -37,8 +37,8 @@ function spawnTracked(cmd: string[], dir: string, io: Parameters<typeof Bun.spaw
   live.set(proc, dir)
   return {
     proc,
-    async stop(signal: NodeJS.Signals = 'SIGTERM') {
-      proc.kill(signal)
+    async stop() {
+      proc.kill('SIGTERM')
       await proc.exited
       live.delete(proc)
       rmSync(dir, { recursive: true, force: true })
@@ -69,7 +69,7 @@ async function started(cmd: string[], dir: string, ready: RegExp): Promise<Proc>
   return {
     url: m[1],
     pid: proc.pid,
-    stop: () => stop(),
+    stop,
   }
 }
 
@@ -98,7 +98,7 @@ export async function startEtcd(): Promise<Proc | null> {
     if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break
     await Bun.sleep(50)
   }
-  return { url, pid: proc.pid, stop: () => stop() }
+  return { url, pid: proc.pid, stop }
 }
 
 const HELLO = `const s = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('hello world') }); console.log('baseline on http://127.0.0.1:' + s.port + ',')`

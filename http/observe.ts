@@ -80,19 +80,29 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
     if (path !== '/health') accessLog({ method: request.method, route: series.route, path, status, duration_ms: Math.round(seconds * 1e6) / 1e3, actor })
   }
 
-  /** `path` never has the query (a WebSocket upgrade may carry ?token=); `series` is null when the route is to be looked up. */
-  const finished = (request: Request, status: number, started: number, path = pathOf(request.url), series: RouteSeries | null = null) => {
+  /** `path` never has the query (a WebSocket upgrade may carry ?token=); `known`: the route's series, when the caller has it. */
+  const finished = (request: Request, status: number, started: number, path = pathOf(request.url), known: RouteSeries | null = null) => {
     const seconds = (performance.now() - started) / 1000
-    series ??= seriesOf(request.method, path)
+    const series = known ?? seriesOf(request.method, path)
     // A refused request has no caller; without an instance token the caller needs no lookup.
     if (status === 401) return record(request, path, series, status, seconds, null)
     if (!request.headers.has('x-instance-token')) return record(request, path, series, status, seconds, actorWithoutInstance(ctx))
     // Resolved from the cache the audit and agent metrics filled for the request the handler saw.
-    const known = series
     void callerOf(ctx, replacements.get(request) ?? request).then(
-      (caller) => record(request, path, known, status, seconds, caller.actor),
-      () => record(request, path, known, status, seconds, null),
+      (caller) => record(request, path, series, status, seconds, caller.actor),
+      () => record(request, path, series, status, seconds, null),
     )
+  }
+
+  /** Calls `done` with the answer once it is known (at once, or when its Promise settles), and passes the answer on. */
+  const whenAnswered = <R>(answer: R | Promise<R>, done: (res: R) => void): R | Promise<R> => {
+    if (answer instanceof Promise)
+      return answer.then((res) => {
+        done(res)
+        return res
+      })
+    done(answer)
+    return answer
   }
 
   // After a WebSocket upgrade Bun sends 101 and ignores the 200 (or nothing) the handler returns.
@@ -108,14 +118,7 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
       <H extends Handle>(handle: H) =>
       (request: Request): ReturnType<H> => {
         const started = performance.now()
-        const answer = handle(request)
-        if (answer instanceof Promise)
-          return answer.then((res) => {
-            finished(request, statusOf(request, res), started)
-            return res
-          }) as ReturnType<H>
-        finished(request, statusOf(request, answer), started)
-        return answer as ReturnType<H>
+        return whenAnswered(handle(request), (res) => finished(request, statusOf(request, res), started)) as ReturnType<H>
       },
     /**
      * For a handler that knows its route pattern and has the request's path (the fast
@@ -126,14 +129,7 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
       const series = routeSeries(method, pattern)
       return (request: Request, path: string, handle: () => Response | Promise<Response>): Response | Promise<Response> => {
         const started = performance.now()
-        const answer = handle()
-        if (answer instanceof Promise)
-          return answer.then((res) => {
-            finished(request, res.status, started, path, series)
-            return res
-          })
-        finished(request, answer.status, started, path, series)
-        return answer
+        return whenAnswered(handle(), (res) => finished(request, res.status, started, path, series))
       }
     },
   }
