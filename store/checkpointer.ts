@@ -10,7 +10,8 @@
 // units back (reads go on), this worker runs one checkpoint, which now reaches the end
 // of the WAL, and the writer's next transaction starts the WAL over. While writes come
 // in, checkpoints run every `busyMs`, so that last one has only a few milliseconds of
-// frames to copy and sync.
+// frames to copy; its two fsyncs still take what the disk takes (7-96 ms measured on a
+// virtual disk here, the length of the hold).
 const scope = globalThis as unknown as Worker
 
 export type ToCheckpointer = { file: string; busyMs: number; idleMs: number; turnoverFrames: number } | { turnover: true }

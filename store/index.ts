@@ -123,7 +123,8 @@ export interface Store {
  * back for one last checkpoint, then the WAL starts over) once it holds TURNOVER_FRAMES
  * pages, ~200 MB: the bound the writer's autocheckpoint used to keep, inline in a COMMIT
  * (store/db.ts keeps that only as the fallback, further out). Small, frequent
- * checkpoints keep each fsync short and the turnover's hold to a few milliseconds.
+ * checkpoints leave the turnover's checkpoint little to copy; its hold is then mostly
+ * that checkpoint's two fsyncs (7-96 ms on the test machine's virtual disk).
  */
 const CHECKPOINT_BUSY_MS = 25
 const CHECKPOINT_IDLE_MS = 200
