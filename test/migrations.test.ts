@@ -44,3 +44,40 @@ test.skipIf(onPostgres)('documents written before values were kept once are all 
     store.close()
   }
 })
+
+test.skipIf(onPostgres)('versions written while they had a (space, key, version) index are all there after the chain migration', async () => {
+  const sub = join(dir, 'chain')
+  const before = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE doc_anchors'))
+  expect(before).toBeGreaterThan(0)
+  mkdirSync(sub, { recursive: true })
+  const old = new Database(join(sub, 'muster.db'), { create: true, strict: true })
+  for (let v = 0; v < before; v++) old.exec(MIGRATIONS[v]), old.exec(`PRAGMA user_version = ${v + 1}`)
+  const version = old.query('INSERT INTO doc_versions (space, key, version, hash, content_type, updated_at, value) VALUES (?, ?, ?, ?, ?, ?, ?)')
+  const point = old.query('INSERT OR REPLACE INTO doc_current (space, key, version_id) VALUES (?, ?, ?)')
+  // Two keys' versions interleaved (ids do not follow one key), and a deleted key's leftover row.
+  for (let v = 1; v <= 130; v++)
+    for (const [space, key] of [['state', 'a'], ['spec:shop', 'api']]) {
+      const id = version.run(space, key, v, `h${v}`, 'application/json', '2026-01-01T00:00:00.000Z', new TextEncoder().encode(`{"${key}":${v}}`)).lastInsertRowid
+      point.run(space, key, Number(id))
+    }
+  version.run('state', 'gone', 1, 'h', 'application/json', '2026-01-01T00:00:00.000Z', new TextEncoder().encode('{}'))
+  old.close()
+
+  const store = openStore(sub)
+  try {
+    const text = (d: { value: Uint8Array } | null) => d && new TextDecoder().decode(d.value)
+    for (const v of [1, 63, 64, 65, 128, 129, 130]) {
+      expect(text(await store.state.getVersion('a', v))).toBe(`{"a":${v}}`)
+      expect(text(await store.specs.getVersion('shop', 'api', v))).toBe(`{"api":${v}}`)
+    }
+    expect((await store.state.history('a', 200))!.map((h) => h.version)).toEqual(Array.from({ length: 130 }, (_, i) => 130 - i))
+    expect(await store.state.get('gone')).toBeNull()
+    const meta = await store.write((tx) => tx.state.put('gone', new TextEncoder().encode('{"new":1}'), 'application/json'))
+    expect(meta.version).toBe(1)
+    expect((await store.state.history('gone', 10))!.map((h) => h.version)).toEqual([1])
+    expect((await store.write((tx) => tx.state.put('a', new TextEncoder().encode('{"a":131}'), 'application/json'))).version).toBe(131)
+    expect(text(await store.state.getVersion('a', 129))).toBe('{"a":129}')
+  } finally {
+    store.close()
+  }
+})

@@ -166,6 +166,27 @@ describe('state', () => {
     expect(exact.status).toBe(200)
   })
 
+  test('every version of a long history reads back, across the 64-version anchors; delete takes them all', async () => {
+    // 150 versions: anchors at 64 and 128, a walk from the current one above the last.
+    for (let v = 1; v <= 150; v++) expect((await put('long/k', `{"v":${v}}`)).body.version).toBe(v)
+    for (const v of [1, 2, 63, 64, 65, 100, 127, 128, 129, 149, 150]) {
+      const r = await fetch(`${s.api}/api/state/long/k?version=${v}`)
+      expect([r.status, r.headers.get('x-service-version'), await r.text()]).toEqual([200, String(v), `{"v":${v}}`])
+    }
+    for (const v of [151, 1000]) expect((await call(s.api, 'GET', `/api/state/long/k?version=${v}`)).status).toBe(404)
+    expect((await call(s.api, 'GET', '/api/state/long/k?diff=0,1')).body).toEqual({ code: 404, error: 'version 0 not found' })
+    const h = await call(s.api, 'GET', '/api/state/long/k?history=1&limit=70')
+    expect(h.body.versions.map((x: any) => x.version)).toEqual(Array.from({ length: 70 }, (_, i) => 150 - i))
+    expect((await call(s.api, 'GET', '/api/state/long/k?history=1&limit=1000')).body.versions).toHaveLength(150)
+    const back = await call(s.api, 'POST', '/api/state/long/k?rollback=64')
+    expect(back.body).toMatchObject({ version: 151, rolled_back: 64 })
+    expect(await (await fetch(`${s.api}/api/state/long/k?version=151`)).text()).toBe('{"v":64}')
+    expect((await call(s.api, 'DELETE', '/api/state/long/k')).status).toBe(200)
+    expect((await put('long/k', '{"again":1}')).body.version).toBe(1)
+    for (const v of [2, 64, 128]) expect((await call(s.api, 'GET', `/api/state/long/k?version=${v}`)).status).toBe(404)
+    expect((await call(s.api, 'GET', '/api/state/long/k?history=1')).body.versions.map((x: any) => x.version)).toEqual([1])
+  })
+
   test('delete removes the entry and its history; re-create starts at 1', async () => {
     await put('d/k', '1')
     await put('d/k', '2')
