@@ -10,7 +10,7 @@ import { authorized, countForCaller } from './caller'
 import { track } from '../lib/background'
 import { log } from '../lib/log'
 import { pathOf, withOrigin } from './url'
-import { stateReadRoute } from './fast-read'
+import { stateReadRoute, stateWriteRoute } from './fast-state'
 import { errorAnswer, errorResponse } from './errors'
 import { auditFailure } from './audit'
 import { healthRoutes } from '../routes/health'
@@ -36,8 +36,8 @@ import { reservationsRoutes } from '../routes/reservations'
 import { prometheusRoutes } from '../routes/prometheus'
 
 export function createApi(ctx: Ctx) {
-  // Plain state reads go straight from Bun's router to the document cache (http/fast-read.ts).
-  const fastRoutes = { '/api/state/*': { GET: (request: Request) => stateRead(request) } }
+  // Plain state reads and writes go straight from Bun's router to the store (http/fast-state.ts).
+  const fastRoutes = { '/api/state/*': { GET: (request: Request) => stateRead(request), PUT: (request: Request) => stateWrite(request) } }
   const app = new Elysia({ ...SERVER_OPTIONS, serve: { ...SERVER_OPTIONS.serve, routes: fastRoutes } })
   // Filled once every route is mounted (below): read off the route options before Elysia compiles them away.
   let table: RouteInfo[] = []
@@ -94,17 +94,15 @@ export function createApi(ctx: Ctx) {
     if (metric && request.headers.has('x-instance-token')) track(countForCaller(ctx, request, metric).catch((err) => log.error({ err }, 'agent metric count failed')))
   }
 
-  // A plain read has no body: of admit's work it needs only the auth check and the agent metric.
-  const stateRead = stateReadRoute(
-    ctx,
-    (request, path) => {
-      const refused = unauthorized(request, path)
-      if (!refused) countCall(request, path)
-      return refused
-    },
-    observer.route('GET', '/api/state/*'),
-    () => app.fetch,
-  )
+  // Of admit's work the fast routes need only the auth check and the agent metric: a read has no
+  // body, and a write that needs more (size bound, no Content-Length) goes to the full app.
+  const gate = (request: Request, path: string) => {
+    const refused = unauthorized(request, path)
+    if (!refused) countCall(request, path)
+    return refused
+  }
+  const stateRead = stateReadRoute(ctx, gate, observer.route('GET', '/api/state/*'), () => app.fetch)
+  const stateWrite = stateWriteRoute(ctx, gate, observer.route('PUT', '/api/state/*'), () => app.fetch)
   app
     // The observer times the whole handling; withOrigin gives the router an absolute URL whatever the Host.
     .wrap(observe as never)

@@ -26,7 +26,8 @@ export function resourceOf(url: string): string {
   }
 }
 
-async function scopeOf(ctx: Ctx, request: Request, action: string): Promise<AuditScope> {
+/** The audit scope of a request to a route audited as `action` (made once per request). */
+export async function scopeOf(ctx: Ctx, request: Request, action: string): Promise<AuditScope> {
   let scope = scopes.get(request)
   if (!scope) {
     const caller = await callerOf(ctx, request)

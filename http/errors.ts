@@ -95,3 +95,10 @@ export function errorAnswer(
   set.headers['content-type'] = ERROR_HEADERS['content-type']
   return { error: message, code: status, ...extra }
 }
+
+/** The {error, code} Response for what a handler outside the framework threw, as the API app's onError answers it. */
+export function thrownResponse(error: unknown, request: Request): Response {
+  const set = { status: 500 as number | string, headers: {} as Record<string, string | number> }
+  const body = errorAnswer('UNKNOWN', error, set, request, () => [])
+  return new Response(JSON.stringify(body), { status: Number(set.status), headers: set.headers as Record<string, string> })
+}

@@ -6,6 +6,7 @@ import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { deleteState, putState, rollbackState } from '../services/state'
 import { audited } from '../http/audit'
+import type { AuditScope } from '../services/audit'
 import { checkDepth, isJsonType, parseJsonBody, rawBodyDoc, readBody } from '../http/body'
 import { DocReadQuery, keyParam, notModified, readDocument, watchResponse, writeCondition } from '../http/documents'
 import { waitParam } from '../services/holders'
@@ -19,6 +20,27 @@ const StateReadQuery = t.Object({
   ...DocReadQuery.properties,
   wait: t.Optional(t.String({ description: 'with If-None-Match: hold until the value changes, up to this long (e.g. 25s, at most 60s); 304 when it does not' })),
 })
+
+/** The audit action of a state PUT, by either way in. */
+export const STATE_PUT = 'state.put'
+
+/**
+ * A state PUT from its request: this route's handler, and the fast write that answers
+ * plain PUTs outside the framework (http/fast-state.ts).
+ */
+export async function putFromRequest(ctx: Ctx, request: Request, key: string, query: { if_version?: string }, audit: AuditScope) {
+  const cond = writeCondition(request, query, true)
+  const value = await readBody(request)
+  if (value.byteLength === 0) throw invalid('request body is empty')
+  const label = request.headers.get('content-type')?.trim()
+  const contentType = label || 'application/json'
+  // Anything stored as JSON is depth-checked (readers parse it); bytes labelled JSON must also be
+  // JSON. Unlabelled bytes (as the CLI sends files) and other types are stored as they are.
+  const json = isJsonType(contentType)
+  if (json) checkDepth(value)
+  if (label && json) parseJsonBody(value)
+  return putState(ctx, audit, key, value, contentType, cond)
+}
 
 export function stateRoutes(ctx: Ctx) {
   return audited(ctx)
@@ -56,25 +78,12 @@ export function stateRoutes(ctx: Ctx) {
     )
     .put(
       '/api/state/*',
-      async ({ params, query, request, audit }) => {
-        const key = keyParam(params['*'])
-        const cond = writeCondition(request, query, true)
-        const value = await readBody(request)
-        if (value.byteLength === 0) throw invalid('request body is empty')
-        const label = request.headers.get('content-type')?.trim()
-        const contentType = label || 'application/json'
-        // Anything stored as JSON is depth-checked (readers parse it); bytes labelled JSON must also be
-        // JSON. Unlabelled bytes (as the CLI sends files) and other types are stored as they are.
-        const json = isJsonType(contentType)
-        if (json) checkDepth(value)
-        if (label && json) parseJsonBody(value)
-        return putState(ctx, audit, key, value, contentType, cond)
-      },
+      ({ params, query, request, audit }) => putFromRequest(ctx, request, keyParam(params['*']), query, audit),
       {
         parse: 'none',
         query: CasQuery,
         response: { 200: Meta },
-        audit: 'state.put',
+        audit: STATE_PUT,
         detail: { summary: 'Write a value (raw body, at most 10 MB)', tags: ['state'], requestBody: rawBodyDoc('*/*', 'The value, stored as sent with its Content-Type (none: application/json). A body labelled application/json or +json must be JSON') },
       },
     )

@@ -61,6 +61,33 @@ describe('state', () => {
     expect(await both('/api/state/parity/k')).toMatchObject({ body: 'v2', version: '2' })
   })
 
+  test('a plain write (outside the framework) answers and audits as a write through the full route does', async () => {
+    // A query sends a PUT through the framework's route; `?via=full` changes nothing else.
+    const both = async (key: string, body: string, headers: Record<string, string> = {}) => {
+      const send = (path: string) => fetch(`${s.api}${path}`, { method: 'PUT', body, headers })
+      const shape = async (r: Response) => {
+        const json = await r.json()
+        return { status: r.status, type: r.headers.get('content-type'), body: { ...json, key: json.key && 'k', hash: json.hash && 'h', updated_at: json.updated_at && 't' } }
+      }
+      const [a, b] = [await shape(await send(`/api/state/fast/${key}`)), await shape(await send(`/api/state/full/${key}?via=full`))]
+      expect(a).toEqual(b)
+      return a
+    }
+    expect(await both('k', '{"a":1}')).toEqual({ status: 200, type: 'application/json;charset=utf-8', body: { key: 'k', version: 1, hash: 'h', content_type: 'application/json', updated_at: 't' } })
+    expect((await both('k', 'text', { 'content-type': 'text/plain' })).body).toMatchObject({ version: 2, content_type: 'text/plain' })
+    expect((await both('k', '{"a":2}', { 'if-match': '"nope"' })).body).toEqual({ error: 'precondition failed: If-Match does not match the current ETag', code: 412, current_version: 2 })
+    expect((await both('k', '{"a":2}', { 'if-none-match': '*' })).status).toBe(412)
+    expect((await both('k', '{"a":', { 'content-type': 'application/json' })).body).toEqual({ error: 'request body must be JSON: not valid JSON', code: 400 })
+    expect((await both('k', '')).body).toEqual({ error: 'request body is empty', code: 400 })
+    expect((await both('k', '['.repeat(300) + ']'.repeat(300))).status).toBe(400)
+    expect((await both('bad%E0%A4%A', '{}')).body).toEqual({ error: 'invalid key: bad percent-encoding', code: 400 })
+    // The same audit entries, in the same order, for both ways in.
+    const entries = (await call(s.api, 'GET', '/api/audit?action=state.put&limit=100')).body as any[]
+    const of = (way: string) => entries.filter((e) => e.resource.startsWith(`state/${way}/`)).map((e) => [e.resource.slice(6 + way.length), e.outcome, e.detail])
+    expect(of('fast')).toEqual(of('full'))
+    expect(of('fast')).toHaveLength(8)
+  })
+
   test('ETag and If-None-Match give 304 with an empty body', async () => {
     const w = await put('etag/k', 'hello', { 'content-type': 'text/plain' })
     const r = await fetch(`${s.api}/api/state/etag/k`, { headers: { 'if-none-match': `"${w.body.hash}"` } })

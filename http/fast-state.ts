@@ -1,12 +1,17 @@
-// GET /api/state/<key> on Bun's own router, without Elysia's request pipeline: the
-// hottest read (an agent polling a key), answered synchronously from the document cache
-// when the value is there. It does what the Elysia route does for a plain read (auth,
-// agent metrics, the access-log line and Prometheus numbers, ETag and 304, {error, code}
-// for 401, 400 and 404) and hands anything else (a query string: history, version,
-// diff, wait) to the full app.
+// GET and PUT /api/state/<key> on Bun's own router, without Elysia's request pipeline:
+// the hottest read (an agent polling a key), answered synchronously from the document
+// cache when the value is there, and the hottest write. Each does what the Elysia route
+// does for a plain request (auth, agent metrics, the access-log line and Prometheus
+// numbers, {error, code} answers; for a read ETag and 304; for a write the same handler
+// body, routes/state.ts putFromRequest, and the audit entry of a failure) and hands
+// anything else (a query string: history, version, diff, wait, if_version; a write of
+// unstated or oversized length) to the full app.
 import type { Ctx } from '../services/context'
 import type { Doc } from '../store/versioned'
-import { errorResponse } from './errors'
+import { errorResponse, thrownResponse } from './errors'
+import { auditFailure, scopeOf } from './audit'
+import { MAX_BODY } from './body'
+import { putFromRequest, STATE_PUT } from '../routes/state'
 import { keyParam, rawResponse } from './documents'
 import { pathOf } from './url'
 import { Lru } from '../lib/lru'
@@ -58,5 +63,32 @@ export function stateReadRoute(ctx: Ctx, gate: (request: Request, path: string) 
     if (url.includes('?') || url.includes('%00')) return full()(request)
     const path = pathOf(url)
     return observe(request, path, () => read(request, path))
+  }
+}
+
+/**
+ * The plain PUT: `gate`, `observe` and `full` as for the read. Requests the full app would
+ * refuse before its handler runs (413 by Content-Length, or a body of unstated length, which
+ * it bounds as it streams) go to it, so both ways answer and audit alike.
+ */
+export function stateWriteRoute(ctx: Ctx, gate: (request: Request, path: string) => Response | null, observe: Observe, full: () => Handle): Handle {
+  const write = async (request: Request, path: string) => {
+    const refused = gate(request, path)
+    if (refused) return refused
+    const scope = await scopeOf(ctx, request, STATE_PUT)
+    try {
+      return Response.json(await putFromRequest(ctx, request, keyParam(path.slice(PREFIX.length)), {}, scope))
+    } catch (err) {
+      const answer = thrownResponse(err, request)
+      await auditFailure(ctx, request, STATE_PUT, answer.status)
+      return answer
+    }
+  }
+  return (request) => {
+    const url = request.url
+    const length = request.headers.get('content-length')
+    if (url.includes('?') || url.includes('%00') || length === null || Number(length) > MAX_BODY) return full()(request)
+    const path = pathOf(url)
+    return observe(request, path, () => write(request, path))
   }
 }
