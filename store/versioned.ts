@@ -72,7 +72,7 @@ const currentOf = (columns: string) =>
 const CURRENT = currentOf('key, version, hash, content_type, updated_at, value')
 
 /** Versions kept in doc_anchors: this one in every so many (the migration in store/db.ts uses the same number). */
-const ANCHOR_EVERY = 64
+export const ANCHOR_EVERY = 64
 
 /** The rows of a key's chain, newest first, from \`start\` (an id) back to the first version, or while \`more\` holds. */
 const chain = (start: string, more = 'TRUE') => `WITH RECURSIVE walk(id, n) AS (

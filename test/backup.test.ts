@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { MIGRATIONS } from '../store/db'
+import { openStore } from '../store'
 import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
 import { onPostgres } from './pg'
 
@@ -210,5 +211,26 @@ describe('through the dashboard port', () => {
     const res = await fetch(`${s.dashboard}/api/state/too/big`, { method: 'PUT', body: chunked, duplex: 'half' } as RequestInit)
     expect(res.status).toBe(413)
     expect((await call(s.api, 'GET', '/api/state/too/big')).status).toBe(404)
+  })
+})
+
+describe('backup file', () => {
+  test("a backup is the embedded store's file on either backend: every version of a long history reads from it", async () => {
+    // 70 versions: past the first 64-version anchor, which PostgreSQL's backup derives (it keeps an index instead).
+    for (let v = 1; v <= 70; v++) await put('chain/k', `v${v}`)
+    const file = new Uint8Array(await (await fetch(`${s.api}/api/backup`)).arrayBuffer())
+    const dir = tempDir('muster-backup-open-')
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, 'muster.db'), file)
+    const store = openStore(dir)
+    try {
+      const text = async (v: number) => new TextDecoder().decode((await store.state.getVersion('chain/k', v))!.value)
+      for (const v of [1, 63, 64, 65, 70]) expect(await text(v)).toBe(`v${v}`)
+      expect((await store.state.history('chain/k', 100))!.map((h) => h.version)).toEqual(Array.from({ length: 70 }, (_, i) => 70 - i))
+      expect((await store.write((tx) => tx.state.put('chain/k', new TextEncoder().encode('v71'), 'text/plain'))).version).toBe(71)
+    } finally {
+      store.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -9,6 +9,7 @@ import { basename, dirname } from 'node:path'
 import { openDatabase } from '../db'
 import { checkBackup, removeTemp } from '../backup'
 import { IDENTITY_TABLES, WRITE_LOCK, int } from './db'
+import { ANCHOR_EVERY } from '../versioned'
 
 export const RESET_CHANNEL = 'muster_reset'
 const BATCH_ROWS = 500
@@ -23,6 +24,24 @@ function tablesOf(db: Database): { name: string; columns: string[] }[] {
 }
 
 const ORDER: Record<string, string> = { ...IDENTITY_TABLES, instances: 'seq' }
+
+/**
+ * What the embedded schema keeps in place of PostgreSQL's (space, key, version) index
+ * (store/db.ts, the chain migration): each version's predecessor and every ANCHOR_EVERY-th
+ * version. A snapshot derives them from that index; a restore leaves them out.
+ */
+const DERIVED: Record<string, string> = {
+  doc_versions: `SELECT id, space, key, version, LAG(id) OVER (PARTITION BY space, key ORDER BY version) AS prev,
+    hash, content_type, updated_at, value FROM doc_versions ORDER BY id`,
+  doc_anchors: `SELECT space, key, version, id AS version_id FROM doc_versions WHERE version % ${ANCHOR_EVERY} = 0`,
+}
+const EMBEDDED_ONLY: Record<string, 'table' | string[]> = { doc_anchors: 'table', doc_versions: ['prev'] }
+
+/** The tables and columns of a backup that PostgreSQL keeps. */
+const keptByPg = (tables: { name: string; columns: string[] }[]) =>
+  tables
+    .filter((t) => EMBEDDED_ONLY[t.name] !== 'table')
+    .map((t) => ({ name: t.name, columns: t.columns.filter((c) => !(EMBEDDED_ONLY[t.name] ?? []).includes(c)) }))
 
 const quoted = (columns: string[]) => columns.map((c) => `"${c}"`).join(', ')
 
@@ -40,7 +59,7 @@ export async function pgSnapshot(sql: SQL, target: string): Promise<void> {
         const insert = out.prepare(`INSERT INTO ${t.name} (${quoted(t.columns)}) VALUES (${t.columns.map(() => '?').join(', ')})`)
         // Insertion order, so SQLite's rowid order (which some lists use for ties) matches.
         const order = ORDER[t.name] ? ` ORDER BY ${ORDER[t.name]}` : ''
-        const rows = await tx.unsafe(`SELECT ${quoted(t.columns)} FROM ${t.name}${order}`)
+        const rows = await tx.unsafe(DERIVED[t.name] ?? `SELECT ${quoted(t.columns)} FROM ${t.name}${order}`)
         for (const row of rows) insert.run(...t.columns.map((c) => sqliteValue(row[c])))
       }
       // SQLite's AUTOINCREMENT counter for events: never hand out an id the cluster already used.
@@ -72,7 +91,7 @@ export async function pgRestore(sql: SQL, file: string): Promise<void> {
   await checkBackup(file)
   const src = new Database(file, { readonly: true })
   try {
-    const tables = tablesOf(src)
+    const tables = keptByPg(tablesOf(src))
     await sql.begin(async (tx) => {
       await tx.unsafe(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`)
       await tx.unsafe(`TRUNCATE ${tables.map((t) => t.name).join(', ')}`)
