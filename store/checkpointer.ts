@@ -21,7 +21,8 @@
 // frames stay until a synced checkpoint has copied them.
 const scope = globalThis as unknown as Worker
 
-export type ToCheckpointer = { file: string; busyMs: number; idleMs: number; turnoverFrames: number } | { turnover: true }
+/** `fileFd`: a descriptor of `file` the main thread keeps open (see databaseFd in store/index.ts), for the syncs. */
+export type ToCheckpointer = { file: string; fileFd: number; busyMs: number; idleMs: number; turnoverFrames: number } | { turnover: true }
 export type FromCheckpointer = { error: string } | { wantsTurnover: true } | { turnedOver: true }
 
 type Result = { busy: number; log: number; checkpointed: number }
@@ -47,16 +48,10 @@ scope.onmessage = (e: MessageEvent<ToCheckpointer>) => {
   const db = new Database(m.file)
   db.exec('PRAGMA busy_timeout = 5000')
   const passive = db.query<Result, []>('PRAGMA wal_checkpoint(PASSIVE)')
-  const { closeSync, fdatasyncSync, openSync } = require('node:fs') as typeof import('node:fs')
-  // Opened per sync: this worker can be terminated at any time (restore), which would leak a kept descriptor.
+  const { fdatasyncSync } = require('node:fs') as typeof import('node:fs')
   const syncDatabase = () => {
     try {
-      const fd = openSync(m.file, 'r')
-      try {
-        fdatasyncSync(fd)
-      } finally {
-        closeSync(fd)
-      }
+      fdatasyncSync(m.fileFd)
     } catch (err) {
       send({ error: `database sync: ${(err as Error)?.message ?? String(err)}` })
     }

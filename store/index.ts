@@ -7,6 +7,7 @@ import { workerUrl } from '../lib/workers'
 import type { FromCheckpointer, ToCheckpointer } from './checkpointer'
 import type { Database } from 'bun:sqlite'
 import { join } from 'node:path'
+import { closeSync, fstatSync, openSync, statSync } from 'node:fs'
 import { GroupCommit, SCHEMA_VERSION, openDatabase, openReader, type UnitHooks } from './db'
 import { auditStore, auditWrites, type AuditStore, type AuditWrites } from './audit'
 import { checkBackup, removeStaleTemps, snapshot, swapIn, SwapFailed, tempPath } from './backup'
@@ -132,7 +133,7 @@ const TURNOVER_FRAMES = 50_000
 /** A turnover that has not finished by then lets the writes go on anyway (the WAL then starts over later). */
 const TURNOVER_WAIT_MS = 2_000
 
-function startCheckpointer(file: string, turnoverFrames: number, turnover: (worker: Worker) => void): Worker {
+function startCheckpointer(file: string, fileFd: number, turnoverFrames: number, turnover: (worker: Worker) => void): Worker {
   const worker = new Worker(workerUrl('store/checkpointer.ts'))
   worker.onerror = (e) => log.error(`wal checkpointer failed (autocheckpoint continues): ${e.message}`)
   // The worker has no logger of its own (its module copy would not know the log format): it reports here.
@@ -140,7 +141,7 @@ function startCheckpointer(file: string, turnoverFrames: number, turnover: (work
     if ('error' in e.data) log.error(`wal checkpoint failed: ${e.data.error}`)
     else if ('wantsTurnover' in e.data) turnover(worker)
   })
-  const start: ToCheckpointer = { file, busyMs: CHECKPOINT_BUSY_MS, idleMs: CHECKPOINT_IDLE_MS, turnoverFrames }
+  const start: ToCheckpointer = { file, fileFd, busyMs: CHECKPOINT_BUSY_MS, idleMs: CHECKPOINT_IDLE_MS, turnoverFrames }
   worker.postMessage(start)
   return worker
 }
@@ -164,6 +165,19 @@ function turnoverCheckpoint(worker: Worker): Promise<void> {
 }
 
 type Listener = (event: Event) => void
+
+/**
+ * A descriptor of the database file for the checkpointer's syncs, kept open while that file
+ * is the live one: closing any descriptor of a file drops every POSIX lock this process holds
+ * on it, SQLite's included, so one is closed only once no connection uses its file.
+ */
+function databaseFd(path: string, current: number | null): number {
+  if (current !== null) {
+    if (fstatSync(current).ino === statSync(path).ino) return current
+    closeSync(current)
+  }
+  return openSync(path, 'r')
+}
 
 /** The reading and writing halves over one writer connection and one reader connection. */
 function build(writer: Database, reader: Database, unit: UnitHooks, listeners: Listener[]) {
@@ -227,6 +241,7 @@ export function openStore(dataDir: string, { turnoverFrames = TURNOVER_FRAMES } 
   let db = openDatabase(dataDir, DB_FILE)
   let reader = openReader(dataDir, DB_FILE)
   const dbPath = join(dataDir, DB_FILE)
+  let dbFd = databaseFd(dbPath, null)
   removeStaleTemps(dataDir)
   // Started once a write has changed a row: until then the WAL holds nothing the checkpointer could
   // move (the TTL expiry pass is a write every 250 ms that seldom changes one), and a server that has
@@ -250,7 +265,7 @@ export function openStore(dataDir: string, { turnoverFrames = TURNOVER_FRAMES } 
       }
     }).catch((err) => log.error({ err }, 'wal turnover failed'))
   const startCheckpointerOnChange = () => {
-    if (!checkpointer && totalChanges() > changesAtOpen) checkpointer = startCheckpointer(dbPath, turnoverFrames, turnover)
+    if (!checkpointer && totalChanges() > changesAtOpen) checkpointer = startCheckpointer(dbPath, dbFd, turnoverFrames, turnover)
   }
   // Units run one at a time, so the unit the tx's hooks belong to is always the running one.
   let current: UnitHooks | null = null
@@ -307,7 +322,9 @@ export function openStore(dataDir: string, { turnoverFrames = TURNOVER_FRAMES } 
           reader = openReader(dataDir, DB_FILE)
           rebuild()
           group.resume(db)
-          checkpointer = startCheckpointer(dbPath, turnoverFrames, turnover)
+          // The replaced file (now the pre-restore copy) has no connection left; a failed swap kept the live one.
+          dbFd = databaseFd(dbPath, dbFd)
+          checkpointer = startCheckpointer(dbPath, dbFd, turnoverFrames, turnover)
         }
       }),
     close: () => {
@@ -315,6 +332,7 @@ export function openStore(dataDir: string, { turnoverFrames = TURNOVER_FRAMES } 
       group.commitNow()
       reader.close()
       db.close()
+      closeSync(dbFd)
       lock.release()
     },
   }
