@@ -124,8 +124,8 @@ export interface Store {
  * back for one last checkpoint, then the WAL starts over) once it holds TURNOVER_FRAMES
  * pages, ~200 MB: the bound the writer's autocheckpoint used to keep, inline in a COMMIT
  * (store/db.ts keeps that only as the fallback, further out). Small, frequent
- * checkpoints, each followed by a sync of the database file, leave the turnover's
- * checkpoint little to copy and little to sync: holds of 5-10 ms on the test machine.
+ * checkpoints, and a sync of the database file every few MB they copy, leave the turnover's
+ * checkpoint little to copy and little to sync: holds of 3-10 ms on the test machine.
  */
 const CHECKPOINT_BUSY_MS = 25
 const CHECKPOINT_IDLE_MS = 200
