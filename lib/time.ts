@@ -3,6 +3,9 @@
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|([+-])(\d{2}):(\d{2})))?$/
 
+/** The instant `ms` after the RFC 3339 instant `stamp`, in the same form. */
+export const afterMs = (stamp: string, ms: number): string => new Date(Date.parse(stamp) + ms).toISOString()
+
 /** Milliseconds since the epoch of an RFC 3339 date-time (or a full date, meaning its UTC midnight); null for anything else. */
 export function parseRfc3339(text: string): number | null {
   const m = RFC3339.exec(text)

@@ -108,7 +108,6 @@ function visibilityParam(value: unknown, required = false): number | undefined {
   return value
 }
 
-const visibleUntil = (ms: number | undefined) => (ms === undefined ? null : new Date(nowMs() + ms).toISOString())
 
 /** A task id from a path: anything but a positive integer names no task. */
 export function taskId(raw: string): number {
@@ -170,7 +169,7 @@ function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, que
     const found = await tx.queue.nextClaimable(queue, me.capabilities, at)
     if (!found) return { task: null, next: await tx.queue.nextAvailable(queue, me.capabilities, at) }
     const fence = await tx.holders.nextFence()
-    const task = await tx.queue.claim(found.id, { instanceId: me.id, claimId: randomUUID(), fence, visibleUntil: visibleUntil(visibilityMs) })
+    const task = await tx.queue.claim(found.id, { instanceId: me.id, claimId: randomUUID(), fence, visibilityMs: visibilityMs ?? null })
     await announce(tx, 'task.claimed', task, me.id)
     await recordAudit(tx, audit, `task ${task.id}, fence ${fence}`)
     return { task, next: null }
@@ -262,7 +261,7 @@ export function nackTask(
 export function extendTask(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, id: number, body: { claim_id: string; visibility_ms?: unknown }) {
   const ms = visibilityParam(body.visibility_ms, true)
   return withClaim(ctx, holder, id, body.claim_id, async (tx, task) => {
-    const extended = await tx.queue.extend(task.id, visibleUntil(ms)!)
+    const extended = await tx.queue.extend(task.id, ms!)
     await recordAudit(tx, audit, `task ${task.id} visible until ${extended.visible_until}`)
     return hideClaim(extended)
   })

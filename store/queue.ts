@@ -3,6 +3,7 @@
 // decided by services/queue.ts inside one unit of work.
 import type { Database } from 'bun:sqlite'
 import { now } from './db'
+import { afterMs } from '../lib/time'
 import type { NewTask, TaskStatus } from '../lib/tasks'
 
 export interface Task {
@@ -43,7 +44,8 @@ export interface Claim {
   instanceId: string
   claimId: string
   fence: number
-  visibleUntil: string | null
+  /** visible_until is this long after the claim's updated_at (one instant for both); null for none. */
+  visibilityMs: number | null
 }
 
 export interface QueueWrites {
@@ -64,7 +66,8 @@ export interface QueueWrites {
   /** Back to ready, the claim cleared; claimable from `availableAt` (null: at once). */
   requeue(id: number, availableAt: string | null, lastError: string): Task
   unblock(id: number): Task
-  extend(id: number, visibleUntil: string): Task
+  /** visible_until = the update's instant + `visibilityMs`. */
+  extend(id: number, visibilityMs: number): Task
   /** Blocked tasks that depend on `id`. */
   blockedDependents(id: number): Task[]
   /** How many dependencies of `id` are not done. */
@@ -167,13 +170,19 @@ export function queueWrites(db: Database): QueueWrites {
     statuses: (queue, ids) => ids.flatMap((id) => status.all(queue, id)),
     nextClaimable: (queue, caps, at) => maybe(next.get(queue, at, JSON.stringify(caps))),
     nextAvailable: (queue, caps, at) => nextAvailable.get(queue, at, JSON.stringify(caps))?.at ?? null,
-    claim: (id, c) => must(claim.get(c.instanceId, c.claimId, c.fence, c.visibleUntil, now(), id)),
+    claim: (id, c) => {
+      const at = now()
+      return must(claim.get(c.instanceId, c.claimId, c.fence, c.visibilityMs === null ? null : afterMs(at, c.visibilityMs), at, id))
+    },
     complete: (id, result) => must(complete.get(JSON.stringify(result ?? null), now(), id)),
     fail: (id, lastError) => must(fail.get(lastError, now(), id)),
     cancel: (id) => must(cancel.get(now(), id)),
     requeue: (id, availableAt, lastError) => must(requeue.get(availableAt, lastError, now(), id)),
     unblock: (id) => must(unblock.get(now(), id)),
-    extend: (id, visibleUntil) => must(extend.get(visibleUntil, now(), id)),
+    extend: (id, visibilityMs) => {
+      const at = now()
+      return must(extend.get(afterMs(at, visibilityMs), at, id))
+    },
     blockedDependents: (id) => dependents.all(id).map(toTask),
     pendingDependencies: (id) => pending.get(id)!.n,
     claimedBy: (instanceId) => claimedBy.all(instanceId).map(toTask),

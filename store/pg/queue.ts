@@ -3,6 +3,7 @@
 import type { SQL } from 'bun'
 import type { Async } from '../index'
 import { now } from '../db'
+import { afterMs } from '../../lib/time'
 import type { TaskStatus } from '../../lib/tasks'
 import { CLAIM_ORDER, COLUMNS, maybe, must, queueCounts, type QueueStore, type QueueWrites, type Row } from '../queue'
 import { intOrNull, q, type PgUnits } from './db'
@@ -80,13 +81,19 @@ export function pgQueueWrites(u: PgUnits): Async<QueueWrites> {
     statuses: async (queue, ids) => (ids.length ? statuses.all(u.tx, JSON.stringify(ids), queue) : []),
     nextClaimable: async (queue, caps, at) => maybe(fromPg(await next.get(u.tx, queue, at, JSON.stringify(caps)))),
     nextAvailable: async (queue, caps, at) => (await nextAvailable.get(u.tx, queue, at, JSON.stringify(caps)))?.at ?? null,
-    claim: async (id, c) => must(fromPg(await claim.get(u.tx, c.instanceId, c.claimId, c.fence, c.visibleUntil, now(), id))),
+    claim: async (id, c) => {
+      const at = now()
+      return must(fromPg(await claim.get(u.tx, c.instanceId, c.claimId, c.fence, c.visibilityMs === null ? null : afterMs(at, c.visibilityMs), at, id)))
+    },
     complete: async (id, result) => must(fromPg(await complete.get(u.tx, JSON.stringify(result ?? null), now(), id))),
     fail: async (id, lastError) => must(fromPg(await fail.get(u.tx, lastError, now(), id))),
     cancel: async (id) => must(fromPg(await cancel.get(u.tx, now(), id))),
     requeue: async (id, availableAt, lastError) => must(fromPg(await requeue.get(u.tx, availableAt, lastError, now(), id))),
     unblock: async (id) => must(fromPg(await unblock.get(u.tx, now(), id))),
-    extend: async (id, visibleUntil) => must(fromPg(await extend.get(u.tx, visibleUntil, now(), id))),
+    extend: async (id, visibilityMs) => {
+      const at = now()
+      return must(fromPg(await extend.get(u.tx, afterMs(at, visibilityMs), at, id)))
+    },
     blockedDependents: (id) => many(dependents.all(u.tx, id)),
     pendingDependencies: async (id) => (await pending.get(u.tx, id))!.n,
     claimedBy: (instanceId) => many(claimedBy.all(u.tx, instanceId)),
