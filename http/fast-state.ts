@@ -19,8 +19,23 @@ import { Lru } from '../lib/lru'
 const PREFIX = '/api/state/'
 
 type Handle = (request: Request) => Response | Promise<Response>
+/** The API app's auth check and agent metric count: its 401, or null. */
+type Gate = (request: Request, path: string) => Response | null
 /** Times `handle` and records it (access line, Prometheus) as a request for `path` on this route. */
 type Observe = (request: Request, path: string, handle: () => Response | Promise<Response>) => Response | Promise<Response>
+
+/**
+ * Answers with `handle`, observed, a request this path takes; the full app the rest: a query,
+ * a NUL (which the full app refuses, after auth, with 400), and whatever `others` names.
+ */
+function plainOnly(observe: Observe, full: () => Handle, handle: (request: Request, path: string) => Response | Promise<Response>, others = (_: Request) => false): Handle {
+  return (request) => {
+    const url = request.url
+    if (url.includes('?') || url.includes('%00') || others(request)) return full()(request)
+    const path = pathOf(url)
+    return observe(request, path, () => handle(request, path))
+  }
+}
 
 /**
  * Answers of cached values up to KEEP_ANSWER_BYTES are kept whole (KEPT_ANSWERS_BYTES in
@@ -31,11 +46,11 @@ const KEEP_ANSWER_BYTES = 16 * 1024
 const KEPT_ANSWERS_BYTES = 8 * 1024 * 1024
 
 /**
- * `gate` is the API app's auth check and agent metric count for a request without a body
- * (its 401, or null), `observe` its per-request observer for this route, `full` the whole
- * app for requests this path does not take.
+ * `gate` is the API app's auth check and agent metric count, `observe` its per-request
+ * observer for this route, `full` the whole app for requests this path does not take
+ * (HEAD and the other methods are the full app's too).
  */
-export function stateReadRoute(ctx: Ctx, gate: (request: Request, path: string) => Response | null, observe: Observe, full: () => Handle): Handle {
+export function stateReadRoute(ctx: Ctx, gate: Gate, observe: Observe, full: () => Handle): Handle {
   // Keyed by the cached document itself: a write caches a new object, so a kept answer is never stale.
   const answers = new Lru<Doc, { response: Response; bytes: number }>(KEPT_ANSWERS_BYTES, (a) => a.bytes + 300)
   const answer = (request: Request, doc: Doc | null, cached: boolean) => {
@@ -57,13 +72,7 @@ export function stateReadRoute(ctx: Ctx, gate: (request: Request, path: string) 
     if (doc !== undefined) return answer(request, doc, true)
     return ctx.store.state.get(key).then((doc) => answer(request, doc, false))
   }
-  // A query, or a NUL the full app refuses (after auth) with 400: the full app's, as are HEAD and the other methods.
-  return (request) => {
-    const url = request.url
-    if (url.includes('?') || url.includes('%00')) return full()(request)
-    const path = pathOf(url)
-    return observe(request, path, () => read(request, path))
-  }
+  return plainOnly(observe, full, read)
 }
 
 /**
@@ -71,7 +80,7 @@ export function stateReadRoute(ctx: Ctx, gate: (request: Request, path: string) 
  * refuse before its handler runs (413 by Content-Length, or a body of unstated length, which
  * it bounds as it streams) go to it, so both ways answer and audit alike.
  */
-export function stateWriteRoute(ctx: Ctx, gate: (request: Request, path: string) => Response | null, observe: Observe, full: () => Handle): Handle {
+export function stateWriteRoute(ctx: Ctx, gate: Gate, observe: Observe, full: () => Handle): Handle {
   const write = async (request: Request, path: string) => {
     const refused = gate(request, path)
     if (refused) return refused
@@ -84,11 +93,8 @@ export function stateWriteRoute(ctx: Ctx, gate: (request: Request, path: string)
       return answer
     }
   }
-  return (request) => {
-    const url = request.url
+  return plainOnly(observe, full, write, (request) => {
     const length = request.headers.get('content-length')
-    if (url.includes('?') || url.includes('%00') || length === null || Number(length) > MAX_BODY) return full()(request)
-    const path = pathOf(url)
-    return observe(request, path, () => write(request, path))
-  }
+    return length === null || Number(length) > MAX_BODY
+  })
 }

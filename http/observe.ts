@@ -122,7 +122,7 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
       },
     /**
      * For a handler that knows its route pattern and has the request's path (the fast
-     * read, never a WebSocket upgrade): times `handle` as wrap does, recording to that
+     * state routes, never a WebSocket upgrade): times `handle` as wrap does, recording to that
      * route's series without looking the path up.
      */
     route(method: string, pattern: string) {

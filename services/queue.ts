@@ -108,7 +108,6 @@ function visibilityParam(value: unknown, required = false): number | undefined {
   return value
 }
 
-
 /** A task id from a path: anything but a positive integer names no task. */
 export function taskId(raw: string): number {
   if (!/^[1-9]\d{0,15}$/.test(raw)) throw notFound('task not found')

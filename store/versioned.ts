@@ -160,8 +160,7 @@ export class VersionedDocs implements Docs {
     return this.r.count.get(space)!.n
   }
   getVersion(space: string, key: string, version: number): Doc | null {
-    // Below 1 none exists, and the walk would go down the whole chain to find that out.
-    return version >= 1 ? this.r.version.get(space, key, version) : null
+    return versionOf(this.r.version, space, key, version)
   }
   /** null when the document does not exist. */
   history(space: string, key: string, limit: number): HistoryItem[] | null {
@@ -193,7 +192,7 @@ export class VersionedDocs implements Docs {
   rollback(space: string, key: string, version: number, cond: WriteCondition = {}): DocMeta & { rolled_back: number } {
     const current = this.w.meta.get(space, key)
     if (!current) throw notFound('key not found')
-    const old = version >= 1 ? this.w.version.get(space, key, version) : null
+    const old = versionOf(this.w.version, space, key, version)
     if (!old) throw notFound(`version ${version} not found`)
     checkCondition(current, cond)
     return { ...this.write(space, key, old.value, old.content_type, current), rolled_back: version }
@@ -233,6 +232,11 @@ export class VersionedDocs implements Docs {
     })
   }
 }
+/** Version `version` by the VERSION query `stmt`: below 1 none exists, and the walk would go down the whole chain to find that out. */
+function versionOf(stmt: { get(space: string, key: string, version: number): Doc | null }, space: string, key: string, version: number): Doc | null {
+  return version >= 1 ? stmt.get(space, key, version) : null
+}
+
 export function checkCondition(current: DocMeta | null, cond: WriteCondition): void {
   const fail = (why: string) => new AppError('precondition', why, { current_version: current?.version ?? 0 })
   if (cond.createOnly && current) throw fail('precondition failed: the key already exists')

@@ -30,18 +30,28 @@ const ORDER: Record<string, string> = { ...IDENTITY_TABLES, instances: 'seq' }
  * (store/db.ts, the chain migration): each version's predecessor and every ANCHOR_EVERY-th
  * version. A snapshot derives them from that index; a restore leaves them out.
  */
-const DERIVED: Record<string, string> = {
-  doc_versions: `SELECT id, space, key, version, LAG(id) OVER (PARTITION BY space, key ORDER BY version) AS prev,
-    hash, content_type, updated_at, value FROM doc_versions ORDER BY id`,
+const DERIVED_COLUMNS: Record<string, Record<string, string>> = {
+  doc_versions: { prev: 'LAG(id) OVER (PARTITION BY space, key ORDER BY version)' },
+}
+const DERIVED_TABLES: Record<string, string> = {
   doc_anchors: `SELECT space, key, version, id AS version_id FROM doc_versions WHERE version % ${ANCHOR_EVERY} = 0`,
 }
-const EMBEDDED_ONLY: Record<string, 'table' | string[]> = { doc_anchors: 'table', doc_versions: ['prev'] }
+
+/** The query that reads table `t`'s rows, as the backup's columns, out of PostgreSQL. */
+function selectFor(t: { name: string; columns: string[] }): string {
+  if (DERIVED_TABLES[t.name]) return DERIVED_TABLES[t.name]
+  const derived = DERIVED_COLUMNS[t.name] ?? {}
+  const columns = t.columns.map((c) => (derived[c] ? `${derived[c]} AS "${c}"` : `"${c}"`)).join(', ')
+  // Insertion order, so SQLite's rowid order (which some lists use for ties) matches.
+  const order = ORDER[t.name] ? ` ORDER BY ${ORDER[t.name]}` : ''
+  return `SELECT ${columns} FROM ${t.name}${order}`
+}
 
 /** The tables and columns of a backup that PostgreSQL keeps. */
 const keptByPg = (tables: { name: string; columns: string[] }[]) =>
   tables
-    .filter((t) => EMBEDDED_ONLY[t.name] !== 'table')
-    .map((t) => ({ name: t.name, columns: t.columns.filter((c) => !(EMBEDDED_ONLY[t.name] ?? []).includes(c)) }))
+    .filter((t) => !DERIVED_TABLES[t.name])
+    .map((t) => ({ name: t.name, columns: t.columns.filter((c) => !DERIVED_COLUMNS[t.name]?.[c]) }))
 
 const quoted = (columns: string[]) => columns.map((c) => `"${c}"`).join(', ')
 
@@ -57,9 +67,7 @@ export async function pgSnapshot(sql: SQL, target: string): Promise<void> {
       for (const t of tables) {
         out.run(`DELETE FROM ${t.name}`) // rows the migrations seed (the fence counter) come from the database too
         const insert = out.prepare(`INSERT INTO ${t.name} (${quoted(t.columns)}) VALUES (${t.columns.map(() => '?').join(', ')})`)
-        // Insertion order, so SQLite's rowid order (which some lists use for ties) matches.
-        const order = ORDER[t.name] ? ` ORDER BY ${ORDER[t.name]}` : ''
-        const rows = await tx.unsafe(DERIVED[t.name] ?? `SELECT ${quoted(t.columns)} FROM ${t.name}${order}`)
+        const rows = await tx.unsafe(selectFor(t))
         for (const row of rows) insert.run(...t.columns.map((c) => sqliteValue(row[c])))
       }
       // SQLite's AUTOINCREMENT counter for events: never hand out an id the cluster already used.
