@@ -17,7 +17,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startBaseline, startMuster, startPg, type Proc } from './lib'
+import { spawnChild, startBaseline, startMuster, startPg, type Proc } from './lib'
 
 const SUBSCRIBERS = 50
 const PACED_RATE = 1000
@@ -86,7 +86,7 @@ async function subscriberProcess(url: string) {
 async function startSubscribers(url: string) {
   let answer: (m: FromSubscribers) => void = () => {}
   let next = new Promise<FromSubscribers>((r) => (answer = r))
-  const proc = Bun.spawn([process.execPath, import.meta.path, 'subscribers', url], {
+  const proc = spawnChild([process.execPath, import.meta.path, 'subscribers', url], {
     stdout: 'inherit',
     stderr: 'inherit',
     ipc: (m: FromSubscribers) => answer(m),
@@ -164,7 +164,7 @@ async function fullSpeed(url: string): Promise<{ rps: number; sent: number; fail
   const dir = mkdtempSync(join(tmpdir(), 'muster-wrk-'))
   const script = join(dir, 'publish.lua')
   writeFileSync(script, WRK_LUA)
-  const proc = Bun.spawn(['wrk', '-t', '1', '-c', '16', '-d', `${FULL_SECONDS}s`, '-s', script, url], { stdout: 'pipe', stderr: 'inherit' })
+  const proc = spawnChild(['wrk', '-t', '1', '-c', '16', '-d', `${FULL_SECONDS}s`, '-s', script, url], { stdout: 'pipe', stderr: 'inherit' })
   const out = await new Response(proc.stdout).text()
   await proc.exited
   rmSync(dir, { recursive: true, force: true })

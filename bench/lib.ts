@@ -14,22 +14,30 @@ export interface Proc {
 }
 
 /**
- * Every server this process started and has not stopped, with its temp dir: killed and
- * removed when the benchmark exits, however it exits (a throw, Ctrl-C), so a failed run
- * leaves no server behind holding CPU for the next one.
+ * Every process this one started and that has not ended (servers, wrk, helper children),
+ * with a server's temp dir: killed and the dir removed when the benchmark exits, however
+ * it exits (a throw, Ctrl-C), so a failed run leaves nothing behind holding CPU for the next one.
  */
-const live = new Map<{ kill(signal?: number | NodeJS.Signals): void }, string>()
+const live = new Map<{ kill(signal?: number | NodeJS.Signals): void }, string | null>()
 const cleanUp = () => {
   for (const [proc, dir] of live) {
     try {
       proc.kill('SIGKILL')
     } catch {}
-    rmSync(dir, { recursive: true, force: true })
+    if (dir) rmSync(dir, { recursive: true, force: true })
   }
   live.clear()
 }
 process.on('exit', cleanUp)
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130))
+
+/** Bun.spawn, for a process that the benchmark's exit kills if it is still running then (typed as Bun.spawn, so its stdio options type its streams). */
+export const spawnChild = ((cmd: string[], io: Parameters<typeof Bun.spawn>[1]) => {
+  const proc = Bun.spawn(cmd, io)
+  live.set(proc, null)
+  void proc.exited.then(() => live.delete(proc))
+  return proc
+}) as typeof Bun.spawn
 
 /** Spawns a server process, tracked in `live` until stop() has ended it and removed `dir`. */
 function spawnTracked(cmd: string[], dir: string, io: Parameters<typeof Bun.spawn>[1]) {
@@ -130,7 +138,7 @@ export async function wrk(url: string, lua: string, opts: { seconds?: number; co
   const dir = mkdtempSync(join(tmpdir(), 'muster-wrk-'))
   const script = join(dir, 'load.lua')
   writeFileSync(script, lua)
-  const p = Bun.spawn(
+  const p = spawnChild(
     ['wrk', `-t${opts.threads ?? 2}`, `-c${opts.connections ?? 32}`, `-d${opts.seconds ?? 5}s`, '--latency', '-s', script, url],
     { stdout: 'pipe', stderr: 'pipe' },
   )

@@ -11,5 +11,10 @@ for (const name of chosen) {
   }
   console.log(`\n=== bench/${name}.ts ===`)
   const proc = Bun.spawn([process.execPath, join(import.meta.dir, `${name}.ts`)], { stdout: 'inherit', stderr: 'inherit' })
-  if ((await proc.exited) !== 0) process.exit(1)
+  // A SIGTERM to this runner goes on to the benchmark running, which then stops what it started.
+  const forward = () => proc.kill('SIGTERM')
+  process.on('SIGTERM', forward)
+  const code = await proc.exited
+  process.off('SIGTERM', forward)
+  if (code !== 0) process.exit(1)
 }

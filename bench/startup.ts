@@ -7,12 +7,13 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { buildServer } from '../build'
-import { freePort, rssMb } from './lib'
+import { freePort, rssMb, spawnChild } from './lib'
 
 const STARTS = Number(process.env.BENCH_STARTS ?? 20)
 const RSS_STARTS = Math.min(3, STARTS)
 const IDLE_MS = 2000
 const dir = mkdtempSync(join(tmpdir(), 'muster-startup-'))
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
 const binary = join(dir, 'muster-server')
 await buildServer(binary)
 
@@ -22,7 +23,7 @@ for (let i = 0; i < STARTS; i++) {
   const port = freePort()
   const data = join(dir, `data-${i}`)
   const t0 = performance.now()
-  const proc = Bun.spawn([binary, '--bind', `127.0.0.1:${port}`, '--dashboard-bind', '', '--data-dir', data], { stdout: 'ignore', stderr: 'ignore' })
+  const proc = spawnChild([binary, '--bind', `127.0.0.1:${port}`, '--dashboard-bind', '', '--data-dir', data], { stdout: 'ignore', stderr: 'ignore' })
   for (;;) {
     const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)
     if (ok) break
@@ -37,7 +38,6 @@ for (let i = 0; i < STARTS; i++) {
   proc.kill('SIGTERM')
   await proc.exited
 }
-rmSync(dir, { recursive: true, force: true })
 const sorted = (a: number[]) => [...a].sort((x, y) => x - y)
 const median = (a: number[]) => sorted(a)[Math.floor(a.length / 2)]
 const verdict = (value: number, target: number, unit: string) => `(target < ${target} ${unit}: ${value < target ? 'met' : 'NOT met'})`
