@@ -196,6 +196,23 @@ describe('web UI in Chromium', () => {
     await other.page.close()
   })
 
+  test('every page draws the one top bar: each nav link, its own marked, the health pill live, the stream pill where it follows events', async () => {
+    const pages = { '/': 'Overview', '/rules': 'Rules', '/coordination': 'Coordination', '/tasks': 'Tasks', '/admin': 'Admin' }
+    const { page, problems } = await open('/')
+    for (const [path, name] of Object.entries(pages)) {
+      if (path !== '/') await page.goto(s.dashboard + path)
+      const bar = page.locator('header.topbar')
+      await bar.locator('#health.ok').waitFor()
+      expect(await bar.locator('nav a').evaluateAll((links) => links.map((a) => [a.getAttribute('href'), a.textContent]))).toEqual(Object.entries(pages))
+      expect(await bar.locator('nav a[aria-current=page]').textContent()).toBe(name)
+      if (path === '/coordination' || path === '/tasks') await bar.locator('#stream-status.live').waitFor()
+      else expect(await bar.locator('#stream-status').count()).toBe(0)
+      expect(await bar.locator('#auth-slot button', { hasText: 'Forget token' }).count()).toBe(1)
+    }
+    expect(problems).toEqual([])
+    await page.close()
+  })
+
   test('the overview renders state with history and diff, and the audit trail, created through the API', async () => {
     await api('PUT', '/api/state/ui/config', { name: 'a', port: 1 })
     await api('PUT', '/api/state/ui/config', { name: 'b', port: 1 })

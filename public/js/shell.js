@@ -1,11 +1,38 @@
-// The top bar every page shares: the search box (command palette), service
-// health (GET /health, open without a token) and the access-token control.
+// The top bar every page shares, drawn into the page's empty <header class="topbar">:
+// the pages' nav (this one marked), the search box (command palette), service health
+// (GET /health, open without a token) and the access-token control. A page that follows
+// the event stream marks its header data-stream and gets the #stream-status pill too.
 
 import { forgetToken, hasToken, onTokenChange } from './api.js'
 import { paletteButton } from './palette.js'
 import { every, h, fill } from './ui.js'
 
+/** The dashboard's pages, in the nav's order. */
+const PAGES = [
+  ['/', 'Overview'],
+  ['/rules', 'Rules'],
+  ['/coordination', 'Coordination'],
+  ['/tasks', 'Tasks'],
+  ['/admin', 'Admin'],
+]
+
+function drawTopbar() {
+  const bar = document.querySelector('header.topbar')
+  const here = location.pathname.replace(/(.)\/+$/, '$1')
+  fill(
+    bar,
+    h('a', { class: 'brand', href: '/' }, h('img', { src: '/favicon.svg', alt: '' }), 'Muster'),
+    h('nav', { class: 'nav' }, PAGES.map(([href, text]) => h('a', { href, 'aria-current': href === here ? 'page' : null, text }))),
+    h('span', { class: 'spacer' }),
+    'stream' in bar.dataset ? h('span', { id: 'stream-status', class: 'pill', text: 'Connecting…' }) : null,
+    h('span', { id: 'health', class: 'pill', text: 'Checking health…' }),
+    h('span', { id: 'auth-slot' }),
+  )
+}
+
+/** Draws the top bar (synchronously: pages look up #stream-status right after) and starts its pills. */
 export function startShell() {
+  drawTopbar()
   const pill = document.getElementById('health')
   pill.before(paletteButton())
   every(5000, async () => {
