@@ -52,6 +52,9 @@ describe('coordination page', () => {
     expect(await locks.locator('tr[data-lock="deploy/prod"]').innerText()).toMatch(/deploy\/prod[\s\S]*alice\s+active[\s\S]*release 2\.4/)
     expect(await locks.locator('tr[data-lock="gpu"]').count()).toBe(2)
     expect(await locks.locator('tr[data-lock="gpu"]').first().innerText()).toContain('2 of 2 slots')
+    // The panels load independently: the reservations may still be on their way when the locks are in.
+    await reservations.locator('[data-project="billing"]').waitFor()
+    await reservations.locator('[data-project="shop"]').waitFor()
     expect(await reservations.locator('.project-group h3').allTextContents()).toEqual(['billing · 1', 'shop · 2'])
     const shop = reservations.locator('[data-project="shop"]')
     expect(await shop.innerText()).toMatch(/src\/api\/\*\*[\s\S]*exclusive[\s\S]*alice\s+active[\s\S]*auth rework/)
