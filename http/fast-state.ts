@@ -84,8 +84,9 @@ export function stateWriteRoute(ctx: Ctx, gate: Gate, observe: Observe, full: ()
   const write = async (request: Request, path: string) => {
     const refused = gate(request, path)
     if (refused) return refused
-    const scope = await scopeOf(ctx, request, STATE_PUT)
     try {
+      // Inside the try, as the full app's audit hook resolves it: a failed caller lookup is its {error, code} answer too.
+      const scope = await scopeOf(ctx, request, STATE_PUT)
       return Response.json(await putFromRequest(ctx, request, keyParam(path.slice(PREFIX.length)), {}, scope))
     } catch (err) {
       const answer = thrownResponse(err, request)

@@ -232,6 +232,7 @@ export class VersionedDocs implements Docs {
     })
   }
 }
+
 /** Version `version` by the VERSION query `stmt`: below 1 none exists, and the walk would go down the whole chain to find that out. */
 function versionOf(stmt: { get(space: string, key: string, version: number): Doc | null }, space: string, key: string, version: number): Doc | null {
   return version >= 1 ? stmt.get(space, key, version) : null
