@@ -157,6 +157,7 @@ async function main(argv: string[]): Promise<void> {
     stopping = true
     log.info(`${signal}: shutting down`)
     await server.stop()
+    log.info('stopped')
     flushLog()
     process.exit(0)
   }

@@ -6,11 +6,9 @@ import { onLeader } from './timer'
 /** Starts the schedule; the returned stop cancels a run in progress (its live calls too) and waits for it. */
 export function startComplianceJob(ctx: Ctx): () => Promise<void> {
   const shutdown = new AbortController()
-  let current: Promise<unknown> = Promise.resolve()
-  const stop = onLeader(ctx, 'compliance', ctx.config.complianceIntervalMs, () => (current = runCompliance(ctx, shutdown.signal)))
+  const stop = onLeader(ctx, 'compliance', ctx.config.complianceIntervalMs, () => runCompliance(ctx, shutdown.signal))
   return async () => {
-    stop()
     shutdown.abort()
-    await current.catch(() => {})
+    await stop()
   }
 }

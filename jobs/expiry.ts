@@ -6,6 +6,6 @@ import { onLeader } from './timer'
 
 export const EXPIRY_INTERVAL_MS = 250
 
-export function startExpiryJob(ctx: Ctx): () => void {
+export function startExpiryJob(ctx: Ctx): () => Promise<void> {
   return onLeader(ctx, 'expiry', EXPIRY_INTERVAL_MS, () => expireGrants(ctx))
 }

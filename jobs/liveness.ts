@@ -4,6 +4,6 @@ import type { Ctx } from '../services/context'
 import { checkLiveness } from '../services/instances'
 import { onLeader } from './timer'
 
-export function startLivenessJob(ctx: Ctx): () => void {
+export function startLivenessJob(ctx: Ctx): () => Promise<void> {
   return onLeader(ctx, 'liveness', ctx.config.livenessIntervalMs, () => checkLiveness(ctx))
 }

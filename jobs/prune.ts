@@ -8,7 +8,7 @@ import { onLeader } from './timer'
 
 export const COMPLIANCE_RUNS_KEPT = 100
 
-export function startPruneJob(ctx: Ctx): () => void {
+export function startPruneJob(ctx: Ctx): () => Promise<void> {
   return onLeader(ctx, 'prune', ctx.config.pruneIntervalMs, async () => {
     await pruneEvents(ctx, ctx.config.eventRetention)
     await pruneCompliance(ctx, COMPLIANCE_RUNS_KEPT)

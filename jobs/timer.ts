@@ -1,5 +1,6 @@
 // Runs a background task every `ms`, never two at once; a failure is logged and
-// the next tick runs as usual. Returns the function that stops it. Every run is
+// the next tick runs as usual. Returns the function that stops it and waits for a
+// run in progress, so shutdown never closes the store under a job. Every run is
 // logged: at info for jobs that run at most twice a minute, at debug for the
 // frequent ones (metrics flush, TTL expiry), which would drown the log at info.
 import { log } from '../lib/log'
@@ -7,11 +8,9 @@ import type { Ctx } from '../services/context'
 
 const QUIET_BELOW_MS = 30_000
 
-export function every(name: string, ms: number, task: () => Promise<unknown> | unknown): () => void {
-  let running = false
-  const timer = setInterval(async () => {
-    if (running) return
-    running = true
+export function every(name: string, ms: number, task: () => Promise<unknown> | unknown): () => Promise<void> {
+  let running: Promise<void> | null = null
+  const run = async () => {
     const started = performance.now()
     try {
       await task()
@@ -21,13 +20,19 @@ export function every(name: string, ms: number, task: () => Promise<unknown> | u
     } catch (err) {
       log.error({ err, job: name }, `job ${name} failed`)
     } finally {
-      running = false
+      running = null
     }
+  }
+  const timer = setInterval(() => {
+    running ??= run()
   }, ms)
-  return () => clearInterval(timer)
+  return async () => {
+    clearInterval(timer)
+    await running
+  }
 }
 
 /** A job that runs on one replica only (store.isLeader): on the others each tick does nothing. */
-export function onLeader(ctx: Ctx, name: string, ms: number, task: () => Promise<unknown> | unknown): () => void {
+export function onLeader(ctx: Ctx, name: string, ms: number, task: () => Promise<unknown> | unknown): () => Promise<void> {
   return every(name, ms, () => (ctx.store.isLeader() ? task() : undefined))
 }
