@@ -228,6 +228,13 @@ export interface UnitHooks {
  * and its after-commit hooks (event fan-out, cache updates) run only then. Units
  * run one at a time: an asynchronous unit holds the others back until it settles,
  * so no other unit's writes can land inside its savepoint.
+ *
+ * The SQL runs on the event loop's thread, though it is about 45% of a state PUT's CPU.
+ * A writer thread with its own connection, fed batches of named units, was tried (commit
+ * 18ee4cc, branch writer-thread): it took ~28 us of a PUT off this thread but cost the
+ * worker ~42 us (cloning both ways, a version lookup the cache used to answer, message
+ * round trips), and on two cores shared with the client the two threads mostly waited on
+ * each other: 11.2-12.0k PUT/s against 12.4-13.9k here, measured in turns.
  */
 export class GroupCommit {
   private open = false
