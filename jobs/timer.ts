@@ -1,12 +1,14 @@
 // Runs a background task every `ms`, never two at once; a failure is logged and
 // the next tick runs as usual. Returns the function that stops it and waits for a
-// run in progress, so shutdown never closes the store under a job. Every run is
+// run in progress (up to STOP_WAIT_MS), so shutdown does not close the store under a job. Every run is
 // logged: at info for jobs that run at most twice a minute, at debug for the
 // frequent ones (metrics flush, TTL expiry), which would drown the log at info.
 import { log } from '../lib/log'
 import type { Ctx } from '../services/context'
 
 const QUIET_BELOW_MS = 30_000
+/** How long stopping waits for a run in progress: one stuck on a database that stopped answering must not hold shutdown. */
+const STOP_WAIT_MS = 3_000
 
 export function every(name: string, ms: number, task: () => Promise<unknown> | unknown): () => Promise<void> {
   let running: Promise<void> | null = null
@@ -28,7 +30,7 @@ export function every(name: string, ms: number, task: () => Promise<unknown> | u
   }, ms)
   return async () => {
     clearInterval(timer)
-    await running
+    if (running) await Promise.race([running, Bun.sleep(STOP_WAIT_MS)])
   }
 }
 
