@@ -110,3 +110,16 @@ describe('bad values', () => {
     }
   })
 })
+
+describe('batched writes', () => {
+  test('lines queued when the process dies of an uncaught exception are still written, in order', async () => {
+    // Lines wait up to 10 ms for the next write; the last ones before the throw must not be lost with the process.
+    const script = `import { log } from ${JSON.stringify(join(import.meta.dir, '..', 'lib', 'log.ts'))}
+log.info('first')
+setTimeout(() => { for (let i = 0; i < 100; i++) log.info('line ' + i); throw new Error('boom') }, 1)`
+    const proc = Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'pipe' })
+    const [code, out] = await Promise.all([proc.exited, new Response(proc.stdout).text()])
+    expect(code).not.toBe(0)
+    expect(out.trimEnd().split('\n').map((l) => l.replace(/^\S+ INFO  /, ''))).toEqual(['first', ...Array.from({ length: 100 }, (_, i) => `line ${i}`)])
+  })
+})
