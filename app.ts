@@ -15,7 +15,7 @@ import { startWebhookDispatcher } from './jobs/webhooks'
 import { startLivenessJob } from './jobs/liveness'
 import { startExpiryJob } from './jobs/expiry'
 import { VERSION } from './lib/version'
-import { configureLog, flushLog, log } from './lib/log'
+import { configureLog, log } from './lib/log'
 
 /** How long requests in flight may take to finish after SIGTERM; then their connections are closed. */
 export const SHUTDOWN_GRACE_MS = 3000
@@ -143,7 +143,6 @@ async function main(argv: string[]): Promise<void> {
     server = await startServer(config)
   } catch (err) {
     log.error(`muster-server: cannot start: ${(err as Error).message}`)
-    flushLog()
     process.exit(1)
   }
   // Tests and scripts wait for this line (in either log format), so it is printed whatever --log-level says.
@@ -158,7 +157,6 @@ async function main(argv: string[]): Promise<void> {
     log.info(`${signal}: shutting down`)
     await server.stop()
     log.info('stopped')
-    flushLog()
     process.exit(0)
   }
   process.on('SIGTERM', () => void shutdown('SIGTERM'))

@@ -88,7 +88,7 @@ class BatchedStdout {
 const MAX_PENDING = 16 * 1024 * 1024
 const FLUSH_GAP_MS = 10
 const out = new BatchedStdout()
-// Also on an uncaught exception's exit, so the lines before it are not lost.
+// On every exit (process.exit after shutdown or a failed start, an uncaught exception), so no queued line is lost.
 process.on('exit', () => out.flushSync())
 
 /** `TIME LEVEL message key=value ...`, an error's stack below it: the pretty line. */
@@ -225,9 +225,4 @@ export let log: Logger = build('pretty', 'info')
 
 export function configureLog(format: LogFormat, level: LogLevel): void {
   log = build(format, level)
-}
-
-/** Writes out every queued line; call before process.exit. */
-export function flushLog(): void {
-  out.flushSync()
 }

@@ -109,6 +109,14 @@ describe('bad values', () => {
       expect([await proc.exited, (await new Response(proc.stderr).text()).trim()]).toEqual([2, `muster-server: ${message}`])
     }
   })
+
+  test('a server that cannot start says why on stdout, an error line, and exits 1', async () => {
+    // The data dir's parent is a file: the line is logged just before process.exit, which must still write it.
+    const proc = Bun.spawn([process.execPath, join(import.meta.dir, '..', 'app.ts'), '--data-dir', join(import.meta.path, 'data'), '--bind', '127.0.0.1:0', '--dashboard-bind', ''], { stdout: 'pipe', stderr: 'pipe' })
+    const [code, out] = await Promise.all([proc.exited, new Response(proc.stdout).text()])
+    expect(code).toBe(1)
+    expect(out).toMatch(/^\S+Z ERROR muster-server: cannot start: ENOTDIR: not a directory, mkdir '.*logs\.test\.ts\/data'\n$/)
+  })
 })
 
 describe('batched writes', () => {
