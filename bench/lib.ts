@@ -87,6 +87,12 @@ export async function startMuster(args: string[] = []): Promise<Proc> {
   return started(cmd, dir, /Muster API on (\S+),/)
 }
 
+/** bench/floor.ts: the state route's own work behind a bare Bun.serve, on a fresh data dir. */
+export async function startFloor(): Promise<Proc> {
+  const dir = mkdtempSync(join(tmpdir(), 'muster-floor-'))
+  return started([process.execPath, join(ROOT, 'bench', 'floor.ts'), dir], dir, /floor on (\S+),/)
+}
+
 export { freePort }
 
 /** etcd (Debian package etcd-server) on free ports, for its v3 JSON gateway; null when not installed. */
@@ -160,24 +166,20 @@ export async function wrk(url: string, lua: string, opts: { seconds?: number; co
 }
 
 /**
- * wrk against two servers in alternating slices (a, b, a, b, ...), `seconds` in all for
- * each: a shared machine whose speed drifts affects both alike, so their ratio is steadier
+ * wrk against several servers in alternating slices (a, b, c, a, b, c, ...), `seconds` in all
+ * for each: a shared machine whose speed drifts affects them alike, so their ratios are steadier
  * than from two runs one after the other. req/s over all slices; p50 and p99 are the
  * medians of the slices' (wrk cannot merge its histograms).
  */
 export async function alternate(
-  a: { url: string; lua: string },
-  b: { url: string; lua: string },
+  targets: { url: string; lua: string }[],
   opts: { seconds: number; slices: number; threads?: number; warmup?: number },
-): Promise<[LoadResult, LoadResult]> {
+): Promise<LoadResult[]> {
   // wrk takes whole seconds.
   const slice = { seconds: Math.max(1, Math.round(opts.seconds / opts.slices)), threads: opts.threads }
-  if (opts.warmup) for (const s of [a, b]) await wrk(s.url, s.lua, { ...slice, seconds: opts.warmup })
-  const runs: [LoadResult[], LoadResult[]] = [[], []]
-  for (let i = 0; i < opts.slices; i++) {
-    runs[0].push(await wrk(a.url, a.lua, slice))
-    runs[1].push(await wrk(b.url, b.lua, slice))
-  }
+  if (opts.warmup) for (const s of targets) await wrk(s.url, s.lua, { ...slice, seconds: opts.warmup })
+  const runs: LoadResult[][] = targets.map(() => [])
+  for (let i = 0; i < opts.slices; i++) for (const [n, s] of targets.entries()) runs[n].push(await wrk(s.url, s.lua, slice))
   const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
   const merge = (rs: LoadResult[]): LoadResult => ({
     rps: rs.reduce((n, r) => n + r.rps, 0) / rs.length,
@@ -185,7 +187,7 @@ export async function alternate(
     p99ms: median(rs.map((r) => r.p99ms)),
     errors: rs.reduce((n, r) => n + r.errors, 0),
   })
-  return [merge(runs[0]), merge(runs[1])]
+  return runs.map(merge)
 }
 
 export function hasWrk(): boolean {

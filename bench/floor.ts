@@ -1,0 +1,48 @@
+// The floor under bench/state.ts's GET and PUT: the state route's own work behind a bare
+// Bun.serve, with none of the API app's per-request services (router, auth, agent metrics,
+// audit scope lookup, access-log line, Prometheus numbers). A GET is the store's read and
+// Muster's response for it (rawResponse), kept and cloned per read as Muster's fast route keeps
+// it (http/fast-state.ts); a PUT is the route's handler body
+// (putFromRequest: body checks, then the state service, its version, event and audit rows in
+// the group commit). How far Muster is from this is what its request handling costs; how far
+// this is from the hello-world is what the store and the answer cost.
+// Usage: bun bench/floor.ts <data dir>; prints "floor on <url>," when listening.
+import { openStore } from '../store'
+import type { Ctx } from '../services/context'
+import { scopeFor } from '../services/audit'
+import { putFromRequest, STATE_PUT } from '../routes/state'
+import { rawResponse } from '../http/documents'
+import { resourceOf } from '../http/audit'
+import type { Doc } from '../store/versioned'
+
+const store = openStore(process.argv[2])
+// The state service reads nothing of its context but the store.
+const ctx = { store } as unknown as Ctx
+const anonymous = { actor: 'anonymous', instanceId: null }
+// Keyed by the cached document, as Muster's kept answers are: a write caches a new one.
+const kept = new WeakMap<Doc, Response>()
+const keyOf = (url: string) => decodeURIComponent(url.slice(url.indexOf('/api/state/') + '/api/state/'.length))
+
+const server = Bun.serve({
+  hostname: '127.0.0.1',
+  port: 0,
+  development: false,
+  routes: {
+    '/api/state/*': {
+      GET: async (request) => {
+        const key = keyOf(request.url)
+        const cached = store.state.cached(key)
+        const doc = cached === undefined ? await store.state.get(key) : cached
+        if (!doc) return new Response('key not found', { status: 404 })
+        let answer = kept.get(doc)
+        if (!answer) kept.set(doc, (answer = rawResponse(request, doc)))
+        return answer.clone()
+      },
+      PUT: async (request) =>
+        Response.json(await putFromRequest(ctx, request, keyOf(request.url), {}, scopeFor(anonymous, STATE_PUT, resourceOf(request.url)))),
+    },
+  },
+  fetch: () => new Response('not found', { status: 404 }),
+})
+process.on('SIGTERM', () => process.exit(0))
+console.log(`floor on http://127.0.0.1:${server.port},`)
