@@ -157,10 +157,10 @@ export const MIGRATIONS: string[] = [
   ) WITHOUT ROWID;
   INSERT INTO doc_anchors (space, key, version, version_id) SELECT space, key, version, id FROM doc_versions WHERE version % 64 = 0;
   `,
-  // No index on events.created_at: the table is a ring (--event-retention, 1,000 by default,
-  // pruned every --prune-interval) whose queries read it newest first by id, as the topic filter
-  // always has. The index cost ~2 us of a state PUT's ~28 us of SQLite work (its pages in every
-  // unit's savepoint and every COMMIT), for time filters that a scan of the ring answers.
+  // No index on events.created_at: event times rise with ids (store/events.ts stamps them so), and a
+  // time filter becomes an id range found by binary search on the rowid. The index cost ~2 us of a
+  // state PUT's ~28 us of SQLite work (its pages in every unit's savepoint and every COMMIT).
+  // PostgreSQL keeps it: replicas stamp events by their own clocks.
   `DROP INDEX events_created;`,
 ]
 

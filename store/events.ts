@@ -49,12 +49,21 @@ const toEvent = (r: Row): Event => ({ id: r.id, topic: r.topic, data: JSON.parse
 export function eventsWrites(db: Database): EventsWrites {
   // The id from run()'s lastInsertRowid: RETURNING costs a result row on every event.
   const insert = db.query<unknown, [string, string, string, string]>('INSERT INTO events (topic, data, source, created_at) VALUES (?, ?, ?, ?)')
+  // Times never go back, whatever the machine's clock does (after a step back, events take the
+  // newest one's time until the clock catches up): times rise with ids, so eventsStore turns a time
+  // filter into an id range, with no index to update on every write.
+  let newest = db.query<{ created_at: string }, []>('SELECT created_at FROM events ORDER BY id DESC LIMIT 1').get()?.created_at ?? ''
+  const stamp = () => {
+    const time = now()
+    if (time > newest) newest = time
+    return newest
+  }
   const pruneBelow = db.query<unknown, [number]>(
     'DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)',
   )
   return {
     append(topic, data, source, echo) {
-      const created_at = now()
+      const created_at = stamp()
       const id = Number(insert.run(topic, JSON.stringify(data ?? null), source, created_at).lastInsertRowid)
       const event: Event = { id, topic, data: data ?? null, source, created_at }
       if (echo) event[ECHO] = true
@@ -66,6 +75,26 @@ export function eventsWrites(db: Database): EventsWrites {
 
 export function eventsStore(db: Database): EventsStore {
   const last = db.query<{ id: number | null }, []>('SELECT MAX(id) AS id FROM events')
+  // Two subqueries: MIN and MAX in one SELECT would scan the table instead of reading both ends.
+  const span = db.query<{ first: number | null; last: number | null }, []>('SELECT (SELECT MIN(id) FROM events) AS first, (SELECT MAX(id) FROM events) AS last')
+  const atOrAfter = db.query<{ id: number; created_at: string }, [number]>('SELECT id, created_at FROM events WHERE id >= ? ORDER BY id LIMIT 1')
+  /**
+   * The least id from which every event's time passes `passes` (times rise with ids: eventsWrites),
+   * by binary search on the rowid: a probe per halving instead of a scan. Past the newest id when none passes.
+   */
+  const firstIdWhere = (passes: (time: string) => boolean): number => {
+    const { first, last } = span.get()!
+    if (first === null || last === null) return 0
+    let lo = first
+    let hi = last + 1
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2)
+      const row = atOrAfter.get(mid)
+      if (!row || passes(row.created_at)) hi = mid
+      else lo = row.id + 1
+    }
+    return lo
+  }
   // Queries differ only in which filters are present: prepare each shape once.
   const shapes = new Map<string, ReturnType<typeof db.query<Row, (string | number)[]>>>()
   return {
@@ -79,8 +108,11 @@ export function eventsStore(db: Database): EventsStore {
         args.push(glob.glob, glob.dots)
       }
       if (q.source !== undefined) where.push('source = ?'), args.push(q.source)
-      if (q.from) where.push('created_at >= ?'), args.push(q.from)
-      if (q.to) where.push('created_at <= ?'), args.push(q.to)
+      // The id range bounds the rows read; the time conditions stay, exact for rows stamped before times rose with ids.
+      const from = q.from
+      const to = q.to
+      if (from) where.push('id >= ? AND created_at >= ?'), args.push(firstIdWhere((t) => t >= from), from)
+      if (to) where.push('id < ? AND created_at <= ?'), args.push(firstIdWhere((t) => t > to), to)
       if (q.afterId !== undefined) where.push('id > ?'), args.push(q.afterId)
       args.push(q.limit)
       const sql = `SELECT id, topic, data, source, created_at FROM events ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id ${q.afterId !== undefined ? 'ASC' : 'DESC'} LIMIT ?`

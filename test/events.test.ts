@@ -3,6 +3,7 @@ import { connect, type Socket } from 'node:net'
 import { rmSync } from 'node:fs'
 import { Bus, SUBSCRIBER_BUFFER } from '../services/bus'
 import { openStore } from '../store'
+import { setClockOffset } from '../lib/clock'
 import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
 
 const TOKEN = 'events-test-token'
@@ -461,5 +462,55 @@ describe('bus subscriptions (in-process)', () => {
     sub.drain()
     expect(out.frames).toEqual([...first, later.id])
     sub.close()
+  })
+})
+
+// Times rise with ids, so the store answers from/to with an id range (binary search on the rowid)
+// rather than an index; these check that range against every event, with the clock moved by hand.
+describe('event times (in-process store)', () => {
+  const dir = tempDir()
+  const store = openStore(dir)
+  const bus = new Bus(store)
+  afterAll(() => {
+    setClockOffset(0)
+    store.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  test('a clock that steps back does not take event times back', async () => {
+    const first = await bus.publish('clock.x', 1)
+    setClockOffset(-3_600_000)
+    const second = await bus.publish('clock.x', 2)
+    setClockOffset(0)
+    expect(second.id).toBeGreaterThan(first.id)
+    expect(second.created_at).toBe(first.created_at)
+    const stored = await store.events.query({ topic: 'clock.*', from: first.created_at, to: first.created_at, limit: 10 })
+    expect(stored.map((e) => e.id)).toEqual([second.id, first.id])
+  })
+
+  test('from and to give exactly the events a scan of every event would, with pruned ids below', async () => {
+    const all: { id: number; created_at: string }[] = []
+    // Runs of equal times and gaps of a second and more, over ids that no longer start at 1.
+    for (let i = 0; i < 240; i++) {
+      setClockOffset(Math.floor(i / 3) * 1000 + (i % 7 === 0 ? 5000 : 0) * Math.floor(i / 7))
+      all.push(await bus.publish('range.x', i))
+    }
+    setClockOffset(0)
+    await store.write(async (tx) => await tx.events.prune(200))
+    const kept = (await store.events.query({ topic: 'range.*', limit: 1000 })).map((e) => e.id)
+    expect(kept.length).toBe(200)
+    const times = [...new Set(all.map((e) => e.created_at))]
+    const before = new Date(Date.parse(times[0]) - 1).toISOString()
+    const after = new Date(Date.parse(times.at(-1)!) + 1).toISOString()
+    const bounds = [before, ...times.filter((_, i) => i % 5 === 0), after]
+    for (const from of [undefined, ...bounds])
+      for (const to of [undefined, ...bounds.filter((_, i) => i % 4 === 1)]) {
+        const want = all
+          .filter((e) => kept.includes(e.id) && (!from || e.created_at >= from) && (!to || e.created_at <= to))
+          .map((e) => e.id)
+          .reverse()
+        const got = await store.events.query({ topic: 'range.*', from, to, limit: 1000 })
+        expect({ from, to, ids: got.map((e) => e.id) }).toEqual({ from, to, ids: want })
+      }
   })
 })

@@ -112,8 +112,6 @@ export const PG_MIGRATIONS: string[] = [
   CREATE INDEX reservations_instance ON reservations (instance_id);
   CREATE INDEX reservations_expiry ON reservations (expires_at) WHERE expires_at IS NOT NULL;
   `,
-  // As on SQLite (store/db.ts): the events ring is read newest first by id, so no created_at index.
-  `DROP INDEX events_created;`,
 ]
 
 /** Tables whose ids come from an identity column: restore moves each sequence past the copied rows. */
