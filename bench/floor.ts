@@ -11,7 +11,8 @@ import { openStore } from '../store'
 import type { Ctx } from '../services/context'
 import { scopeFor } from '../services/audit'
 import { putFromRequest, STATE_PUT } from '../routes/state'
-import { rawResponse } from '../http/documents'
+import { keyParam, rawResponse } from '../http/documents'
+import { pathOf } from '../http/url'
 import { resourceOf } from '../http/audit'
 import type { Doc } from '../store/versioned'
 
@@ -21,7 +22,8 @@ const ctx = { store } as unknown as Ctx
 const anonymous = { actor: 'anonymous', instanceId: null }
 // Keyed by the cached document, as Muster's kept answers are: a write caches a new one.
 const kept = new WeakMap<Doc, Response>()
-const keyOf = (url: string) => decodeURIComponent(url.slice(url.indexOf('/api/state/') + '/api/state/'.length))
+// The key as the fast route takes it: the path's, decoded and checked.
+const keyOf = (url: string) => keyParam(pathOf(url).slice('/api/state/'.length))
 
 const server = Bun.serve({
   hostname: '127.0.0.1',

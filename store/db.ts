@@ -160,8 +160,14 @@ export const MIGRATIONS: string[] = [
   // No index on events.created_at: event times rise with ids (store/events.ts stamps them so), and a
   // time filter becomes an id range found by binary search on the rowid. The index cost ~2 us of a
   // state PUT's ~28 us of SQLite work (its pages in every unit's savepoint and every COMMIT).
-  // PostgreSQL keeps it: replicas stamp events by their own clocks.
-  `DROP INDEX events_created;`,
+  // Events stamped before, by a clock that stepped back, take the newest earlier time, as new ones
+  // would. PostgreSQL keeps its index: replicas stamp events by their own clocks.
+  `
+  DROP INDEX events_created;
+  UPDATE events SET created_at = risen.time
+    FROM (SELECT id, MAX(created_at) OVER (ORDER BY id) AS time FROM events) AS risen
+    WHERE risen.id = events.id AND risen.time > events.created_at;
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length

@@ -82,11 +82,10 @@ export function eventsStore(db: Database): EventsStore {
    * The least id from which every event's time passes `passes` (times rise with ids: eventsWrites),
    * by binary search on the rowid: a probe per halving instead of a scan. Past the newest id when none passes.
    */
-  const firstIdWhere = (passes: (time: string) => boolean): number => {
-    const { first, last } = span.get()!
-    if (first === null || last === null) return 0
-    let lo = first
-    let hi = last + 1
+  const firstIdWhere = (ends: { first: number | null; last: number | null }, passes: (time: string) => boolean): number => {
+    if (ends.first === null || ends.last === null) return 0
+    let lo = ends.first
+    let hi = ends.last + 1
     while (lo < hi) {
       const mid = Math.floor((lo + hi) / 2)
       const row = atOrAfter.get(mid)
@@ -108,11 +107,13 @@ export function eventsStore(db: Database): EventsStore {
         args.push(glob.glob, glob.dots)
       }
       if (q.source !== undefined) where.push('source = ?'), args.push(q.source)
-      // The id range bounds the rows read; the time conditions stay, exact for rows stamped before times rose with ids.
+      // The id range is the time filter (times rise with ids in every row, the migration's included);
+      // the time conditions stay as a guard that costs nothing once the range is read.
       const from = q.from
       const to = q.to
-      if (from) where.push('id >= ? AND created_at >= ?'), args.push(firstIdWhere((t) => t >= from), from)
-      if (to) where.push('id < ? AND created_at <= ?'), args.push(firstIdWhere((t) => t > to), to)
+      const ends = from || to ? span.get()! : { first: null, last: null }
+      if (from) where.push('id >= ? AND created_at >= ?'), args.push(firstIdWhere(ends, (t) => t >= from), from)
+      if (to) where.push('id < ? AND created_at <= ?'), args.push(firstIdWhere(ends, (t) => t > to), to)
       if (q.afterId !== undefined) where.push('id > ?'), args.push(q.afterId)
       args.push(q.limit)
       const sql = `SELECT id, topic, data, source, created_at FROM events ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id ${q.afterId !== undefined ? 'ASC' : 'DESC'} LIMIT ?`

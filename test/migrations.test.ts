@@ -81,3 +81,31 @@ test.skipIf(onPostgres)('versions written while they had a (space, key, version)
     store.close()
   }
 })
+
+test.skipIf(onPostgres)('events stamped by a clock that stepped back rise with their ids after the created_at index goes, and time filters stay exact', async () => {
+  const sub = join(dir, 'event-times')
+  const before = MIGRATIONS.findIndex((m) => m.includes('DROP INDEX events_created'))
+  expect(before).toBeGreaterThan(0)
+  mkdirSync(sub, { recursive: true })
+  const old = new Database(join(sub, 'muster.db'), { create: true, strict: true })
+  for (let v = 0; v < before; v++) old.exec(MIGRATIONS[v]), old.exec(`PRAGMA user_version = ${v + 1}`)
+  const insert = old.query("INSERT INTO events (topic, data, source, created_at) VALUES ('t.x', 'null', '', ?)")
+  // Minutes 1, 2, 3, then a step back to 1 (twice), then 4.
+  for (const minute of [1, 2, 3, 1, 1, 4]) insert.run(`2026-01-01T00:0${minute}:00.000Z`)
+  old.close()
+
+  const store = openStore(sub)
+  try {
+    const all = await store.events.query({ limit: 10 })
+    expect(all.map((e) => [e.id, e.created_at.slice(14, 16)])).toEqual([[6, '04'], [5, '03'], [4, '03'], [3, '03'], [2, '02'], [1, '01']])
+    const ids = async (from?: string, to?: string) => (await store.events.query({ from, to, limit: 10 })).map((e) => e.id)
+    expect(await ids('2026-01-01T00:03:00.000Z', '2026-01-01T00:03:00.000Z')).toEqual([5, 4, 3])
+    expect(await ids(undefined, '2026-01-01T00:02:30.000Z')).toEqual([2, 1])
+    expect(await ids('2026-01-01T00:01:30.000Z')).toEqual([6, 5, 4, 3, 2])
+    // New events go on from the newest time, whatever the clock says.
+    const next = await store.write(async (tx) => await tx.emit('t.x', null, ''))
+    expect(next.created_at >= '2026-01-01T00:04:00.000Z').toBe(true)
+  } finally {
+    store.close()
+  }
+})
