@@ -12,13 +12,19 @@ import { onPostgres } from './pg'
 const dir = tempDir('muster-migrate-')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
+/** A database in `at` at the schema just before the migration that contains `marker`. */
+function schemaBefore(at: string, marker: string): Database {
+  const before = MIGRATIONS.findIndex((m) => m.includes(marker))
+  expect(before).toBeGreaterThan(0)
+  mkdirSync(at, { recursive: true })
+  const old = new Database(join(at, 'muster.db'), { create: true, strict: true })
+  for (let v = 0; v < before; v++) old.exec(MIGRATIONS[v]), old.exec(`PRAGMA user_version = ${v + 1}`)
+  return old
+}
+
 test.skipIf(onPostgres)('documents written before values were kept once are all there after the migration', async () => {
   // The schema as it was before doc_versions: documents (current, with value) and document_history.
-  const before = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE doc_versions'))
-  expect(before).toBeGreaterThan(0)
-  mkdirSync(dir, { recursive: true })
-  const old = new Database(join(dir, 'muster.db'), { create: true, strict: true })
-  for (let v = 0; v < before; v++) old.exec(MIGRATIONS[v]), old.exec(`PRAGMA user_version = ${v + 1}`)
+  const old = schemaBefore(dir, 'CREATE TABLE doc_versions')
   const row = (space: string, key: string, version: number, text: string) => [space, key, version, `h${version}`, 'application/json', `2026-01-0${version}T00:00:00.000Z`, new TextEncoder().encode(text)]
   const history = old.query('INSERT INTO document_history VALUES (?, ?, ?, ?, ?, ?, ?)')
   const current = old.query('INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?)')
@@ -47,11 +53,7 @@ test.skipIf(onPostgres)('documents written before values were kept once are all 
 
 test.skipIf(onPostgres)('versions written while they had a (space, key, version) index are all there after the chain migration', async () => {
   const sub = join(dir, 'chain')
-  const before = MIGRATIONS.findIndex((m) => m.includes('CREATE TABLE doc_anchors'))
-  expect(before).toBeGreaterThan(0)
-  mkdirSync(sub, { recursive: true })
-  const old = new Database(join(sub, 'muster.db'), { create: true, strict: true })
-  for (let v = 0; v < before; v++) old.exec(MIGRATIONS[v]), old.exec(`PRAGMA user_version = ${v + 1}`)
+  const old = schemaBefore(sub, 'CREATE TABLE doc_anchors')
   const version = old.query('INSERT INTO doc_versions (space, key, version, hash, content_type, updated_at, value) VALUES (?, ?, ?, ?, ?, ?, ?)')
   const point = old.query('INSERT OR REPLACE INTO doc_current (space, key, version_id) VALUES (?, ?, ?)')
   // Two keys' versions interleaved (ids do not follow one key), and a deleted key's leftover row.
@@ -84,11 +86,7 @@ test.skipIf(onPostgres)('versions written while they had a (space, key, version)
 
 test.skipIf(onPostgres)('events stamped by a clock that stepped back rise with their ids after the created_at index goes, and time filters stay exact', async () => {
   const sub = join(dir, 'event-times')
-  const before = MIGRATIONS.findIndex((m) => m.includes('DROP INDEX events_created'))
-  expect(before).toBeGreaterThan(0)
-  mkdirSync(sub, { recursive: true })
-  const old = new Database(join(sub, 'muster.db'), { create: true, strict: true })
-  for (let v = 0; v < before; v++) old.exec(MIGRATIONS[v]), old.exec(`PRAGMA user_version = ${v + 1}`)
+  const old = schemaBefore(sub, 'DROP INDEX events_created')
   const insert = old.query("INSERT INTO events (topic, data, source, created_at) VALUES ('t.x', 'null', '', ?)")
   // Minutes 1, 2, 3, then a step back to 1 (twice), then 4.
   for (const minute of [1, 2, 3, 1, 1, 4]) insert.run(`2026-01-01T00:0${minute}:00.000Z`)
