@@ -87,10 +87,13 @@ export async function startMuster(args: string[] = []): Promise<Proc> {
   return started(cmd, dir, /Muster API on (\S+),/)
 }
 
-/** bench/floor.ts: the state route's own work behind a bare Bun.serve, on a fresh data dir. */
-export async function startFloor(): Promise<Proc> {
-  const dir = mkdtempSync(join(tmpdir(), 'muster-floor-'))
-  return started([process.execPath, join(ROOT, 'bench', 'floor.ts'), dir], dir, /floor on (\S+),/)
+/**
+ * A reference server of bench/state.ts on a fresh data dir: bench/floor.ts (the state route's own
+ * work behind a bare Bun.serve) or bench/kv.ts (a naive Bun + bun:sqlite key/value server).
+ */
+export async function startReference(name: 'floor' | 'kv'): Promise<Proc> {
+  const dir = mkdtempSync(join(tmpdir(), `muster-${name}-`))
+  return started([process.execPath, join(ROOT, 'bench', `${name}.ts`), dir], dir, new RegExp(`${name} on (\\S+),`))
 }
 
 export { freePort }

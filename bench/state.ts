@@ -14,7 +14,9 @@
 // Muster's response; the PUT handler body with its rows and group commit) behind a bare
 // Bun.serve, measured the same way, so a run shows how much of the distance to the
 // hello-world is Muster's per-request handling and how much the store and the answer.
-import { alternate, fmt, hasWrk, startBaseline, startEtcd, startFloor, startMuster, startPg, wrk, wrkAll, type LoadResult } from './lib'
+// And a naive key/value server (bench/kv.ts: one row per key, a SELECT per GET, SQLite's
+// defaults), the reference the issue names: what Bun and bun:sqlite give a write with nothing on top.
+import { alternate, fmt, hasWrk, startBaseline, startEtcd, startMuster, startReference, startPg, wrk, wrkAll, type LoadResult } from './lib'
 
 if (!hasWrk()) {
   console.error('bench/state needs wrk (apt-get install wrk)')
@@ -38,18 +40,20 @@ const fill = (url: string) =>
   Promise.all(Array.from({ length: KEYS }, (_, i) => fetch(`${url}/api/state/bench/${i}`, { method: 'PUT', body: value })))
 const baseline = await startBaseline()
 const muster = await startMuster()
-const floor = await startFloor()
-await fill(muster.url)
-await fill(floor.url)
-// GETs: the baseline, the floor and Muster in alternating one-second slices (the machine's drift hits all alike).
-const [base1, floorGet, get] = await alternate([baseline, floor, muster].map((p) => ({ url: p.url, lua: getLua })), { seconds: SECONDS, slices: SECONDS, threads: 1, warmup: WARMUP })
+const floor = await startReference('floor')
+const kv = await startReference('kv')
+for (const p of [muster, floor, kv]) await fill(p.url)
+// GETs: the baseline, the references and Muster in alternating one-second slices (the machine's drift hits all alike).
+const [base1, floorGet, kvGet, get] = await alternate([baseline, floor, kv, muster].map((p) => ({ url: p.url, lua: getLua })), { seconds: SECONDS, slices: SECONDS, threads: 1, warmup: WARMUP })
 const plain1 = await wrk(baseline.url, '', { seconds: 2, threads: 1 })
 // PUTs: the p99 target needs one unbroken run of Muster (a stall must not fall between slices);
 // its baseline is measured just before and just after it, and averaged.
 const baseBefore = await wrk(baseline.url, putLua(), { seconds: Math.ceil(SECONDS / 2), warmup: WARMUP })
 const put = await wrk(muster.url, putLua(), { seconds: SECONDS, warmup: WARMUP })
 const floorPut = await wrk(floor.url, putLua(), { seconds: SECONDS, warmup: WARMUP })
+const kvPut = await wrk(kv.url, putLua(), { seconds: SECONDS, warmup: WARMUP })
 await floor.stop()
+await kv.stop()
 const baseAfter = await wrk(baseline.url, putLua(), { seconds: Math.ceil(SECONDS / 2) })
 const base: LoadResult = {
   rps: (baseBefore.rps + baseAfter.rps) / 2,
@@ -87,11 +91,13 @@ console.log(`value ${value.length} bytes, ${KEYS} keys, 32 connections, ${SECOND
 console.log(`baseline GET / -t1        ${fmt(plain1)}`)
 console.log(`baseline, GET script -t1  ${fmt(base1)}`)
 console.log(`floor GET -t1             ${fmt(floorGet)}   ratio ${pct(floorGet, base1)}`)
+console.log(`naive KV GET -t1          ${fmt(kvGet)}   ratio ${pct(kvGet, base1)}`)
 console.log(`GET /api/state/k -t1      ${fmt(get)}   ratio ${pct(get, base1)} (target >= 70%: ${verdict(get.rps / base1.rps >= 0.7)}; of GET /: ${pct(get, plain1)}; of the floor: ${pct(get, floorGet)})`)
 console.log(`baseline GET / -t2        ${fmt(plain)}`)
 console.log(`baseline, PUT script -t2  ${fmt(base)}`)
 console.log(`floor PUT                 ${fmt(floorPut)}   ratio ${pct(floorPut, base)}`)
-console.log(`PUT /api/state/k          ${fmt(put)}   ratio ${pct(put, base)} (target >= 30%, p99 < 20 ms: ${verdict(putOk(put))}; of GET /: ${pct(put, plain)}; of the floor: ${pct(put, floorPut)})`)
+console.log(`naive KV PUT              ${fmt(kvPut)}   ratio ${pct(kvPut, base)}`)
+console.log(`PUT /api/state/k          ${fmt(put)}   ratio ${pct(put, base)} (target >= 30%, p99 < 20 ms: ${verdict(putOk(put))}; of GET /: ${pct(put, plain)}; of the floor: ${pct(put, floorPut)}; of the naive KV: ${pct(put, kvPut)})`)
 console.log(`PUT after 5 x 10 MB       ${fmt(putAfterBig)}   ratio ${pct(putAfterBig, base)} (target as PUT: ${verdict(putOk(putAfterBig))})`)
 if (etcdPut && etcdGet) {
   console.log(`etcd PUT /v3/kv/put       ${fmt(etcdPut)}`)
