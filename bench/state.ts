@@ -6,8 +6,9 @@
 // driven by the same wrk script (random keys, the same 1 KB PUT bodies), so the load
 // generator's own cost is the same on both sides; the ratio against a plain `GET /`
 // of the hello-world (the cheapest request wrk can make) is printed beside it. GETs
-// alternate with their baseline in one-second slices; the PUT run is bracketed by its
-// baseline, and so are the references' PUT runs, which follow Muster's. Every run is preceded by a second of unrecorded warm-up (JIT).
+// alternate with their baseline in one-second slices; the PUT runs (Muster's, then the
+// references') are bracketed by their baseline. Every run is preceded by a second of
+// unrecorded warm-up (JIT).
 // Targets (reported as met / NOT MET, not asserted): GET >= 70% of baseline, PUT >= 30% with
 // p99 < 20 ms (after the large values too), PUT >= 3x etcd's.
 // Beside them, the floor (bench/floor.ts): the state route's own work (the store's read and
