@@ -15,6 +15,7 @@ import { keyParam, rawResponse } from '../http/documents'
 import { pathOf } from '../http/url'
 import { resourceOf } from '../http/audit'
 import type { Doc } from '../store/versioned'
+import { serveReference } from './reference'
 
 const store = openStore(process.argv[2])
 // The state service reads nothing of its context but the store.
@@ -25,26 +26,16 @@ const kept = new WeakMap<Doc, Response>()
 // The key as the fast route takes it: the path's, decoded and checked.
 const keyOf = (url: string) => keyParam(pathOf(url).slice('/api/state/'.length))
 
-const server = Bun.serve({
-  hostname: '127.0.0.1',
-  port: 0,
-  development: false,
-  routes: {
-    '/api/state/*': {
-      GET: async (request) => {
-        const key = keyOf(request.url)
-        const cached = store.state.cached(key)
-        const doc = cached === undefined ? await store.state.get(key) : cached
-        if (!doc) return new Response('key not found', { status: 404 })
-        let answer = kept.get(doc)
-        if (!answer) kept.set(doc, (answer = rawResponse(request, doc)))
-        return answer.clone()
-      },
-      PUT: async (request) =>
-        Response.json(await putFromRequest(ctx, request, keyOf(request.url), {}, scopeFor(anonymous, STATE_PUT, resourceOf(request.url)))),
-    },
+serveReference('floor', {
+  GET: async (request) => {
+    const key = keyOf(request.url)
+    const cached = store.state.cached(key)
+    const doc = cached === undefined ? await store.state.get(key) : cached
+    if (!doc) return new Response('key not found', { status: 404 })
+    let answer = kept.get(doc)
+    if (!answer) kept.set(doc, (answer = rawResponse(request, doc)))
+    return answer.clone()
   },
-  fetch: () => new Response('not found', { status: 404 }),
+  PUT: async (request) =>
+    Response.json(await putFromRequest(ctx, request, keyOf(request.url), {}, scopeFor(anonymous, STATE_PUT, resourceOf(request.url)))),
 })
-process.on('SIGTERM', () => process.exit(0))
-console.log(`floor on http://127.0.0.1:${server.port},`)

@@ -8,6 +8,7 @@
 // Usage: bun bench/kv.ts <data dir>; prints "kv on <url>," when listening.
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
+import { serveReference } from './reference'
 
 const db = new Database(join(process.argv[2], 'kv.db'))
 db.exec('PRAGMA journal_mode = WAL')
@@ -35,24 +36,14 @@ function write(key: string, value: Uint8Array): Promise<void> {
 
 const keyOf = (url: string) => decodeURIComponent(url.slice(url.indexOf('/api/state/') + '/api/state/'.length))
 
-const server = Bun.serve({
-  hostname: '127.0.0.1',
-  port: 0,
-  development: false,
-  routes: {
-    '/api/state/*': {
-      GET: (request) => {
-        const row = get.get(keyOf(request.url))
-        return row ? new Response(row.value, { headers: { 'content-type': 'application/json' } }) : new Response('key not found', { status: 404 })
-      },
-      PUT: async (request) => {
-        const key = keyOf(request.url)
-        await write(key, new Uint8Array(await request.arrayBuffer()))
-        return Response.json({ key })
-      },
-    },
+serveReference('kv', {
+  GET: (request) => {
+    const row = get.get(keyOf(request.url))
+    return row ? new Response(row.value, { headers: { 'content-type': 'application/json' } }) : new Response('key not found', { status: 404 })
   },
-  fetch: () => new Response('not found', { status: 404 }),
+  PUT: async (request) => {
+    const key = keyOf(request.url)
+    await write(key, new Uint8Array(await request.arrayBuffer()))
+    return Response.json({ key })
+  },
 })
-process.on('SIGTERM', () => process.exit(0))
-console.log(`kv on http://127.0.0.1:${server.port},`)

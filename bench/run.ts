@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 
 // Not benchmarks: this runner, the shared helpers, and the reference servers bench/state.ts runs beside Muster.
-const HELPERS = ['run.ts', 'lib.ts', 'floor.ts', 'kv.ts']
+const HELPERS = ['run.ts', 'lib.ts', 'floor.ts', 'kv.ts', 'reference.ts']
 const all = readdirSync(import.meta.dir).filter((f) => f.endsWith('.ts') && !HELPERS.includes(f)).map((f) => f.slice(0, -3)).sort()
 const chosen = process.argv.slice(2).length ? process.argv.slice(2) : all
 for (const name of chosen) {
