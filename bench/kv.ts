@@ -8,6 +8,7 @@
 // Usage: bun bench/kv.ts <data dir>; prints "kv on <url>," when listening.
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
+import { pathOf } from '../http/url'
 import { serveReference } from './reference'
 
 const db = new Database(join(process.argv[2], 'kv.db'))
@@ -34,7 +35,8 @@ function write(key: string, value: Uint8Array): Promise<void> {
   return new Promise((resolve) => acks.push(resolve))
 }
 
-const keyOf = (url: string) => decodeURIComponent(url.slice(url.indexOf('/api/state/') + '/api/state/'.length))
+// The key from the URL's path, as the floor takes it, without Muster's key checks.
+const keyOf = (url: string) => decodeURIComponent(pathOf(url).slice('/api/state/'.length))
 
 serveReference('kv', {
   GET: (request) => {

@@ -48,10 +48,10 @@ for (const p of [muster, floor, kv]) await fill(p.url)
 const [base1, floorGet, kvGet, get] = await alternate([baseline, floor, kv, muster].map((p) => ({ url: p.url, lua: getLua })), { seconds: SECONDS, slices: SECONDS, threads: 1, warmup: WARMUP })
 const plain1 = await wrk(baseline.url, '', { seconds: 2, threads: 1 })
 // PUTs: the p99 target needs one unbroken run of Muster (a stall must not fall between slices).
-// Muster's two runs come first, then the references': a reference's writes (the naive KV's
-// inline checkpoints, its files removed at stop) leave the disk busy for seconds and put
-// 70-110 ms p99s into whatever run follows. The baseline is measured before and after them
-// all, and averaged.
+// Muster's two runs come first, then the references': the naive KV's writes (its inline
+// checkpoints, its files removed at stop) left the disk busy for seconds and put 72-111 ms
+// p99s into Muster's after-10 MB run when that followed them. The baseline is measured
+// before and after them all, and averaged.
 const baseBefore = await wrk(baseline.url, putLua(), { seconds: Math.ceil(SECONDS / 2), warmup: WARMUP })
 const put = await wrk(muster.url, putLua(), { seconds: SECONDS, warmup: WARMUP })
 // Large values must not slow the small writes that follow.
