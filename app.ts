@@ -4,8 +4,7 @@ import { createApi } from './http/api'
 import { createDashboard } from './http/dashboard'
 import { ConfigError, USAGE, formatHostPort, loadConfig, type Config } from './lib/config'
 import type { Ctx } from './services/context'
-import { METRICS_FLUSH_MS } from './lib/metrics'
-import { agentMetrics } from './services/metrics'
+import { METRICS_FLUSH_MS, agentMetrics } from './services/metrics'
 import { every } from './jobs/timer'
 import { openConfiguredStore } from './store'
 import { settleBackground } from './lib/background'
@@ -15,7 +14,7 @@ import { startWebhookDispatcher } from './jobs/webhooks'
 import { startLivenessJob } from './jobs/liveness'
 import { startExpiryJob } from './jobs/expiry'
 import { VERSION } from './lib/version'
-import { configureLog, log } from './lib/log'
+import { configureLog, log } from './obs/log'
 
 /** How long requests in flight may take to finish after SIGTERM; then their connections are closed. */
 export const SHUTDOWN_GRACE_MS = 3000

@@ -3,7 +3,7 @@
 // counts; at the end, whether every subscriber got every event.
 // Run: bun bench/soak.ts [--duration 2m] [--writes 200]   (env SOAK_DURATION, SOAK_WRITES)
 import { startMuster } from './lib'
-import { parseDuration } from '../lib/config'
+import { parseDuration } from '../lib/time'
 
 const AGENTS = 200
 const SUBSCRIBERS = 50

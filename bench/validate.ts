@@ -1,5 +1,5 @@
 // Validation speed: a 1 MB TypeScript-like source file against 100 rules, timed in
-// the pure engine (lib/rules.ts) and over HTTP (POST /api/validate/{project},
+// the pure engine (validation/rules.ts) and over HTTP (POST /api/validate/{project},
 // rules loaded from the database on every request). Two rule sets: "typical"
 // (rules that rarely match, as lint rules do) and "dense" (10 of the 100 rules
 // match on most lines, ~78k violations; over HTTP the first 10,000 are listed).
@@ -7,7 +7,7 @@
 // of issue 16 (engine < 40 ms, HTTP < 60 ms, set for the typical rules; the dense
 // ones are held to them too), and beside it a POST of the same 1 MB body to a bare
 // Bun.serve (the transport floor).
-import { checkRules, evaluate } from '../lib/rules'
+import { checkRules, evaluate } from '../validation/rules'
 import { startBaseline, startMuster } from './lib'
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 10)

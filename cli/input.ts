@@ -2,7 +2,7 @@
 // payloads (with `-` for stdin), <project>/<name> paths, repeatable flags.
 import { existsSync, statSync } from 'node:fs'
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { parseDuration } from '../lib/config'
+import { parseDuration } from '../lib/time'
 import { UsageError } from './output'
 
 /** Commander parser for an integer flag: `--limit abc` is a usage error naming the flag. */

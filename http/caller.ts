@@ -2,11 +2,11 @@
 // per-instance call counters (agent metrics).
 import { timingSafeEqual } from 'node:crypto'
 import type { Ctx } from '../services/context'
-import type { MetricName } from '../lib/metrics'
+import type { MetricName } from '../services/metrics'
 import type { Caller } from '../services/audit'
 import { hashToken } from '../lib/token'
 import { seen } from '../services/implicit-heartbeat'
-import { log } from '../lib/log'
+import { log } from '../obs/log'
 import { urlOf } from './url'
 export { hashToken } from '../lib/token'
 export type { Caller } from '../services/audit'

@@ -1,6 +1,6 @@
 // Error answers: every non-2xx is {error, code}; the status of each error kind.
 import { urlOf } from './url'
-import { log } from '../lib/log'
+import { log } from '../obs/log'
 import { NOT_JSON } from './body'
 import { AppError, type ErrorKind } from '../lib/errors'
 

@@ -10,8 +10,8 @@
 // GET /health is counted but not access-logged: probes would drown the log (and a
 // probe loop's log lines were enough to push that same stall past the bound).
 import type { Ctx } from '../services/context'
-import { accessLog } from '../lib/log'
-import { httpDuration, httpRequests, type CounterSeries, type HistogramSeries } from '../lib/prometheus'
+import { accessLog } from '../obs/log'
+import { httpDuration, httpRequests, type CounterSeries, type HistogramSeries } from '../obs/prometheus'
 import { actorWithoutInstance, callerOf } from './caller'
 import { pathOf } from './url'
 

@@ -3,7 +3,7 @@
 // run in progress (up to STOP_WAIT_MS), so shutdown does not close the store under a job. Every run is
 // logged: at info for jobs that run at most twice a minute, at debug for the
 // frequent ones (metrics flush, TTL expiry), which would drown the log at info.
-import { log } from '../lib/log'
+import { log } from '../obs/log'
 import type { Ctx } from '../services/context'
 
 const QUIET_BELOW_MS = 30_000

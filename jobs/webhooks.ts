@@ -3,8 +3,8 @@
 // its own queue worked one delivery at a time, so a slow receiver delays only
 // itself; 10 consecutive failures disable the webhook.
 import type { Ctx } from '../services/context'
-import { log } from '../lib/log'
-import { webhookDeliveries } from '../lib/prometheus'
+import { log } from '../obs/log'
+import { webhookDeliveries } from '../obs/prometheus'
 import { signatureHeaders } from '../lib/webhook-signature'
 import { matchesAny } from '../lib/glob'
 import type { Event } from '../store'

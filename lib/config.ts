@@ -1,6 +1,8 @@
 // Server configuration: flags beat env, env beats defaults. A bad value is a
 // ConfigError with one clear line; app.ts prints it and exits 2.
-import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './log'
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../obs/log'
+
+import { parseDuration } from './time'
 
 export interface Config {
   bind: HostPort
@@ -51,13 +53,6 @@ ${Object.values(OPTIONS).map((o) => `  ${(o.flag + ('switch' in o ? '' : ' VALUE
   --version                    print the version
   --help`
 
-/** Parses a duration like 500ms, 2s, 5m, 1h into milliseconds. */
-export function parseDuration(text: string): number | null {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text.trim())
-  if (!m) return null
-  const ms = Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h']
-  return ms > 0 && Number.isFinite(ms) ? Math.round(ms) : null
-}
 
 export function parseHostPort(text: string): HostPort | null {
   const m = /^(\[[^\]]+\]|[^:]*):(\d{1,5})$/.exec(text.trim())

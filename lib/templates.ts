@@ -1,9 +1,9 @@
 // What a template's data must look like for its kind (pure, no I/O). Checked on
 // create and update, so applying a stored template cannot fail on its shape.
-import { compileContract, isContractDoc } from './contract'
+import { compileContract, isContractDoc } from '../contracts/contract'
 import { isObject } from './values'
 import { invalid } from './errors'
-import { checkRules } from './rules'
+import { checkRules } from '../validation/rules'
 
 export const TEMPLATE_KINDS = ['rules', 'contracts', 'bundle'] as const
 export type TemplateKind = (typeof TEMPLATE_KINDS)[number]

@@ -1,6 +1,36 @@
-// Strict RFC 3339 instants: Date.parse accepts "hello 1", "-1" and 2024-02-30
-// (rolling it over to March), so query parameters are parsed here instead.
+// Time in one place: the server's clock (shared across replicas), strict RFC 3339
+// parsing of query timestamps, and durations as flags and answers write them (500ms, 5m).
 
+// The server's notion of now: on one SQLite file this machine's clock; with replicas on
+// PostgreSQL the database's (store/pg/clock.ts sets the offset), so timestamps written by
+// different replicas compare as instants.
+let offsetMs = 0
+
+export function setClockOffset(ms: number): void {
+  offsetMs = Math.round(ms)
+}
+
+/** Milliseconds since the epoch, by the shared clock. */
+export function nowMs(): number {
+  return Date.now() + offsetMs
+}
+
+/** The ISO string (RFC 3339 UTC with milliseconds) of `now()`, formatted once per millisecond: under load many callers share one. */
+export function isoEachMs(now: () => number): () => string {
+  let lastMs = NaN
+  let lastIso = ''
+  return () => {
+    const ms = now()
+    if (ms !== lastMs) (lastMs = ms), (lastIso = new Date(ms).toISOString())
+    return lastIso
+  }
+}
+
+/** RFC 3339 UTC with milliseconds, by the shared clock (a PUT stamps three rows). */
+export const nowIso = isoEachMs(nowMs)
+
+// Date.parse accepts "hello 1", "-1" and 2024-02-30 (rolling it over to March), so query
+// parameters are parsed here instead.
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|([+-])(\d{2}):(\d{2})))?$/
 
 /** The instant `ms` after the RFC 3339 instant `stamp`, in the same form. */
@@ -26,4 +56,22 @@ export function parseRfc3339(text: string): number | null {
   utc.setUTCFullYear(year, month - 1, day) // years 0-99 too, which Date.UTC would move to 19xx
   utc.setUTCHours(hour, minute, second, ms)
   return utc.getTime() - offset
+}
+
+/** Parses a duration like 500ms, 2s, 5m, 1h into milliseconds. */
+export function parseDuration(text: string): number | null {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/.exec(text.trim())
+  if (!m) return null
+  const ms = Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h']
+  return ms > 0 && Number.isFinite(ms) ? Math.round(ms) : null
+}
+
+/** Formats milliseconds as a Go-style duration string: 1h2m3.5s, 4m0s, 850ms. */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.floor(ms)}ms`
+  const h = Math.floor(ms / 3_600_000)
+  const m = Math.floor((ms % 3_600_000) / 60_000)
+  const s = (ms % 60_000) / 1000
+  const sec = `${Number.isInteger(s) ? s : s.toFixed(3).replace(/0+$/, '')}s`
+  return (h ? `${h}h${m}m` : m ? `${m}m` : '') + sec
 }

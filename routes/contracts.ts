@@ -12,8 +12,8 @@ import {
   describeProblems,
   isContractDoc,
   type CompiledContract,
-} from '../lib/contract'
-import { DEFAULT_TIMEOUT_MS, callEndpoint, requestFromTestData } from '../lib/contract-call'
+} from '../contracts/contract'
+import { DEFAULT_TIMEOUT_MS, callEndpoint, requestFromTestData } from '../contracts/contract-call'
 import type { Ctx } from '../services/context'
 import type { Doc } from '../store/versioned'
 import { audited } from '../http/audit'

@@ -1,7 +1,7 @@
 // /api/metrics: the service's own numbers, and per-agent counters.
 import { t } from 'elysia'
 import { invalid } from '../lib/errors'
-import { formatDuration } from '../lib/duration'
+import { formatDuration } from '../lib/time'
 import type { Ctx } from '../services/context'
 import { audited } from '../http/audit'
 import { VERSION } from '../lib/version'

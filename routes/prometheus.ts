@@ -4,7 +4,7 @@ import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
 import { TASK_STATUSES } from '../lib/tasks'
 import type { InstanceStatus } from '../store/instances'
-import { eventsPublished, gaugeOf, registry } from '../lib/prometheus'
+import { eventsPublished, gaugeOf, registry } from '../obs/prometheus'
 
 /** One sample per value of `label`, summing the counts given; every value in `all` is present (0 when none), so no series vanishes. */
 function sumBy(label: string, all: readonly string[], counts: Iterable<[string, number]>) {

@@ -3,7 +3,7 @@
 import { t } from 'elysia'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
-import { SOURCES, STATUSES, checkRule, checkRules, type Source } from '../lib/rules'
+import { SOURCES, STATUSES, checkRule, checkRules, type Source } from '../validation/rules'
 import type { AuditScope } from '../services/audit'
 import { decideRule, deleteRule, importRules, proposeRule, putRule } from '../services/rules'
 import { enumParam } from '../http/params'
@@ -12,7 +12,7 @@ import { keyParam } from '../http/documents'
 
 const tags = ['rules']
 
-/** One rule in a request body; checkRule (lib/rules.ts) applies the rest (non-empty, enums, RE2 syntax). */
+/** One rule in a request body; checkRule (validation/rules.ts) applies the rest (non-empty, enums, RE2 syntax). */
 export const RuleBody = t.Object({
   project: t.Optional(t.String({ description: 'required in propose and import; _global applies to every project' })),
   rule_id: t.String({ description: 'unique within the project' }),

@@ -4,8 +4,8 @@ import { t } from 'elysia'
 import { ProjectParams } from '../http/models'
 import type { Ctx } from '../services/context'
 import { replaceRules } from '../services/rules'
-import { MAX_VIOLATIONS, checkRules } from '../lib/rules'
-import { validate } from '../lib/validation'
+import { MAX_VIOLATIONS, checkRules } from '../validation/rules'
+import { validate } from '../validation/validation'
 import { countForCaller } from '../http/caller'
 import { audited } from '../http/audit'
 import { keyParam } from '../http/documents'
@@ -55,7 +55,7 @@ export function validateRoutes(ctx: Ctx) {
         const rules = await ctx.store.rules.forValidation(project)
         const found = await validate(rules, { content: body.content, filename: body.filename, stack: body.stack?.trim() }, ctx.config.validationTimeoutMs)
         if (found.count) await countForCaller(ctx, request, 'violations', found.count)
-        // The violations arrive as JSON text (lib/validation.ts): spliced into the answer as they are.
+        // The violations arrive as JSON text (validation/validation.ts): spliced into the answer as they are.
         const answer = `{"project":${JSON.stringify(project)},"violations":${found.violations},"count":${found.count}${found.truncated ? ',"truncated":true' : ''}}`
         return new Response(answer, { headers: { 'content-type': 'application/json;charset=utf-8' } })
       },

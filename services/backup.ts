@@ -3,7 +3,7 @@
 // live says who replaced it; subscribers learn that every cached view is stale.
 import type { Ctx } from './context'
 import { recordAudit, type AuditScope } from './audit'
-import { log } from '../lib/log'
+import { log } from '../obs/log'
 
 /** A consistent snapshot file (the caller streams and removes it). Pending metric counts go in first. */
 export async function takeBackup(ctx: Ctx): Promise<string> {

@@ -9,7 +9,7 @@
 // system call each). So each event is serialized once for all, each pattern is
 // matched once for all its subscribers, and the events of one COMMIT go to a
 // connection in a single write.
-import { log } from '../lib/log'
+import { log } from '../obs/log'
 import type { Event, Store } from '../store'
 import { topicMatcher } from '../lib/glob'
 

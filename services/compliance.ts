@@ -3,9 +3,9 @@
 // POST /api/compliance/run). One stored run per (instance, contract); a failing run
 // commits with its compliance.violation event.
 import type { Ctx } from './context'
-import { compiledFromDoc, isContractDoc, decodeJson, type CompiledContract } from '../lib/contract'
-import { callEndpoint } from '../lib/contract-call'
-import { compliancePlan, workspaceProjects } from '../lib/compliance'
+import { compiledFromDoc, isContractDoc, decodeJson, type CompiledContract } from '../contracts/contract'
+import { callEndpoint } from '../contracts/contract-call'
+import { compliancePlan, workspaceProjects } from '../contracts/compliance'
 import type { ComplianceRun, ComplianceViolation } from '../store/compliance'
 
 /** Live calls in flight at once per contract: enough to be quick, few enough not to flood a service. */

@@ -2,7 +2,7 @@
 import type { Bus } from './bus'
 import type { Config } from '../lib/config'
 import type { Store } from '../store'
-import type { AgentMetrics } from '../lib/metrics'
+import type { AgentMetrics } from '../services/metrics'
 
 export interface Ctx {
   config: Config

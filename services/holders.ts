@@ -3,14 +3,13 @@
 // life), TTLs and their expiry, fences, and the 409 view of who is in the way.
 // Release when a holder goes stale or deregisters is services/instances.ts's
 // onInstanceGone; expiry is registered here with onExpiry and run by jobs/expiry.ts.
-import { nowIso, nowMs } from '../lib/clock'
+import { nowIso, nowMs, parseDuration } from '../lib/time'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
 import type { HolderView } from '../store/holders'
 import { hashToken } from '../lib/token'
 import { forbidden, invalid } from '../lib/errors'
-import { parseDuration } from '../lib/config'
 import { scopeFor, type AuditScope } from './audit'
 
 export const SOURCE = 'coordination'

@@ -2,7 +2,7 @@
 // good as a heartbeat: it refreshes last_seen and turns a stale instance active.
 // Written at most once per TOUCH_EVERY_MS per instance (never slower than half
 // the stale timeout), so an agent's burst of calls costs one write, not one each.
-import { log } from '../lib/log'
+import { log } from '../obs/log'
 import type { Ctx } from './context'
 import { track } from '../lib/background'
 import { heartbeat } from './instances'

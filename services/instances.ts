@@ -2,7 +2,7 @@
 // check. Each change commits with its event and audit entry. When an instance goes
 // stale or deregisters, every `GoneHandler` runs inside that same unit, so whatever
 // it held (locks, reservations, task claims) is released atomically with the change.
-import { nowMs } from '../lib/clock'
+import { nowMs } from '../lib/time'
 import { randomBytes } from 'node:crypto'
 import type { Ctx } from './context'
 import type { Tx } from '../store'

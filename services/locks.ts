@@ -3,7 +3,7 @@
 // decision is made inside one unit of work, so of N racing callers exactly as
 // many win as there are free slots. Waiters queue per lock name in arrival order
 // and are woken by the commit of a release (lock.released), never by polling.
-import { nowIso } from '../lib/clock'
+import { nowIso } from '../lib/time'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'

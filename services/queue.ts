@@ -3,7 +3,7 @@
 // audit entry, so a task has at most one live claim whatever the concurrency.
 // Claims end without an ack when the claimer goes stale or deregisters
 // (onInstanceGone) or its visibility timeout passes (onExpiry).
-import { nowIso, nowMs } from '../lib/clock'
+import { nowIso, nowMs } from '../lib/time'
 import { randomUUID } from 'node:crypto'
 import type { Ctx } from './context'
 import type { Tx } from '../store'

@@ -2,7 +2,7 @@
 // two racing callers can never both get overlapping exclusive paths), renew,
 // release, force, the pre-commit check, and the releases the holder machinery
 // triggers (expiry, holder stale or gone).
-import { nowIso } from '../lib/clock'
+import { nowIso } from '../lib/time'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'

@@ -1,7 +1,7 @@
 // Rule use cases: propose, accept/reject, replace a project's list, import. Each
 // commits with its rule.* event and audit entry.
 import type { Ctx } from './context'
-import type { Rule, RuleDraft, Source, Status } from '../lib/rules'
+import type { Rule, RuleDraft, Source, Status } from '../validation/rules'
 import { recordAudit, type AuditScope } from './audit'
 import type { Tx } from '../store'
 

@@ -1,8 +1,8 @@
 // The embedded database: one SQLite file in the data dir, WAL journal, and
 // schema migrations keyed on PRAGMA user_version. Only store/ imports this.
-import { nowIso } from '../lib/clock'
-import { log } from '../lib/log'
-import { writeBatchSize } from '../lib/prometheus'
+import { nowIso } from '../lib/time'
+import { log } from '../obs/log'
+import { writeBatchSize } from '../obs/prometheus'
 import { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -214,7 +214,7 @@ export function migrate(db: Database): void {
   }
 }
 
-/** The current time, RFC 3339 UTC with ms, by the shared clock (lib/clock.ts). */
+/** The current time, RFC 3339 UTC with ms, by the shared clock (lib/time.ts). */
 export const now = nowIso
 
 /** Opens a second connection for reads: in WAL mode it only ever sees committed transactions. */

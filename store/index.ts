@@ -2,7 +2,7 @@
 // so routes never see SQL and another backend can replace SQLite later.
 // Routes must reach sub-stores through the Store object on every call (never keep
 // a sub-store in a variable): restore swaps the database and rebuilds them in place.
-import { log } from '../lib/log'
+import { log } from '../obs/log'
 import { workerUrl } from '../lib/workers'
 import type { FromCheckpointer, ToCheckpointer } from './checkpointer'
 import type { Database } from 'bun:sqlite'
@@ -22,7 +22,7 @@ import { stateStore, stateWrites, type StateStore, type StateWrites } from './st
 import { webhooksStore, webhooksWrites, type WebhooksStore, type WebhooksWrites } from './webhooks'
 import { templatesStore, templatesWrites, type TemplatesStore, type TemplatesWrites } from './templates'
 import { VersionedDocs } from './versioned'
-import { lockDataDir } from './lock'
+import { lockDataDir } from './datadir-lock'
 import { holdersStore, holdersWrites, type HoldersStore, type HoldersWrites } from './holders'
 import { queueStore, queueWrites, type QueueStore, type QueueWrites } from './queue'
 import { locksStore, locksWrites, type LocksStore, type LocksWrites } from './locks'

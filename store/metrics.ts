@@ -1,8 +1,14 @@
 // Agent metrics: integer counters per (instance, hourly bucket, name). Rows are
 // only ever incremented, in batches handed over by the in-memory counter.
 import type { Database } from 'bun:sqlite'
-import type { MetricRow } from '../lib/metrics'
-export type { MetricRow } from '../lib/metrics'
+
+export interface MetricRow {
+  instance_id: string
+  metric_name: string
+  metric_value: number
+  /** Hourly bucket, YYYY-MM-DDTHH (UTC). */
+  period: string
+}
 
 
 export interface MetricsFilter {

@@ -2,7 +2,7 @@
 // learned, external) and lifecycle status (accepted, proposed, rejected).
 import type { Database } from 'bun:sqlite'
 import { conflict, notFound } from '../lib/errors'
-import { GLOBAL_PROJECT, type Rule, type RuleDraft, type Source, type Status } from '../lib/rules'
+import { GLOBAL_PROJECT, type Rule, type RuleDraft, type Source, type Status } from '../validation/rules'
 import { now } from './db'
 
 export interface RuleFilter {

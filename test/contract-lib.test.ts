@@ -9,8 +9,8 @@ import {
   parseEndpointKey,
   sampleQuery,
   type CompiledContract,
-} from '../lib/contract'
-import { compliancePlan, workspaceProjects } from '../lib/compliance'
+} from '../contracts/contract'
+import { compliancePlan, workspaceProjects } from '../contracts/compliance'
 import { AppError } from '../lib/errors'
 
 const userSchema = {

@@ -3,7 +3,7 @@ import { connect, type Socket } from 'node:net'
 import { rmSync } from 'node:fs'
 import { Bus, SUBSCRIBER_BUFFER } from '../services/bus'
 import { openStore } from '../store'
-import { setClockOffset } from '../lib/clock'
+import { setClockOffset } from '../lib/time'
 import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
 
 const TOKEN = 'events-test-token'

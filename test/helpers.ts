@@ -110,7 +110,7 @@ export async function startApp(args: string[] = []): Promise<InProcessServer> {
   const { loadConfig } = await import('../lib/config')
   const dataDir = tempDir('muster-app-')
   // Quiet: the server shares the test's stdout (its access lines would bury the test report).
-  const { configureLog } = await import('../lib/log')
+  const { configureLog } = await import('../obs/log')
   configureLog('pretty', 'warn')
   const db = await databaseArgs(dataDir, args)
   const server = await start(loadConfig(['--bind', '127.0.0.1:0', '--dashboard-bind', '', '--data-dir', dataDir, ...db, ...args], {}))

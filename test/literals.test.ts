@@ -1,9 +1,9 @@
-// lib/literals.ts: the required texts of a pattern, and that the engine's shortcut
-// through them (lib/rules.ts) finds exactly what RE2 alone finds.
+// validation/literals.ts: the required texts of a pattern, and that the engine's shortcut
+// through them (validation/rules.ts) finds exactly what RE2 alone finds.
 import { describe, expect, test } from 'bun:test'
 import { RE2JS } from 're2js'
-import { requiredLiterals } from '../lib/literals'
-import { checkRule, findings } from '../lib/rules'
+import { requiredLiterals } from '../validation/literals'
+import { checkRule, findings } from '../validation/rules'
 
 describe('requiredLiterals', () => {
   test('the longest run of plain text of each top-level branch', () => {

@@ -1,6 +1,6 @@
 import pkg from '../package.json' with { type: 'json' }
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { AgentMetrics, hourBucket } from '../lib/metrics'
+import { AgentMetrics, hourBucket } from '../services/metrics'
 import type { MetricRow } from '../store/metrics'
 import { call, eventually, startServer, type TestServer } from './helpers'
 import { rawQuery } from './pg'

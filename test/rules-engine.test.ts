@@ -1,9 +1,9 @@
-// The rule engine (lib/rules.ts) directly: each validation semantics item, the
+// The rule engine (validation/rules.ts) directly: each validation semantics item, the
 // edge cases of content, and the rule checks used by every write path.
 import { describe, expect, test } from 'bun:test'
 import { RE2JS } from 're2js'
-import { applies, checkRule, checkRules, evaluate, findings, matchingCost, patternError, type RuleDraft, type Subject } from '../lib/rules'
-import { nativeRegex } from '../lib/native-regex'
+import { applies, checkRule, checkRules, evaluate, findings, matchingCost, patternError, type RuleDraft, type Subject } from '../validation/rules'
+import { nativeRegex } from '../validation/native-regex'
 
 const rule = (r: Partial<RuleDraft> & { rule_id: string; pattern: string }): RuleDraft => checkRule({ ...r }, { project: 'p' })
 const run = (rules: RuleDraft[], subject: Subject) =>
@@ -248,7 +248,7 @@ describe('bounded findings and the inline cost estimate', () => {
   })
 })
 
-// The native engine (lib/native-regex.ts) runs what it can prove linear; RE2 line by
+// The native engine (validation/native-regex.ts) runs what it can prove linear; RE2 line by
 // line is the reference it must match exactly: same lines, same first match.
 describe('native engine and RE2 agree', () => {
   function re2Lines(pattern: string, content: string): [number, string][] {

@@ -2,7 +2,7 @@
 // they all read the database's clock: the offset from ours is measured at start and
 // every few seconds after (half the round trip corrects for the query's own time).
 import type { SQL } from 'bun'
-import { setClockOffset } from '../../lib/clock'
+import { setClockOffset } from '../../lib/time'
 
 export async function syncClock(sql: SQL): Promise<void> {
   const sent = Date.now()

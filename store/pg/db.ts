@@ -3,7 +3,7 @@
 // backends by copying rows; text sorts bytewise (COLLATE "C") as SQLite's does.
 import { SQL } from 'bun'
 import { AppError } from '../../lib/errors'
-import { log } from '../../lib/log'
+import { log } from '../../obs/log'
 import type { UnitHooks } from '../db'
 
 type Handle = Pick<SQL, 'unsafe'>

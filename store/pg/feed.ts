@@ -6,7 +6,7 @@
 // is read from the events table. A LISTEN connection that drops and comes back
 // catches up the same way, so nothing committed meanwhile is lost.
 import type { SQL } from 'bun'
-import { log } from '../../lib/log'
+import { log } from '../../obs/log'
 import type { Event } from '../events'
 import { int, q } from './db'
 import { EVENTS_CHANNEL, toEvent } from './events'

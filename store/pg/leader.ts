@@ -3,7 +3,7 @@
 // with its session, so when the leader dies (or its connection does) PostgreSQL
 // frees it and another replica's next try, within a second, takes over.
 import { SQL } from 'bun'
-import { log } from '../../lib/log'
+import { log } from '../../obs/log'
 import { LEADER_LOCK } from './db'
 
 const TRY_EVERY_MS = 1000

@@ -2,7 +2,7 @@
 import type { SQL } from 'bun'
 import type { Async } from '../index'
 import { conflict, notFound } from '../../lib/errors'
-import { GLOBAL_PROJECT } from '../../lib/rules'
+import { GLOBAL_PROJECT } from '../../validation/rules'
 import { now } from '../db'
 import {
   args, exportQuery, listQuery, PROPOSE, putArgs, toRule, UPSERT, VALIDATION,

@@ -1,5 +1,5 @@
 // Worker entry: evaluates rules against one content off the request thread. Its
-// compiled-pattern cache (lib/rules.ts) lives here, warm across requests.
+// compiled-pattern cache (validation/rules.ts) lives here, warm across requests.
 import { findings, type RuleDraft, type Subject } from './rules'
 import { validated, type Validated } from './validation'
 

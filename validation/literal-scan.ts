@@ -1,10 +1,10 @@
-// Finds the lines holding the required texts (lib/literals.ts) of every rule in
+// Finds the lines holding the required texts (validation/literals.ts) of every rule in
 // one pass: a single alternation of all the texts, run by the native engine, in
 // place of one indexOf sweep of the whole content per text. Literal text cannot
 // backtrack, so this is safe for any content.
 import type { Literals } from './literals'
 import type { Lines } from './text-lines'
-import { Lru } from './lru'
+import { Lru } from '../lib/lru'
 
 interface Scanner {
   re: RegExp
@@ -23,7 +23,7 @@ interface Scanner {
 const scanners = new Lru<string, Scanner>(100)
 
 const escape = (text: string) => text.replace(/[\\^$.*+?()[\]{}|/]/g, '\\$&')
-// The caseless texts are ASCII (lib/literals.ts); RE2 also folds the Kelvin sign to k and long s to s.
+// The caseless texts are ASCII (validation/literals.ts); RE2 also folds the Kelvin sign to k and long s to s.
 const FOLDS: Record<string, string> = { k: 'kK\u212a', s: 'sS\u017f' }
 const foldedPattern = (text: string) =>
   [...text].map((c) => (/[a-z]/.test(c) ? `[${FOLDS[c] ?? c + c.toUpperCase()}]` : escape(c))).join('')

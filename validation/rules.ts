@@ -7,14 +7,14 @@
 // The price is RE2's dialect: no backreferences and no lookaround; such patterns
 // are refused with 400 when the rule is written. Those that can be restated
 // exactly for the native engine and are proven to search in linear time there
-// (lib/native-regex.ts) run natively, 10-50x faster; the rest run on RE2.
+// (validation/native-regex.ts) run natively, 10-50x faster; the rest run on RE2.
 //
 // A validation is one pass over the content for every rule's required texts
-// (lib/literal-scan.ts), then each rule only on the lines that can match.
-import { isObject } from './values'
-import { Lru } from './lru'
+// (validation/literal-scan.ts), then each rule only on the lines that can match.
+import { isObject } from '../lib/values'
+import { Lru } from '../lib/lru'
 import type { RE2JS } from 're2js'
-import { invalid } from './errors'
+import { invalid } from '../lib/errors'
 import { requiredLiterals, type Literals } from './literals'
 import { linesHolding } from './literal-scan'
 import { nativeRegex, type Native } from './native-regex'
@@ -85,13 +85,13 @@ export const customCheck = (rule: Pick<RuleDraft, 'match_type' | 'pattern'>) =>
 
 interface Compiled {
   re: RE2JS
-  /** The same pattern on the native engine, when that is exact and provably linear (lib/native-regex.ts). */
+  /** The same pattern on the native engine, when that is exact and provably linear (validation/native-regex.ts). */
   native: RegExp | null
   /** The pattern is this text and nothing else, one of `literals`: the lines holding it are its matches. */
   plain: string | null
   /** Whether a search of a block of lines can rule out every line in it (see regexViolations). */
   wholeSearch: boolean
-  /** Texts one of which every match holds (lib/literals.ts), or null. */
+  /** Texts one of which every match holds (validation/literals.ts), or null. */
   literals: Literals | null
 }
 
@@ -282,7 +282,7 @@ const violation = ({ rule, message }: LineRule, i: number, match: string): Viola
 
 /**
  * The native engine searches the whole text (its pattern never matches across a
- * line, lib/native-regex.ts): each match is its line's first, and the search
+ * line, validation/native-regex.ts): each match is its line's first, and the search
  * goes on from the next line that may match, `candidates` when given.
  */
 function nativeViolations(r: LineRule, re: RegExp, lines: Lines, candidates: readonly number[] | null): void {
@@ -386,7 +386,7 @@ export const evaluate = (rules: readonly RuleDraft[], subject: Subject): Violati
  * over the text, so the time is at most about program size × characters (~40 ns
  * per unit measured; `(.*a){1000}` over 4 KB of "a" takes 0.9 s). Custom checks
  * are a plain text search. Patterns run natively are proven linear too
- * (lib/regex-linear.ts), with a factor of the same order and far cheaper steps:
+ * (validation/regex-linear.ts), with a factor of the same order and far cheaper steps:
  * the estimate stays a safe bound for them.
  */
 export function matchingCost(rules: readonly RuleDraft[], subject: Subject): number {

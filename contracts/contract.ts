@@ -5,9 +5,9 @@
 // endpoints: {"METHOD /path": {query?, request?, response?, response_status?, description?}}}.
 import type Ajv2020 from 'ajv/dist/2020'
 import type { ErrorObject, ValidateFunction } from 'ajv/dist/2020'
-import { httpUrl, isObject } from './values'
-import { Lru } from './lru'
-import { invalid } from './errors'
+import { httpUrl, isObject } from '../lib/values'
+import { Lru } from '../lib/lru'
+import { invalid } from '../lib/errors'
 
 // ajv (some 90 modules) is required when the first schema is compiled, not when the server starts.
 const ajvClass = (): typeof Ajv2020 => (require('ajv/dist/2020') as typeof import('ajv/dist/2020')).default

@@ -1,5 +1,5 @@
 // A reader for the part of RE2's syntax whose meaning on one line is plain enough
-// to restate for another engine (lib/native-regex.ts). It returns null for
+// to restate for another engine (validation/native-regex.ts). It returns null for
 // anything else (Unicode and POSIX classes, flags other than a leading one, octal,
 // \Q…\E, case folding beyond ASCII…): such patterns simply stay on RE2. The
 // pattern has already been compiled by RE2, so errors need no reporting here.

@@ -11,7 +11,7 @@
 // 15 MB of a started server's memory and a tenth of its start time.
 import type pino from 'pino'
 import { writeSync } from 'node:fs'
-import { isoEachMs } from './clock'
+import { isoEachMs } from '../lib/time'
 
 export const LOG_FORMATS = ['json', 'pretty'] as const
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const

@@ -1,9 +1,9 @@
 // Live contract checks: one real HTTP call to an endpoint, its status and response
 // body checked against the contract. Transport failures (refused, DNS, timeout)
 // become a failing result, never an exception.
-import { invalid } from './errors'
-import { StreamTooLarge, readUpTo } from './stream'
-import { isObject } from './values'
+import { invalid } from '../lib/errors'
+import { StreamTooLarge, readUpTo } from '../lib/stream'
+import { isObject } from '../lib/values'
 import {
   BODY_METHODS,
   endpointUrl,

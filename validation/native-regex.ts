@@ -1,11 +1,11 @@
 // RE2 patterns restated for the JavaScript engine, when that is both exact and
 // safe. The native engine is 10-50x faster than re2js, but it backtracks: a
-// pattern runs on it only when lib/regex-linear.ts proves its search linear.
+// pattern runs on it only when validation/regex-linear.ts proves its search linear.
 // Everything else stays on RE2.
 //
 // The restated pattern is meant for a search of the whole (LF-only) text that
 // finds what a match of each line alone finds: its sets never hold \n (see
-// lib/re2-syntax.ts), so no match crosses a line, and ^ $ \A \z become "at a line
+// validation/re2-syntax.ts), so no match crosses a line, and ^ $ \A \z become "at a line
 // start / end" by lookaround, whatever other line terminators JavaScript knows.
 // Leftmost-first matching is the same in both engines (RE2 follows Perl's
 // backtracking order), except for repeats of what can match empty, which

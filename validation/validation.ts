@@ -1,11 +1,11 @@
 // Runs validations: cheap ones inline, the rest on a worker thread with a time
 // limit, so neither a big file nor a slow pattern ever holds up other requests.
-import { AppError } from './errors'
+import { AppError } from '../lib/errors'
 import { findings, matchingCost, type Findings, type RuleDraft, type Subject } from './rules'
 import type { Answer, Job } from './rules-worker'
-import { workerUrl } from './workers'
+import { workerUrl } from '../lib/workers'
 
-/** Worst-case matching work (lib/rules.ts matchingCost) done inline: about 10 ms. Above it, a thread hop is cheaper than the risk. */
+/** Worst-case matching work (validation/rules.ts matchingCost) done inline: about 10 ms. Above it, a thread hop is cheaper than the risk. */
 export const INLINE_BUDGET = 256 * 1024
 
 /**
@@ -51,7 +51,7 @@ function restart(): void {
 
 function getWorker(): Worker {
   if (worker) return worker
-  const w = new Worker(workerUrl('lib/rules-worker.ts'))
+  const w = new Worker(workerUrl('validation/rules-worker.ts'))
   ;(w as unknown as { unref(): void }).unref() // an idle worker must not keep the process alive
   w.onmessage = (e: MessageEvent<Answer>) => {
     if ('started' in e.data) return pending.get(e.data.id)?.start()
@@ -70,7 +70,7 @@ function getWorker(): Worker {
 }
 
 /**
- * The violations of `subject` under `rules` (semantics in lib/rules.ts), at most
+ * The violations of `subject` under `rules` (semantics in validation/rules.ts), at most
  * MAX_VIOLATIONS of them listed, as JSON text (Validated). A validation on the worker still running after
  * `timeoutMs` is abandoned (the worker is replaced) and fails with 413.
  */

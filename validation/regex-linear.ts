@@ -1,4 +1,4 @@
-// A proof that a backtracking engine searches a pattern (lib/re2-syntax.ts) in
+// A proof that a backtracking engine searches a pattern (validation/re2-syntax.ts) in
 // time linear in the text, or no verdict. The engine's search runs a match
 // attempt from each start position in turn until one succeeds; the cost is the
 // sum of what every attempt reads. Two sufficient conditions are checked:
