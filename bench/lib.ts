@@ -81,9 +81,10 @@ async function started(cmd: string[], dir: string, ready: RegExp): Promise<Proc>
   }
 }
 
-export async function startMuster(args: string[] = []): Promise<Proc> {
+/** Muster from this checkout, or from `root` (another checkout, for an A/B run: bench/ab.ts). */
+export async function startMuster(args: string[] = [], root = ROOT): Promise<Proc> {
   const dir = mkdtempSync(join(tmpdir(), 'muster-bench-'))
-  const cmd = [process.execPath, join(ROOT, 'app.ts'), '--bind', '127.0.0.1:0', '--dashboard-bind', '', '--data-dir', dir, ...args]
+  const cmd = [process.execPath, join(root, 'app.ts'), '--bind', '127.0.0.1:0', '--dashboard-bind', '', '--data-dir', dir, ...args]
   return started(cmd, dir, /Muster API on (\S+),/)
 }
 

@@ -2,8 +2,9 @@
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 
-// Not benchmarks: this runner, the shared helpers, and the reference servers bench/state.ts runs beside Muster.
-const HELPERS = ['run.ts', 'lib.ts', 'floor.ts', 'kv.ts', 'reference.ts']
+// Not benchmarks: this runner, the shared helpers, the reference servers bench/state.ts runs beside
+// Muster, and the A/B comparison, which needs another checkout to compare with.
+const HELPERS = ['run.ts', 'lib.ts', 'floor.ts', 'kv.ts', 'reference.ts', 'ab.ts']
 const all = readdirSync(import.meta.dir).filter((f) => f.endsWith('.ts') && !HELPERS.includes(f)).map((f) => f.slice(0, -3)).sort()
 const chosen = process.argv.slice(2).length ? process.argv.slice(2) : all
 for (const name of chosen) {
