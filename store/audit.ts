@@ -1,6 +1,6 @@
 // Audit log: append-only record of every mutating API call.
-import type { Database } from 'bun:sqlite'
 import { now } from './db'
+import { int, stmt, type Runner } from './runner'
 
 export interface AuditEntry {
   id: number
@@ -38,7 +38,7 @@ export interface AuditStore {
 }
 
 /** The WHERE clause (possibly empty) and its arguments for list's filter, or summary's time window alone. */
-export function auditWhere(f: Pick<AuditFilter, 'from' | 'to' | 'actor' | 'action'>): { where: string; args: string[] } {
+function auditWhere(f: Pick<AuditFilter, 'from' | 'to' | 'actor' | 'action'>): { where: string; args: string[] } {
   const sql: string[] = []
   const args: string[] = []
   if (f.from) sql.push('timestamp >= ?'), args.push(f.from)
@@ -48,52 +48,49 @@ export function auditWhere(f: Pick<AuditFilter, 'from' | 'to' | 'actor' | 'actio
   return { where: sql.length ? `WHERE ${sql.join(' AND ')}` : '', args }
 }
 
-type Totals = { total: number; actors: number; resources: number }
-type Count = { k: string; n: number }
-
-/** Counts arrive in key order, which the JSON objects keep. */
-export function toSummary(totals: Totals, actions: Count[], outcomes: Count[]): AuditSummary {
-  return {
-    total_entries: totals.total,
-    action_counts: Object.fromEntries(actions.map((r) => [r.k, r.n])),
-    outcome_counts: Object.fromEntries(outcomes.map((r) => [r.k, r.n])),
-    unique_actors: totals.actors,
-    unique_resources: totals.resources,
-  }
-}
-
 /** Audit writes, inside a unit of work: an entry commits with the change it records. */
 export interface AuditWrites {
-  append(entry: AuditDraft): void
+  append(entry: AuditDraft): Promise<void>
 }
 
-export function auditWrites(db: Database): AuditWrites {
-  const insert = db.query(
-    'INSERT INTO audit (timestamp, actor, action, resource, detail, outcome) VALUES (?, ?, ?, ?, ?, ?)',
-  )
-  return { append: (e) => void insert.run(now(), e.actor, e.action, e.resource, e.detail, e.outcome) }
+type Row = Omit<AuditEntry, 'id'> & { id: number | string }
+type SummaryRow = { g: number; k: string | null; n: number; actors: number; resources: number }
+
+const INSERT = stmt('INSERT INTO audit (timestamp, actor, action, resource, detail, outcome) VALUES (?, ?, ?, ?, ?, ?)')
+
+export function auditWrites(w: Runner): AuditWrites {
+  return { append: async (e) => void (await w.run(INSERT, now(), e.actor, e.action, e.resource, e.detail, e.outcome)) }
 }
 
-export function auditStore(db: Database): AuditStore {
+export function auditStore(r: Runner): AuditStore {
   return {
     async list(f) {
       const { where, args } = auditWhere(f)
-      return db
-        .query<AuditEntry, (string | number)[]>(`SELECT * FROM audit ${where} ORDER BY id DESC LIMIT ? OFFSET ?`)
-        .all(...args, f.limit, f.offset ?? 0)
+      const rows = await r.all(stmt<Row>(`SELECT * FROM audit ${where} ORDER BY id DESC LIMIT ? OFFSET ?`), ...args, f.limit, f.offset ?? 0)
+      return rows.map((e) => ({ ...e, id: int(e.id) }))
     },
     async summary(from, to) {
       const { where, args } = auditWhere({ from, to })
-      const totals = db
-        .query<Totals, string[]>(
-          `SELECT COUNT(*) AS total, COUNT(DISTINCT actor) AS actors, COUNT(DISTINCT resource) AS resources FROM audit ${where}`,
-        )
-        .get(...args)!
-      const counts = (column: 'action' | 'outcome') =>
-        db
-          .query<Count, string[]>(`SELECT ${column} AS k, COUNT(*) AS n FROM audit ${where} GROUP BY ${column} ORDER BY ${column}`)
-          .all(...args)
-      return toSummary(totals, counts('action'), counts('outcome'))
+      // One statement, so the totals and both breakdowns come from the same snapshot
+      // (g: 1 per action, 2 per outcome, 3 the grand total); counts arrive in key order, which the objects keep.
+      const rows = await r.all(
+        stmt<SummaryRow>(
+          `SELECT 1 AS g, action AS k, COUNT(*) AS n, 0 AS actors, 0 AS resources FROM audit ${where} GROUP BY action
+           UNION ALL SELECT 2, outcome, COUNT(*), 0, 0 FROM audit ${where} GROUP BY outcome
+           UNION ALL SELECT 3, NULL, COUNT(*), COUNT(DISTINCT actor), COUNT(DISTINCT resource) FROM audit ${where}
+           ORDER BY g, k`,
+        ),
+        ...args, ...args, ...args,
+      )
+      const counts = (g: number) => Object.fromEntries(rows.filter((c) => int(c.g) === g).map((c) => [c.k, int(c.n)]))
+      const total = rows.find((c) => int(c.g) === 3)!
+      return {
+        total_entries: int(total.n),
+        action_counts: counts(1),
+        outcome_counts: counts(2),
+        unique_actors: int(total.actors),
+        unique_resources: int(total.resources),
+      }
     },
   }
 }

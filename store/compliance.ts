@@ -1,6 +1,6 @@
 // Compliance runs: one row per (instance, contract) check.
-import type { Database } from 'bun:sqlite'
 import { now } from './db'
+import { int, stmt, type Runner } from './runner'
 
 export interface ComplianceViolation {
   field: string
@@ -25,50 +25,38 @@ export interface ComplianceStore {
 }
 
 export interface ComplianceWrites {
-  record(run: Omit<ComplianceRun, 'id' | 'run_at' | 'pass'>): ComplianceRun
+  record(run: Omit<ComplianceRun, 'id' | 'run_at' | 'pass'>): Promise<ComplianceRun>
   /** Deletes all but the newest `keep` runs of each (instance, project, contract); returns how many went. */
-  prune(keep: number): number
+  prune(keep: number): Promise<number>
 }
 
-interface Row {
-  id: number
-  instance_id: string
-  project: string
-  contract: string
-  pass: number
-  violations: string
-  run_at: string
-}
-export type { Row as ComplianceRow }
+type Row = Omit<ComplianceRun, 'id' | 'pass' | 'violations'> & { id: number | string; pass: number; violations: string }
 
-export const toRun = (r: Row): ComplianceRun => ({ ...r, pass: r.pass === 1, violations: JSON.parse(r.violations) })
+const toRun = (r: Row): ComplianceRun => ({ ...r, id: int(r.id), pass: r.pass === 1, violations: JSON.parse(r.violations) })
 
-export function complianceWrites(db: Database): ComplianceWrites {
-  const insert = db.query<{ id: number }, [string, string, string, number, string, string]>(
-    'INSERT INTO compliance_runs (instance_id, project, contract, pass, violations, run_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id',
-  )
-  const prune = db.query<unknown, [number]>(
-    `DELETE FROM compliance_runs WHERE id IN (
-       SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY instance_id, project, contract ORDER BY id DESC) AS n FROM compliance_runs)
-       WHERE n > ?)`,
-  )
+const INSERT = stmt<Row>(
+  'INSERT INTO compliance_runs (instance_id, project, contract, pass, violations, run_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING *',
+)
+const PRUNE = stmt(
+  `DELETE FROM compliance_runs WHERE id IN (
+     SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY instance_id, project, contract ORDER BY id DESC) AS n FROM compliance_runs) AS ranked
+     WHERE n > ?)`,
+)
+const ALL = stmt<Row>('SELECT * FROM compliance_runs ORDER BY id DESC LIMIT ?')
+const BY_INSTANCE = stmt<Row>('SELECT * FROM compliance_runs WHERE instance_id = ? ORDER BY id DESC LIMIT ?')
+
+export function complianceWrites(w: Runner): ComplianceWrites {
   return {
-    record(run) {
-      const pass = run.violations.length === 0
-      const run_at = now()
-      const { id } = insert.get(run.instance_id, run.project, run.contract, pass ? 1 : 0, JSON.stringify(run.violations), run_at)!
-      return { id, instance_id: run.instance_id, project: run.project, contract: run.contract, pass, violations: run.violations, run_at }
+    async record(run) {
+      const pass = run.violations.length === 0 ? 1 : 0
+      return toRun((await w.get(INSERT, run.instance_id, run.project, run.contract, pass, JSON.stringify(run.violations), now()))!)
     },
-    prune: (keep) => prune.run(Math.max(1, keep)).changes,
+    prune: (keep) => w.run(PRUNE, Math.max(1, keep)),
   }
 }
 
-export function complianceStore(db: Database): ComplianceStore {
-  const all = db.query<Row, [number]>('SELECT * FROM compliance_runs ORDER BY id DESC LIMIT ?')
-  const byInstance = db.query<Row, [string, number]>(
-    'SELECT * FROM compliance_runs WHERE instance_id = ? ORDER BY id DESC LIMIT ?',
-  )
+export function complianceStore(r: Runner): ComplianceStore {
   return {
-    history: async (f) => (f.instance_id ? byInstance.all(f.instance_id, f.limit) : all.all(f.limit)).map(toRun),
+    history: async (f) => (await (f.instance_id ? r.all(BY_INSTANCE, f.instance_id, f.limit) : r.all(ALL, f.limit))).map(toRun),
   }
 }

@@ -139,8 +139,8 @@ export const MIGRATIONS: string[] = [
   `,
   // Versions of a key form a chain (each row points to the one before, \`prev\`, stored ahead of the
   // value so a walk never reads it), with an anchor every 64th version for reads of old ones, in
-  // place of the (space, key, version) index: that index took a random page per write (a third of
-  // a state PUT's WAL pages, and ~13 us of its SQLite time, measured), the anchors one in 64.
+  // place of the (space, key, version) index: that index took a random page on every write, the
+  // anchors one in 64.
   `
   ALTER TABLE doc_versions RENAME TO doc_versions_indexed;
   CREATE TABLE doc_versions (
@@ -157,9 +157,9 @@ export const MIGRATIONS: string[] = [
   ) WITHOUT ROWID;
   INSERT INTO doc_anchors (space, key, version, version_id) SELECT space, key, version, id FROM doc_versions WHERE version % 64 = 0;
   `,
-  // No index on events.created_at: event times rise with ids (store/events.ts stamps them so), and a
-  // time filter becomes an id range found by binary search on the rowid. The index cost ~2 us of a
-  // state PUT's ~28 us of SQLite work (its pages in every unit's savepoint and every COMMIT).
+  // No index on events.created_at: event times rise with ids (store/sqlite/events.ts stamps them so),
+  // and a time filter becomes an id range found by binary search on the rowid. The index's pages
+  // were in every unit's savepoint and every COMMIT.
   // Events stamped before, by a clock that stepped back, take the newest earlier time, as new ones
   // would. PostgreSQL keeps its index: replicas stamp events by their own clocks.
   `
@@ -185,17 +185,17 @@ export function configure(db: Database): void {
   db.exec('PRAGMA synchronous = NORMAL')
   db.exec('PRAGMA busy_timeout = 5000')
   db.exec('PRAGMA foreign_keys = ON')
-  // A bigger page cache and fewer, larger checkpoints: measured ~25% cheaper writes.
+  // A bigger page cache and fewer, larger checkpoints: cheaper writes.
   db.exec('PRAGMA cache_size = -65536')
   // The checkpointer worker backfills (and syncs the WAL) every 25 ms while writes come in and
   // starts the WAL over once it reaches 50,000 pages, holding writes back for that one checkpoint rather than
-  // freezing the event loop (store/checkpointer.ts). This connection's own checkpoint, inline in a
-  // COMMIT with two fsyncs (90-145 ms stalls here), is only the fallback should the worker fail:
+  // freezing the event loop (store/sqlite/checkpointer.ts). This connection's own checkpoint, inline in a
+  // COMMIT with two fsyncs (a stall of the event loop), is only the fallback should the worker fail:
   // at 200,000 pages (a WAL of ~800 MB). Durability is the same: the worker's interval, not
   // this threshold, bounds what an OS crash could lose.
   db.exec('PRAGMA wal_autocheckpoint = 200000')
   // Each unit's savepoint keeps the pages it changes in a sub-journal, by default a temp
-  // file (a dozen writes per unit): in memory, a state PUT measured ~40% cheaper. The
+  // file (a dozen writes per unit): in memory, a state PUT is much cheaper. The
   // sub-journal only serves ROLLBACK TO inside a live transaction; crash recovery is
   // the WAL's, so durability is unchanged.
   db.exec('PRAGMA temp_store = MEMORY')
@@ -240,12 +240,9 @@ export interface UnitHooks {
  * run one at a time: an asynchronous unit holds the others back until it settles,
  * so no other unit's writes can land inside its savepoint.
  *
- * The SQL runs on the event loop's thread, though it is about 45% of a state PUT's CPU.
- * A writer thread with its own connection, fed batches of named units, was tried (commit
- * 18ee4cc, branch writer-thread): it took ~28 us of a PUT off this thread but cost the
- * worker ~42 us (cloning both ways, a version lookup the cache used to answer, message
- * round trips), and on two cores shared with the client the two threads mostly waited on
- * each other: 11.2-12.0k PUT/s against 12.4-13.9k here, measured in turns.
+ * The SQL runs on the event loop's thread, though it is a large part of a state PUT's CPU:
+ * a writer thread with its own connection was tried and lost, its cloning and message
+ * round trips costing more than it moved off this thread, on two cores shared with clients.
  */
 export class GroupCommit {
   private open = false

@@ -1,6 +1,6 @@
 // What every coordination primitive shares in the database: the fence counter, and
 // the view of a holder (its instance's name and liveness) that conflicts show.
-import type { Database } from 'bun:sqlite'
+import { int, stmt, type Dialect, type Runner } from './runner'
 
 /** Who holds a grant, as a 409 shows it: the holder's liveness tells a live holder from a dead one. */
 export interface HolderView {
@@ -11,7 +11,7 @@ export interface HolderView {
 
 export interface HoldersWrites {
   /** The next fence: strictly increasing over every grant of the server, never repeated (it is in the database). */
-  nextFence(): number
+  nextFence(): Promise<number>
 }
 
 export interface HoldersStore {
@@ -19,21 +19,28 @@ export interface HoldersStore {
   views(ids: string[]): Promise<Map<string, HolderView>>
 }
 
-export function holdersWrites(db: Database): HoldersWrites {
-  const next = db.query<{ value: number }, []>('UPDATE fence_counter SET value = value + 1 WHERE id = 1 RETURNING value')
-  return { nextFence: () => next.get()!.value }
+type Row = { id: string; name: string; status: string }
+const ONE = stmt<Row>('SELECT id, name, status FROM instances WHERE id = ?')
+const NEXT = stmt<{ value: number | string }>('UPDATE fence_counter SET value = value + 1 WHERE id = 1 RETURNING value')
+
+export function holdersWrites(w: Runner): HoldersWrites {
+  return { nextFence: async () => int((await w.get(NEXT))!.value) }
 }
 
-export function holdersStore(db: Database): HoldersStore {
-  const one = db.query<{ name: string; status: string }, [string]>('SELECT name, status FROM instances WHERE id = ?')
+export function holdersStore(r: Runner, d: Dialect): HoldersStore {
+  const some = stmt<Row>(`SELECT id, name, status FROM instances WHERE id IN (SELECT x.value FROM ${d.elements('?')})`)
   return {
     async views(ids) {
-      const out = new Map<string, HolderView>()
-      for (const id of new Set(ids)) {
-        const row = one.get(id)
-        out.set(id, { instance_id: id, instance_name: row?.name ?? '', instance_status: row?.status ?? 'gone' })
-      }
-      return out
+      const unique = [...new Set(ids)]
+      // One holder is the common case: a lookup by key, no JSON array to build and walk.
+      const rows = unique.length === 1 ? await r.all(ONE, unique[0]) : await r.all(some, JSON.stringify(unique))
+      const found = new Map(rows.map((row) => [row.id, row]))
+      return new Map(
+        unique.map((id) => {
+          const row = found.get(id)
+          return [id, { instance_id: id, instance_name: row?.name ?? '', instance_status: row?.status ?? 'gone' }]
+        }),
+      )
     },
   }
 }

@@ -1,7 +1,7 @@
 // Instance registry: agents that registered with the service. Only a SHA-256 of
 // each instance token is kept; the token itself is shown once, at registration.
-import type { Database } from 'bun:sqlite'
 import { now } from './db'
+import { int, stmt, type Dialect, type Runner } from './runner'
 
 export type InstanceStatus = 'active' | 'stale'
 
@@ -43,83 +43,86 @@ export interface InstancesStore {
 }
 
 export interface InstancesWrites {
-  register(i: NewInstance, tokenHash: string): Instance
-  get(id: string): Instance | null
+  register(i: NewInstance, tokenHash: string): Promise<Instance>
+  get(id: string): Promise<Instance | null>
   /** Refreshes last_seen and makes a stale instance active again. */
-  heartbeat(id: string): Instance | null
-  activate(id: string): Instance | null
-  setCapabilities(id: string, capabilities: string[]): Instance | null
+  heartbeat(id: string): Promise<Instance | null>
+  activate(id: string): Promise<Instance | null>
+  setCapabilities(id: string, capabilities: string[]): Promise<Instance | null>
   /** Sets the intent; counts as a sign of life (last_seen). */
-  setIntent(id: string, intent: string): Instance | null
-  delete(id: string): Instance | null
+  setIntent(id: string, intent: string): Promise<Instance | null>
+  delete(id: string): Promise<Instance | null>
   /** Active instances last seen before `cutoff` become stale; returns them. */
-  markStale(cutoff: string): Instance[]
+  markStale(cutoff: string): Promise<Instance[]>
 }
 
-export type Row = Omit<Instance, 'capabilities'> & { capabilities: string }
-export const COLUMNS = 'id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen'
-export const toInstance = (r: Row): Instance => ({ ...r, capabilities: JSON.parse(r.capabilities) })
-export const maybe = (r: Row | null): Instance | null => (r ? toInstance(r) : null)
+type Row = Omit<Instance, 'capabilities'> & { capabilities: string }
+const COLUMNS = 'id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen'
+const RETURNING = `RETURNING ${COLUMNS}`
+const toInstance = (r: Row): Instance => ({
+  id: r.id,
+  name: r.name,
+  workspace: r.workspace,
+  intent: r.intent,
+  stack: r.stack,
+  capabilities: JSON.parse(r.capabilities),
+  status: r.status,
+  registered_at: r.registered_at,
+  last_seen: r.last_seen,
+})
+const maybe = (r: Row | null): Instance | null => (r ? toInstance(r) : null)
 
-/** The WHERE clause of a list (`capability` is the backend's test that `?` is an element of `capabilities`) and its arguments. */
-export function instanceWhere(filter: InstanceFilter, capability: string): { where: string; args: string[] } {
-  const where: string[] = []
-  const args: string[] = []
-  for (const field of ['name', 'workspace', 'stack', 'status'] as const) {
-    if (filter[field] !== undefined) where.push(`${field} = ?`), args.push(filter[field]!)
-  }
-  if (filter.capability !== undefined) where.push(capability), args.push(filter.capability)
-  return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', args }
-}
+const INSERT = stmt<Row>(
+  `INSERT INTO instances (id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen, token_hash)
+   VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?) ${RETURNING}`,
+)
+const ONE = stmt<Row>(`SELECT ${COLUMNS} FROM instances WHERE id = ?`)
+const BEAT = stmt<Row>(`UPDATE instances SET last_seen = ?, status = 'active' WHERE id = ? ${RETURNING}`)
+const ACTIVATE = stmt<Row>(`UPDATE instances SET status = 'active' WHERE id = ? ${RETURNING}`)
+const CAPABILITIES = stmt<Row>(`UPDATE instances SET capabilities = ? WHERE id = ? ${RETURNING}`)
+const INTENT = stmt<Row>(`UPDATE instances SET intent = ?, last_seen = ? WHERE id = ? ${RETURNING}`)
+const REMOVE = stmt<Row>(`DELETE FROM instances WHERE id = ? ${RETURNING}`)
+const STALE = stmt<Row>(`SELECT ${COLUMNS} FROM instances WHERE status = 'stale' ORDER BY last_seen, id`)
+const BY_HASH = stmt<{ id: string }>('SELECT id FROM instances WHERE token_hash = ?')
+const COUNT = stmt<{ n: number | string }>('SELECT COUNT(*) AS n FROM instances')
 
-export function instancesWrites(db: Database): InstancesWrites {
-  const insert = db.query<Row, [string, string, string, string, string, string, string, string, string]>(
-    `INSERT INTO instances (id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen, token_hash)
-     VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?) RETURNING ${COLUMNS}`,
-  )
-  const one = db.query<Row, [string]>(`SELECT ${COLUMNS} FROM instances WHERE id = ?`)
-  const beat = db.query<Row, [string, string]>(`UPDATE instances SET last_seen = ?, status = 'active' WHERE id = ? RETURNING ${COLUMNS}`)
-  const activate = db.query<Row, [string]>(`UPDATE instances SET status = 'active' WHERE id = ? RETURNING ${COLUMNS}`)
-  const capabilities = db.query<Row, [string, string]>(`UPDATE instances SET capabilities = ? WHERE id = ? RETURNING ${COLUMNS}`)
-  const intent = db.query<Row, [string, string, string]>(`UPDATE instances SET intent = ?, last_seen = ? WHERE id = ? RETURNING ${COLUMNS}`)
-  const remove = db.query<Row, [string]>(`DELETE FROM instances WHERE id = ? RETURNING ${COLUMNS}`)
-  const markStale = db.query<Row, [string]>(
-    `UPDATE instances SET status = 'stale' WHERE status = 'active' AND last_seen < ? RETURNING ${COLUMNS}`,
+export function instancesWrites(w: Runner, d: Dialect): InstancesWrites {
+  const markStale = stmt<Row & { seq: number | string }>(
+    `UPDATE instances SET status = 'stale' WHERE status = 'active' AND last_seen < ? ${RETURNING}, ${d.seq} AS seq`,
   )
   return {
-    register(i, tokenHash) {
+    async register(i, tokenHash) {
       const at = now()
       const caps = JSON.stringify(i.capabilities ?? [])
-      return toInstance(insert.get(crypto.randomUUID(), i.name, i.workspace ?? '', i.intent ?? '', i.stack ?? '', caps, at, at, tokenHash)!)
+      return toInstance((await w.get(INSERT, crypto.randomUUID(), i.name, i.workspace ?? '', i.intent ?? '', i.stack ?? '', caps, at, at, tokenHash))!)
     },
-    get: (id) => maybe(one.get(id)),
-    heartbeat: (id) => maybe(beat.get(now(), id)),
-    activate: (id) => maybe(activate.get(id)),
-    setCapabilities: (id, caps) => maybe(capabilities.get(JSON.stringify(caps), id)),
-    setIntent: (id, text) => maybe(intent.get(text, now(), id)),
-    delete: (id) => maybe(remove.get(id)),
-    markStale: (cutoff) => markStale.all(cutoff).map(toInstance),
+    get: async (id) => maybe(await w.get(ONE, id)),
+    heartbeat: async (id) => maybe(await w.get(BEAT, now(), id)),
+    activate: async (id) => maybe(await w.get(ACTIVATE, id)),
+    setCapabilities: async (id, caps) => maybe(await w.get(CAPABILITIES, JSON.stringify(caps), id)),
+    setIntent: async (id, text) => maybe(await w.get(INTENT, text, now(), id)),
+    delete: async (id) => maybe(await w.get(REMOVE, id)),
+    // In insertion order.
+    markStale: async (cutoff) => (await w.all(markStale, cutoff)).sort((a, b) => int(a.seq) - int(b.seq)).map(toInstance),
   }
 }
 
-export function instancesStore(db: Database): InstancesStore {
-  const one = db.query<Row, [string]>(`SELECT ${COLUMNS} FROM instances WHERE id = ?`)
-  const stale = db.query<Row, []>(`SELECT ${COLUMNS} FROM instances WHERE status = 'stale' ORDER BY last_seen, id`)
-  const byHash = db.query<{ id: string }, [string]>('SELECT id FROM instances WHERE token_hash = ?')
-  const count = db.query<{ n: number }, []>('SELECT COUNT(*) AS n FROM instances')
-  // Each filter combination is one statement shape: prepare it once.
-  const shapes = new Map<string, ReturnType<typeof db.query<Row, string[]>>>()
+export function instancesStore(r: Runner, d: Dialect): InstancesStore {
   return {
     async list(filter) {
-      const { where, args } = instanceWhere(filter, 'EXISTS (SELECT 1 FROM json_each(capabilities) WHERE value = ?)')
-      const sql = `SELECT ${COLUMNS} FROM instances ${where} ORDER BY registered_at, rowid`
-      let stmt = shapes.get(sql)
-      if (!stmt) shapes.set(sql, (stmt = db.query<Row, string[]>(sql)))
-      return stmt.all(...args).map(toInstance)
+      const where: string[] = []
+      const args: string[] = []
+      for (const field of ['name', 'workspace', 'stack', 'status'] as const) {
+        if (filter[field] !== undefined) where.push(`${field} = ?`), args.push(filter[field]!)
+      }
+      if (filter.capability !== undefined) where.push(d.hasElement('capabilities', '?')), args.push(d.element(filter.capability))
+      // Insertion order breaks ties: registrations within one millisecond keep theirs.
+      const text = `SELECT ${COLUMNS} FROM instances ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY registered_at, ${d.seq}`
+      return (await r.all(stmt<Row>(text), ...args)).map(toInstance)
     },
-    get: async (id) => maybe(one.get(id)),
-    stale: async () => stale.all().map(toInstance),
-    idByTokenHash: async (h) => byHash.get(h)?.id ?? null,
-    count: async () => count.get()!.n,
+    get: async (id) => maybe(await r.get(ONE, id)),
+    stale: async () => (await r.all(STALE)).map(toInstance),
+    idByTokenHash: async (h) => (await r.get(BY_HASH, h))?.id ?? null,
+    count: async () => int((await r.get(COUNT))!.n),
   }
 }

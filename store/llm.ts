@@ -1,7 +1,7 @@
 // LLM usage records: one row per model call an agent reports, with summaries
 // computed in SQL.
-import type { Database } from 'bun:sqlite'
 import { now } from './db'
+import { int, stmt, type Dialect, type Runner } from './runner'
 
 export interface LlmUsage {
   id: number
@@ -33,7 +33,7 @@ export interface LlmTotals {
 }
 
 export interface LlmWrites {
-  record(input: LlmUsageInput): number
+  record(input: LlmUsageInput): Promise<number>
 }
 
 export interface LlmStore {
@@ -42,7 +42,7 @@ export interface LlmStore {
 }
 
 /** The WHERE clause (possibly empty) and its arguments for a time window and at most one filter. */
-export function usageWhere(from?: string, to?: string, filter: LlmFilter = null): { where: string; args: string[] } {
+function usageWhere(from?: string, to?: string, filter: LlmFilter = null): { where: string; args: string[] } {
   const sql: string[] = []
   const args: string[] = []
   if (from) sql.push('created_at >= ?'), args.push(from)
@@ -51,20 +51,19 @@ export function usageWhere(from?: string, to?: string, filter: LlmFilter = null)
   return { where: sql.length ? `WHERE ${sql.join(' AND ')}` : '', args }
 }
 
-// Costs are summed as REAL; rounding to 1e-9 USD drops float noise (0.1 + 0.2) without losing real precision.
-// TOTAL, not SUM: SUM of integers fails with "integer overflow" past 2^63, and one such
-// pair of records would break every summary for good; TOTAL sums in floating point.
-const TOTALS = `TOTAL(tokens_in) AS total_tokens_in, TOTAL(tokens_out) AS total_tokens_out,
-  ROUND(TOTAL(cost_usd), 9) AS total_cost_usd, COUNT(*) AS request_count`
+type Row = Omit<LlmUsage, 'id' | 'tokens_in' | 'tokens_out'> & { id: number | string; tokens_in: number | string; tokens_out: number | string }
+type TotalsRow = { g: number; k: string; total_tokens_in: number; total_tokens_out: number; total_cost_usd: number; request_count: number | string }
 
-export function llmWrites(db: Database): LlmWrites {
-  const insert = db.query<{ id: number }, [string, string, string, string, number, number, number, string, string, string]>(
-    `INSERT INTO llm_usage (instance_id, project, provider, model, tokens_in, tokens_out, cost_usd, request_type, session_tag, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-  )
+const INSERT = stmt<{ id: number | string }>(
+  `INSERT INTO llm_usage (instance_id, project, provider, model, tokens_in, tokens_out, cost_usd, request_type, session_tag, created_at)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+)
+
+export function llmWrites(w: Runner): LlmWrites {
   return {
-    record(u) {
-      return insert.get(
+    async record(u) {
+      const row = await w.get(
+        INSERT,
         u.instance_id ?? '',
         u.project ?? '',
         u.provider,
@@ -75,25 +74,42 @@ export function llmWrites(db: Database): LlmWrites {
         u.request_type ?? 'completion',
         u.session_tag ?? '',
         now(),
-      )!.id
+      )
+      return int(row!.id)
     },
   }
 }
 
-export function llmStore(db: Database): LlmStore {
+export function llmStore(r: Runner, d: Dialect): LlmStore {
+  // Sums in floating point: an integer SUM fails past 2^63, and one such pair of records would
+  // break every summary for good. Rounding to 1e-9 USD drops float noise (0.1 + 0.2) without losing real precision.
+  const totals = `${d.total('tokens_in')} AS total_tokens_in, ${d.total('tokens_out')} AS total_tokens_out,
+    ${d.round(d.total('cost_usd'), 9)} AS total_cost_usd, COUNT(*) AS request_count`
+  const toTotals = (t: TotalsRow): LlmTotals => ({
+    total_tokens_in: t.total_tokens_in,
+    total_tokens_out: t.total_tokens_out,
+    total_cost_usd: t.total_cost_usd,
+    request_count: int(t.request_count),
+  })
   return {
     async list(filter, from, to, limit) {
       const { where, args } = usageWhere(from, to, filter)
-      return db.query<LlmUsage, (string | number)[]>(`SELECT * FROM llm_usage ${where} ORDER BY id DESC LIMIT ?`).all(...args, limit)
+      const rows = await r.all(stmt<Row>(`SELECT * FROM llm_usage ${where} ORDER BY id DESC LIMIT ?`), ...args, limit)
+      return rows.map((u) => ({ ...u, id: int(u.id), tokens_in: int(u.tokens_in), tokens_out: int(u.tokens_out) }))
     },
     async summary(groupBy, from, to) {
       const column = GROUP_BY[groupBy]
       const { where, args } = usageWhere(from, to)
-      const rows = db
-        .query<LlmTotals & { k: string }, string[]>(`SELECT ${column} AS k, ${TOTALS} FROM llm_usage ${where} GROUP BY ${column} ORDER BY ${column}`)
-        .all(...args)
-      const total = db.query<LlmTotals, string[]>(`SELECT ${TOTALS} FROM llm_usage ${where}`).get(...args)!
-      return { groups: Object.fromEntries(rows.map(({ k, ...t }) => [k, t])), total }
+      // One statement, so the groups and the total come from the same snapshot (g = 2: the total).
+      const rows = await r.all(
+        stmt<TotalsRow>(
+          `SELECT 1 AS g, ${column} AS k, ${totals} FROM llm_usage ${where} GROUP BY ${column}
+           UNION ALL SELECT 2, NULL, ${totals} FROM llm_usage ${where} ORDER BY g, k`,
+        ),
+        ...args, ...args,
+      )
+      const total = toTotals(rows.pop()!)
+      return { groups: Object.fromEntries(rows.map((t) => [t.k, toTotals(t)])), total }
     },
   }
 }

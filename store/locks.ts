@@ -1,6 +1,6 @@
 // Locks: one row per holder of a named lock (a mutex is a lock of limit 1).
 // The holders of a name share its limit: the first grant of a free lock sets it.
-import type { Database } from 'bun:sqlite'
+import { int, stmt, type Runner } from './runner'
 
 export interface LockHolderRow {
   name: string
@@ -14,18 +14,18 @@ export interface LockHolderRow {
 
 export interface LocksWrites {
   /** The holders of `name`, oldest grant first (read on the writer: sees this unit's own changes). */
-  holders(name: string): LockHolderRow[]
-  insert(row: LockHolderRow): void
+  holders(name: string): Promise<LockHolderRow[]>
+  insert(row: LockHolderRow): Promise<void>
   /** Renewal by the holder: new reason and expiry, same fence. */
-  renew(name: string, instanceId: string, reason: string | null, expiresAt: string | null): LockHolderRow | null
+  renew(name: string, instanceId: string, reason: string | null, expiresAt: string | null): Promise<LockHolderRow | null>
   /** Removes one holder; returns the row it removed. */
-  remove(name: string, instanceId: string): LockHolderRow | null
+  remove(name: string, instanceId: string): Promise<LockHolderRow | null>
   /** Removes every holder of `name`. */
-  removeAll(name: string): LockHolderRow[]
+  removeAll(name: string): Promise<LockHolderRow[]>
   /** Removes every grant of an instance. */
-  removeInstance(instanceId: string): LockHolderRow[]
+  removeInstance(instanceId: string): Promise<LockHolderRow[]>
   /** Removes grants whose expires_at is at or before `now`. */
-  removeExpired(now: string): LockHolderRow[]
+  removeExpired(now: string): Promise<LockHolderRow[]>
 }
 
 export interface LocksStore {
@@ -34,46 +34,44 @@ export interface LocksStore {
   holders(name: string): Promise<LockHolderRow[]>
 }
 
-export const COLUMNS = 'name, instance_id, lock_limit AS "limit", fence, reason, acquired_at, expires_at'
+const COLUMNS = 'name, instance_id, lock_limit AS "limit", fence, reason, acquired_at, expires_at'
 const RETURNING = `RETURNING ${COLUMNS}`
 
-export function locksWrites(db: Database): LocksWrites {
-  const holders = db.query<LockHolderRow, [string]>(`SELECT ${COLUMNS} FROM lock_holders WHERE name = ? ORDER BY fence`)
-  const insert = db.query<unknown, [string, string, number, number, string | null, string, string | null]>(
-    'INSERT INTO lock_holders (name, instance_id, lock_limit, fence, reason, acquired_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-  )
-  const renew = db.query<LockHolderRow, [string | null, string | null, string, string]>(
-    `UPDATE lock_holders SET reason = ?, expires_at = ? WHERE name = ? AND instance_id = ? ${RETURNING}`,
-  )
-  const remove = db.query<LockHolderRow, [string, string]>(`DELETE FROM lock_holders WHERE name = ? AND instance_id = ? ${RETURNING}`)
-  const removeAll = db.query<LockHolderRow, [string]>(`DELETE FROM lock_holders WHERE name = ? ${RETURNING}`)
-  const removeInstance = db.query<LockHolderRow, [string]>(`DELETE FROM lock_holders WHERE instance_id = ? ${RETURNING}`)
-  const removeExpired = db.query<LockHolderRow, [string]>(
-    `DELETE FROM lock_holders WHERE expires_at IS NOT NULL AND expires_at <= ? ${RETURNING}`,
-  )
-  const byFence = (rows: LockHolderRow[]) => rows.sort((a, b) => a.fence - b.fence)
+const HOLDERS = stmt<LockHolderRow>(`SELECT ${COLUMNS} FROM lock_holders WHERE name = ? ORDER BY fence`)
+const INSERT = stmt('INSERT INTO lock_holders (name, instance_id, lock_limit, fence, reason, acquired_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+const RENEW = stmt<LockHolderRow>(`UPDATE lock_holders SET reason = ?, expires_at = ? WHERE name = ? AND instance_id = ? ${RETURNING}`)
+const REMOVE = stmt<LockHolderRow>(`DELETE FROM lock_holders WHERE name = ? AND instance_id = ? ${RETURNING}`)
+const REMOVE_ALL = stmt<LockHolderRow>(`DELETE FROM lock_holders WHERE name = ? ${RETURNING}`)
+const REMOVE_INSTANCE = stmt<LockHolderRow>(`DELETE FROM lock_holders WHERE instance_id = ? ${RETURNING}`)
+const REMOVE_EXPIRED = stmt<LockHolderRow>(`DELETE FROM lock_holders WHERE expires_at IS NOT NULL AND expires_at <= ? ${RETURNING}`)
+const ALL = stmt<LockHolderRow>(`SELECT ${COLUMNS} FROM lock_holders ORDER BY name, fence`)
+// A prefix as a range of names (bytewise order on both backends): no LIKE escaping, and it uses the primary key.
+const PREFIXED = stmt<LockHolderRow>(`SELECT ${COLUMNS} FROM lock_holders WHERE name >= ? AND name < ? ORDER BY name, fence`)
+
+/** Fences as numbers (PostgreSQL's BIGINT arrives as text), in place: these rows are read on every grant. */
+function rows(list: LockHolderRow[]): LockHolderRow[] {
+  for (const r of list) r.fence = int(r.fence)
+  return list
+}
+const row = (r: LockHolderRow | null) => r && rows([r])[0]
+/** Removed holders in grant order: RETURNING promises no order. */
+const byFence = (list: LockHolderRow[]) => rows(list).sort((a, b) => a.fence - b.fence)
+
+export function locksWrites(w: Runner): LocksWrites {
   return {
-    holders: (name) => holders.all(name),
-    insert: (r) => void insert.run(r.name, r.instance_id, r.limit, r.fence, r.reason, r.acquired_at, r.expires_at),
-    renew: (name, id, reason, expires) => renew.get(reason, expires, name, id),
-    remove: (name, id) => remove.get(name, id),
-    removeAll: (name) => byFence(removeAll.all(name)),
-    removeInstance: (id) => byFence(removeInstance.all(id)),
-    removeExpired: (now) => byFence(removeExpired.all(now)),
+    holders: async (name) => rows(await w.all(HOLDERS, name)),
+    insert: async (r) => void (await w.run(INSERT, r.name, r.instance_id, r.limit, r.fence, r.reason, r.acquired_at, r.expires_at)),
+    renew: async (name, id, reason, expires) => row(await w.get(RENEW, reason, expires, name, id)),
+    remove: async (name, id) => row(await w.get(REMOVE, name, id)),
+    removeAll: async (name) => byFence(await w.all(REMOVE_ALL, name)),
+    removeInstance: async (id) => byFence(await w.all(REMOVE_INSTANCE, id)),
+    removeExpired: async (now) => byFence(await w.all(REMOVE_EXPIRED, now)),
   }
 }
 
-/** A prefix as a range of names (bytewise order on both backends): no LIKE escaping, and it uses the primary key. */
-export const prefixRange = (prefix: string): [string, string] => [prefix, prefix + '\uffff']
-
-export function locksStore(db: Database): LocksStore {
-  const all = db.query<LockHolderRow, []>(`SELECT ${COLUMNS} FROM lock_holders ORDER BY name, fence`)
-  const prefixed = db.query<LockHolderRow, [string, string]>(
-    `SELECT ${COLUMNS} FROM lock_holders WHERE name >= ? AND name < ? ORDER BY name, fence`,
-  )
-  const holders = db.query<LockHolderRow, [string]>(`SELECT ${COLUMNS} FROM lock_holders WHERE name = ? ORDER BY fence`)
+export function locksStore(r: Runner): LocksStore {
   return {
-    list: async (prefix) => (prefix ? prefixed.all(...prefixRange(prefix)) : all.all()),
-    holders: async (name) => holders.all(name),
+    list: async (prefix) => rows(await (prefix ? r.all(PREFIXED, prefix, prefix + '\uffff') : r.all(ALL))),
+    holders: async (name) => rows(await r.all(HOLDERS, name)),
   }
 }

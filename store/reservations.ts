@@ -1,5 +1,5 @@
 // Path reservations: globs of a project held by one instance, exclusive or shared.
-import type { Database } from 'bun:sqlite'
+import { int, stmt, type Runner } from './runner'
 
 export interface Reservation {
   id: string
@@ -28,13 +28,13 @@ export interface ReservationFilter {
 
 export interface ReservationsWrites {
   /** Every reservation of a project (read on the writer: sees this unit's and its batch's changes). */
-  holdings(project: string): Holding[]
-  get(id: string): Reservation | null
-  insert(r: Reservation): void
-  renew(id: string, expiresAt: string | null): Reservation | null
-  remove(id: string): Reservation | null
-  removeInstance(instanceId: string): Reservation[]
-  removeExpired(now: string): Reservation[]
+  holdings(project: string): Promise<Holding[]>
+  get(id: string): Promise<Reservation | null>
+  insert(r: Reservation): Promise<void>
+  renew(id: string, expiresAt: string | null): Promise<Reservation | null>
+  remove(id: string): Promise<Reservation | null>
+  removeInstance(instanceId: string): Promise<Reservation[]>
+  removeExpired(now: string): Promise<Reservation[]>
 }
 
 export interface ReservationsStore {
@@ -45,16 +45,18 @@ export interface ReservationsStore {
   holdings(project: string): Promise<Holding[]>
 }
 
-export type Row = Omit<Reservation, 'paths' | 'exclusive'> & { paths: string; exclusive: number }
-export const COLUMNS = 'id, project, instance_id, paths, exclusive, fence, reason, created_at, expires_at'
-export const toReservation = (r: Row): Reservation => ({ ...r, paths: JSON.parse(r.paths), exclusive: r.exclusive === 1 })
+type Row = Omit<Reservation, 'paths' | 'exclusive' | 'fence'> & { paths: string; exclusive: number; fence: number | string }
+const COLUMNS = 'id, project, instance_id, paths, exclusive, fence, reason, created_at, expires_at'
+const RETURNING = `RETURNING ${COLUMNS}`
+const toReservation = (r: Row): Reservation => ({ ...r, paths: JSON.parse(r.paths), exclusive: r.exclusive === 1, fence: int(r.fence) })
 const maybe = (r: Row | null) => (r ? toReservation(r) : null)
+/** Removed reservations in grant order: RETURNING promises no order. */
+const byFence = (rows: Row[]) => rows.map(toReservation).sort((a, b) => a.fence - b.fence)
 
-export type HoldingRow = { id: string; instance_id: string; paths: string; exclusive: number }
-export const HOLDING = 'SELECT id, instance_id, paths, exclusive FROM reservations WHERE project = ? ORDER BY seq'
+type HoldingRow = { id: string; instance_id: string; paths: string; exclusive: number }
 /** Parsed path lists by their JSON text: the same few lists are read on every grant. */
 const parsed = new Map<string, string[]>()
-export function toHolding(r: HoldingRow): Holding {
+function toHolding(r: HoldingRow): Holding {
   let paths = parsed.get(r.paths)
   if (!paths) {
     if (parsed.size >= 50_000) parsed.clear()
@@ -63,52 +65,38 @@ export function toHolding(r: HoldingRow): Holding {
   return { id: r.id, instance_id: r.instance_id, paths, exclusive: r.exclusive === 1 }
 }
 
-export function reservationsWrites(db: Database): ReservationsWrites {
-  const holdings = db.query<HoldingRow, [string]>(HOLDING)
-  const one = db.query<Row, [string]>(`SELECT ${COLUMNS} FROM reservations WHERE id = ?`)
-  const insert = db.query<unknown, [string, string, string, string, number, number, string | null, string, string | null]>(
-    `INSERT INTO reservations (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  )
-  const renew = db.query<Row, [string | null, string]>(`UPDATE reservations SET expires_at = ? WHERE id = ? RETURNING ${COLUMNS}`)
-  const remove = db.query<Row, [string]>(`DELETE FROM reservations WHERE id = ? RETURNING ${COLUMNS}`)
-  const removeInstance = db.query<Row, [string]>(`DELETE FROM reservations WHERE instance_id = ? RETURNING ${COLUMNS}`)
-  const removeExpired = db.query<Row, [string]>(
-    `DELETE FROM reservations WHERE expires_at IS NOT NULL AND expires_at <= ? RETURNING ${COLUMNS}`,
-  )
-  const byFence = (rows: Row[]) => rows.map(toReservation).sort((a, b) => a.fence - b.fence)
+const HOLDINGS = stmt<HoldingRow>('SELECT id, instance_id, paths, exclusive FROM reservations WHERE project = ? ORDER BY seq')
+const ONE = stmt<Row>(`SELECT ${COLUMNS} FROM reservations WHERE id = ?`)
+const INSERT = stmt(`INSERT INTO reservations (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+const RENEW = stmt<Row>(`UPDATE reservations SET expires_at = ? WHERE id = ? ${RETURNING}`)
+const REMOVE = stmt<Row>(`DELETE FROM reservations WHERE id = ? ${RETURNING}`)
+const REMOVE_INSTANCE = stmt<Row>(`DELETE FROM reservations WHERE instance_id = ? ${RETURNING}`)
+const REMOVE_EXPIRED = stmt<Row>(`DELETE FROM reservations WHERE expires_at IS NOT NULL AND expires_at <= ? ${RETURNING}`)
+
+export function reservationsWrites(w: Runner): ReservationsWrites {
   return {
-    holdings: (project) => holdings.all(project).map(toHolding),
-    get: (id) => maybe(one.get(id)),
-    insert: (r) =>
-      void insert.run(r.id, r.project, r.instance_id, JSON.stringify(r.paths), r.exclusive ? 1 : 0, r.fence, r.reason, r.created_at, r.expires_at),
-    renew: (id, expires) => maybe(renew.get(expires, id)),
-    remove: (id) => maybe(remove.get(id)),
-    removeInstance: (id) => byFence(removeInstance.all(id)),
-    removeExpired: (now) => byFence(removeExpired.all(now)),
+    holdings: async (project) => (await w.all(HOLDINGS, project)).map(toHolding),
+    get: async (id) => maybe(await w.get(ONE, id)),
+    insert: async (r) =>
+      void (await w.run(INSERT, r.id, r.project, r.instance_id, JSON.stringify(r.paths), r.exclusive ? 1 : 0, r.fence, r.reason, r.created_at, r.expires_at)),
+    renew: async (id, expires) => maybe(await w.get(RENEW, expires, id)),
+    remove: async (id) => maybe(await w.get(REMOVE, id)),
+    removeInstance: async (id) => byFence(await w.all(REMOVE_INSTANCE, id)),
+    removeExpired: async (now) => byFence(await w.all(REMOVE_EXPIRED, now)),
   }
 }
 
-/** A list's statement (newest first) and its arguments. */
-export function listQuery(filter: ReservationFilter): { sql: string; args: string[] } {
-  const where: string[] = []
-  const args: string[] = []
-  if (filter.project !== undefined) where.push('project = ?'), args.push(filter.project)
-  if (filter.instance_id !== undefined) where.push('instance_id = ?'), args.push(filter.instance_id)
-  return { sql: `SELECT ${COLUMNS} FROM reservations ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC`, args }
-}
-
-export function reservationsStore(db: Database): ReservationsStore {
-  const one = db.query<Row, [string]>(`SELECT ${COLUMNS} FROM reservations WHERE id = ?`)
-  const holdings = db.query<HoldingRow, [string]>(HOLDING)
-  const shapes = new Map<string, ReturnType<typeof db.query<Row, string[]>>>()
+export function reservationsStore(r: Runner): ReservationsStore {
   return {
     async list(filter) {
-      const { sql, args } = listQuery(filter)
-      let stmt = shapes.get(sql)
-      if (!stmt) shapes.set(sql, (stmt = db.query<Row, string[]>(sql)))
-      return stmt.all(...args).map(toReservation)
+      const where: string[] = []
+      const args: string[] = []
+      if (filter.project !== undefined) where.push('project = ?'), args.push(filter.project)
+      if (filter.instance_id !== undefined) where.push('instance_id = ?'), args.push(filter.instance_id)
+      const text = `SELECT ${COLUMNS} FROM reservations ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC`
+      return (await r.all(stmt<Row>(text), ...args)).map(toReservation)
     },
-    get: async (id) => maybe(one.get(id)),
-    holdings: async (project) => holdings.all(project).map(toHolding),
+    get: async (id) => maybe(await r.get(ONE, id)),
+    holdings: async (project) => (await r.all(HOLDINGS, project)).map(toHolding),
   }
 }

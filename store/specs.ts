@@ -1,6 +1,5 @@
 // Spec registry: per-project named JSON documents (contracts are specs too).
 import type { Docs, Doc, DocMeta, HistoryItem, WriteCondition } from './versioned'
-import type { Async } from './index'
 
 const space = (project: string) => `spec:${project}`
 
@@ -22,9 +21,9 @@ export interface SpecsStore {
 /** Spec writes, run inside a unit of work (Store.write). */
 export interface SpecsWrites {
   /** The current document as this unit sees it. */
-  current(project: string, name: string): Doc | null
-  put(project: string, name: string, data: Uint8Array, cond?: WriteCondition): SpecMeta
-  delete(project: string, name: string, cond?: WriteCondition): boolean
+  current(project: string, name: string): Promise<Doc | null>
+  put(project: string, name: string, data: Uint8Array, cond?: WriteCondition): Promise<SpecMeta>
+  delete(project: string, name: string, cond?: WriteCondition): Promise<boolean>
 }
 
 export function specsStore(docs: Docs): SpecsStore {
@@ -37,7 +36,7 @@ export function specsStore(docs: Docs): SpecsStore {
   }
 }
 
-export function specsWrites(docs: Docs): Async<SpecsWrites> {
+export function specsWrites(docs: Docs): SpecsWrites {
   const toSpec = (project: string, m: DocMeta): SpecMeta => ({ project, name: m.key, version: m.version, hash: m.hash, updated_at: m.updated_at })
   return {
     current: async (project, name) => docs.current(space(project), name),

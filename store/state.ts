@@ -1,6 +1,5 @@
 // State store: a flat key/value space of versioned documents.
 import type { Docs, Doc, DocMeta, HistoryItem, WriteCondition } from './versioned'
-import type { Async } from './index'
 
 const SPACE = 'state'
 
@@ -17,9 +16,9 @@ export interface StateStore {
 
 /** State writes, run inside a unit of work (Store.write). */
 export interface StateWrites {
-  put(key: string, value: Uint8Array, contentType: string, cond?: WriteCondition): DocMeta
-  rollback(key: string, version: number, cond?: WriteCondition): DocMeta & { rolled_back: number }
-  delete(key: string, cond?: WriteCondition): boolean
+  put(key: string, value: Uint8Array, contentType: string, cond?: WriteCondition): Promise<DocMeta>
+  rollback(key: string, version: number, cond?: WriteCondition): Promise<DocMeta & { rolled_back: number }>
+  delete(key: string, cond?: WriteCondition): Promise<boolean>
 }
 
 export function stateStore(docs: Docs): StateStore {
@@ -34,7 +33,7 @@ export function stateStore(docs: Docs): StateStore {
   }
 }
 
-export function stateWrites(docs: Docs): Async<StateWrites> {
+export function stateWrites(docs: Docs): StateWrites {
   return {
     put: async (key, value, contentType, cond) => docs.put(SPACE, key, value, contentType, cond),
     rollback: async (key, version, cond) => docs.rollback(SPACE, key, version, cond),

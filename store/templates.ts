@@ -1,8 +1,8 @@
 // Templates: named, versioned bundles of rules, contracts and specs that can be
 // applied to a project. `data` is stored as JSON text.
-import type { Database } from 'bun:sqlite'
 import { conflict, notFound } from '../lib/errors'
 import { now } from './db'
+import { stmt, type Dialect, type Runner } from './runner'
 
 import type { TemplateKind } from '../lib/templates'
 export { TEMPLATE_KINDS, type TemplateKind } from '../lib/templates'
@@ -26,10 +26,10 @@ export type TemplateInput = Pick<Template, 'id' | 'name' | 'description' | 'kind
 
 export interface TemplatesWrites {
   /** 409 when the id exists. */
-  create(t: TemplateInput): Template
+  create(t: TemplateInput): Promise<Template>
   /** Replaces the fields and adds 1 to version; 404 when missing. */
-  update(t: TemplateInput): Template
-  delete(id: string): boolean
+  update(t: TemplateInput): Promise<Template>
+  delete(id: string): Promise<boolean>
 }
 
 export interface TemplatesStore {
@@ -39,9 +39,8 @@ export interface TemplatesStore {
 }
 
 type Row = Omit<Template, 'data' | 'tags'> & { data: string; tags: string }
-export type { Row as TemplateRow }
 
-export const summary = (r: Omit<Row, 'data'>): TemplateSummary => ({
+const summary = (r: Omit<Row, 'data'>): TemplateSummary => ({
   id: r.id,
   name: r.name,
   description: r.description,
@@ -52,45 +51,49 @@ export const summary = (r: Omit<Row, 'data'>): TemplateSummary => ({
   updated_at: r.updated_at,
 })
 
-export const full = (r: Row): Template => ({ ...summary(r), data: JSON.parse(r.data) })
+const full = (r: Row): Template => ({ ...summary(r), data: JSON.parse(r.data) })
 
-export function templatesWrites(db: Database): TemplatesWrites {
-  const insert = db.query<Row, [string, string, string, string, string, string, string, string]>(
-    `INSERT INTO templates (id, name, description, kind, data, tags, version, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT DO NOTHING RETURNING *`,
-  )
-  const update = db.query<Row, [string, string, string, string, string, string, string]>(
-    `UPDATE templates SET name = ?, description = ?, kind = ?, data = ?, tags = ?, version = version + 1, updated_at = ?
-     WHERE id = ? RETURNING *`,
-  )
-  const remove = db.query<void, [string]>('DELETE FROM templates WHERE id = ?')
+const INSERT = stmt<Row>(
+  `INSERT INTO templates (id, name, description, kind, data, tags, version, created_at, updated_at)
+   VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT DO NOTHING RETURNING *`,
+)
+const UPDATE = stmt<Row>(
+  `UPDATE templates SET name = ?, description = ?, kind = ?, data = ?, tags = ?, version = version + 1, updated_at = ?
+   WHERE id = ? RETURNING *`,
+)
+const REMOVE = stmt('DELETE FROM templates WHERE id = ?')
+const ONE = stmt<Row>('SELECT * FROM templates WHERE id = ?')
+
+export function templatesWrites(w: Runner): TemplatesWrites {
   return {
-    create(t) {
+    async create(t) {
       const at = now()
-      const row = insert.get(t.id, t.name, t.description, t.kind, JSON.stringify(t.data), JSON.stringify(t.tags), at, at)
+      const row = await w.get(INSERT, t.id, t.name, t.description, t.kind, JSON.stringify(t.data), JSON.stringify(t.tags), at, at)
       if (!row) throw conflict(`template ${t.id} already exists`)
       return full(row)
     },
-    update(t) {
-      const row = update.get(t.name, t.description, t.kind, JSON.stringify(t.data), JSON.stringify(t.tags), now(), t.id)
+    async update(t) {
+      const row = await w.get(UPDATE, t.name, t.description, t.kind, JSON.stringify(t.data), JSON.stringify(t.tags), now(), t.id)
       if (!row) throw notFound('template not found')
       return full(row)
     },
-    delete: (id) => remove.run(id).changes > 0,
+    delete: async (id) => (await w.run(REMOVE, id)) > 0,
   }
 }
 
-export function templatesStore(db: Database): TemplatesStore {
-  const get = db.query<Row, [string]>('SELECT * FROM templates WHERE id = ?')
-  const list = db.query<Omit<Row, 'data'>, [string | null, string | null]>(
-    `SELECT id, name, description, kind, tags, version, created_at, updated_at FROM templates
-     WHERE (?1 IS NULL OR kind = ?1) AND (?2 IS NULL OR EXISTS (SELECT 1 FROM json_each(templates.tags) WHERE value = ?2))
-     ORDER BY id`,
-  )
+export function templatesStore(r: Runner, d: Dialect): TemplatesStore {
   return {
-    list: async (f) => list.all(f.kind ?? null, f.tag ?? null).map(summary),
+    async list(f) {
+      const where: string[] = []
+      const args: string[] = []
+      if (f.kind != null) where.push('kind = ?'), args.push(f.kind)
+      if (f.tag != null) where.push(d.hasElement('templates.tags', '?')), args.push(d.element(f.tag))
+      const text = `SELECT id, name, description, kind, tags, version, created_at, updated_at FROM templates
+        ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id`
+      return (await r.all(stmt<Omit<Row, 'data'>>(text), ...args)).map(summary)
+    },
     get: async (id) => {
-      const row = get.get(id)
+      const row = await r.get(ONE, id)
       return row ? full(row) : null
     },
   }

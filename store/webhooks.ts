@@ -1,8 +1,8 @@
 // Webhooks: where matching events are POSTed. The secret is write-only: only
 // target() returns it, for signing deliveries.
-import type { Database } from 'bun:sqlite'
 import { conflict } from '../lib/errors'
 import { now, type UnitHooks } from './db'
+import { stmt, type Runner } from './runner'
 
 export interface Webhook {
   id: string
@@ -28,15 +28,15 @@ export interface NewWebhook {
 
 export interface WebhooksWrites {
   /** Throws conflict when the id exists. */
-  create(w: NewWebhook): Webhook
-  delete(id: string): boolean
+  create(w: NewWebhook): Promise<Webhook>
+  delete(id: string): Promise<boolean>
   /** Enables (resetting fail_count) or disables; null when unknown. */
-  setActive(id: string, active: boolean): Webhook | null
+  setActive(id: string, active: boolean): Promise<Webhook | null>
   /**
    * Records one delivery attempt: success resets fail_count, failure increments it
    * and disables the webhook at `maxFailures`. Null when the webhook is gone.
    */
-  recordDelivery(id: string, ok: boolean, maxFailures: number): Webhook | null
+  recordDelivery(id: string, ok: boolean, maxFailures: number): Promise<Webhook | null>
 }
 
 export interface WebhooksStore {
@@ -44,74 +44,85 @@ export interface WebhooksStore {
   get(id: string): Promise<Webhook | null>
   /** The webhook with its secret, for delivery. */
   target(id: string): Promise<WebhookTarget | null>
-  /** The active webhooks, cached between writes: treat the array as read-only. */
+  /** The active webhooks (cached between writes where this process is the only writer): treat the array as read-only. */
   active(): Promise<readonly Webhook[]>
   /** Forgets the cached active list (a webhook write committed). */
   changed(): void
 }
 
 type Row = { id: string; url: string; patterns: string; secret: string; active: number; created_at: string; last_fired: string | null; fail_count: number }
-export type { Row as WebhookRow }
 
-export function toWebhook(r: Row): Webhook {
+function toWebhook(r: Row): Webhook {
   const w: Webhook = { id: r.id, url: r.url, patterns: JSON.parse(r.patterns), active: r.active === 1, created_at: r.created_at, fail_count: r.fail_count }
   if (r.last_fired) w.last_fired = r.last_fired
   return w
 }
 
+const orNull = (row: Row | null) => (row ? toWebhook(row) : null)
+
+const INSERT = stmt<Row>(
+  'INSERT INTO webhooks (id, url, patterns, secret, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING *',
+)
+const REMOVE = stmt('DELETE FROM webhooks WHERE id = ?')
+const ENABLE = stmt<Row>('UPDATE webhooks SET active = 1, fail_count = 0 WHERE id = ? RETURNING *')
+const DISABLE = stmt<Row>('UPDATE webhooks SET active = 0 WHERE id = ? RETURNING *')
+const SUCCEEDED = stmt<Row>('UPDATE webhooks SET fail_count = 0, last_fired = ? WHERE id = ? RETURNING *')
+const FAILED = stmt<Row>(
+  `UPDATE webhooks SET fail_count = fail_count + 1, last_fired = ?1,
+     active = CASE WHEN fail_count + 1 >= ?2 THEN 0 ELSE active END
+   WHERE id = ?3 RETURNING *`,
+)
+const ALL = stmt<Row>('SELECT * FROM webhooks ORDER BY id')
+const ACTIVE = stmt<Row>('SELECT * FROM webhooks WHERE active = 1 ORDER BY id')
+const ONE = stmt<Row>('SELECT * FROM webhooks WHERE id = ?')
+
 /** Webhook writes; `changed` runs after the commit (it drops the reader's cached active list). */
-export function webhooksWrites(db: Database, unit: UnitHooks, changed: () => void): WebhooksWrites {
-  const insert = db.query<Row, [string, string, string, string, string]>(
-    'INSERT INTO webhooks (id, url, patterns, secret, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING *',
-  )
-  const remove = db.query<unknown, [string]>('DELETE FROM webhooks WHERE id = ?')
-  const enable = db.query<Row, [string]>('UPDATE webhooks SET active = 1, fail_count = 0 WHERE id = ? RETURNING *')
-  const disable = db.query<Row, [string]>('UPDATE webhooks SET active = 0 WHERE id = ? RETURNING *')
-  const succeeded = db.query<Row, [string, string]>('UPDATE webhooks SET fail_count = 0, last_fired = ? WHERE id = ? RETURNING *')
-  const failed = db.query<Row, [string, number, string]>(
-    `UPDATE webhooks SET fail_count = fail_count + 1, last_fired = ?1,
-       active = CASE WHEN fail_count + 1 >= ?2 THEN 0 ELSE active END
-     WHERE id = ?3 RETURNING *`,
-  )
-  const write = <T>(fn: () => T): T => {
+export function webhooksWrites(w: Runner, unit: UnitHooks, changed: () => void): WebhooksWrites {
+  const write = <T>(result: Promise<T>): Promise<T> => {
     unit.afterCommit(changed)
-    return fn()
+    return result
   }
   return {
-    create(w) {
-      const row = write(() => insert.get(w.id, w.url, JSON.stringify(w.patterns), w.secret, now()))
-      if (!row) throw conflict(`webhook ${w.id} already exists`)
+    async create(hook) {
+      const row = await write(w.get(INSERT, hook.id, hook.url, JSON.stringify(hook.patterns), hook.secret, now()))
+      if (!row) throw conflict(`webhook ${hook.id} already exists`)
       return toWebhook(row)
     },
-    delete: (id) => write(() => remove.run(id).changes) > 0,
-    setActive(id, on) {
-      const row = write(() => (on ? enable : disable).get(id))
-      return row ? toWebhook(row) : null
-    },
-    recordDelivery(id, ok, maxFailures) {
-      const row = write(() => (ok ? succeeded.get(now(), id) : failed.get(now(), maxFailures, id)))
-      return row ? toWebhook(row) : null
-    },
+    delete: async (id) => (await write(w.run(REMOVE, id))) > 0,
+    setActive: async (id, on) => orNull(await write(w.get(on ? ENABLE : DISABLE, id))),
+    recordDelivery: async (id, ok, maxFailures) => orNull(await write(ok ? w.get(SUCCEEDED, now(), id) : w.get(FAILED, now(), maxFailures, id))),
   }
 }
 
-export function webhooksStore(db: Database): WebhooksStore {
-  const all = db.query<Row, []>('SELECT * FROM webhooks ORDER BY id')
-  const active = db.query<Row, []>('SELECT * FROM webhooks WHERE active = 1')
-  const one = db.query<Row, [string]>('SELECT * FROM webhooks WHERE id = ?')
-  // Every published event asks for the active webhooks: keep them in memory, dropped after any committed write.
+/**
+ * `cache`: keep the active list in memory, dropped after any committed write (every published
+ * event asks for it). Only where this process is the database's only writer: on PostgreSQL
+ * another replica may change the webhooks at any time.
+ */
+export function webhooksStore(r: Runner, cache: boolean): WebhooksStore {
   let activeCache: Webhook[] | null = null
+  // Counts writes, so a read that a commit overtook is answered but not kept.
+  let writes = 0
+  const active = async () => (await r.all(ACTIVE)).map(toWebhook)
   return {
-    list: async () => all.all().map(toWebhook),
-    active: async () => (activeCache ??= active.all().map(toWebhook)),
-    async get(id) {
-      const row = one.get(id)
-      return row ? toWebhook(row) : null
+    list: async () => (await r.all(ALL)).map(toWebhook),
+    // The dispatcher (jobs/webhooks.ts) asks one event at a time, so answers keep event order.
+    async active() {
+      if (!cache) return active()
+      if (activeCache) return activeCache
+      const seen = writes
+      const list = await active()
+      if (seen === writes) activeCache = list
+      return list
     },
+    get: async (id) => orNull(await r.get(ONE, id)),
     async target(id) {
-      const row = one.get(id)
+      const row = await r.get(ONE, id)
       return row ? { ...toWebhook(row), secret: row.secret } : null
     },
-    changed: () => void (activeCache = null),
+    changed() {
+      writes++
+      activeCache = null
+    },
   }
 }

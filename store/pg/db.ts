@@ -6,7 +6,7 @@ import { AppError } from '../../lib/errors'
 import { log } from '../../obs/log'
 import type { UnitHooks } from '../db'
 
-type Handle = Pick<SQL, 'unsafe'>
+export type Handle = Pick<SQL, 'unsafe'>
 
 /** The schema, one entry per version (append only), tracked in muster_schema. */
 const T = 'TEXT COLLATE "C"'
@@ -151,18 +151,24 @@ export async function migrate(sql: SQL): Promise<void> {
   })
 }
 
-/**
- * A statement written with SQLite's `?` placeholders, run on PostgreSQL as `$n`
- * (prepared and cached per connection by Bun's client). No `?` may appear in a literal.
- */
-export function q<Row = Record<string, unknown>>(text: string) {
+/** SQLite's `?` and `?n` placeholders as PostgreSQL's `$n`. No `?` may appear in a literal. */
+export function toPg(text: string): string {
   let n = 0
-  const pg = text.replace(/\?(\d+)?/g, (_, i) => `$${i ?? ++n}`)
-  const exec = (h: Handle, args: unknown[]) => h.unsafe(pg, args.map(param)).catch(rethrow) as Promise<Row[] & { count: number }>
+  return text.replace(/\?(\d+)?/g, (_, i) => `$${i ?? ++n}`)
+}
+
+/** Runs `text` (already `$n`) on `h`; Bun's client prepares and caches it per connection. */
+export function exec<Row>(h: Handle, text: string, args: unknown[]): Promise<Row[] & { count: number }> {
+  return h.unsafe(text, args.map(param)).catch(rethrow) as Promise<Row[] & { count: number }>
+}
+
+/** A statement for the PostgreSQL-only modules (versioned documents, events, feed), run on the handle given. */
+export function q<Row = Record<string, unknown>>(text: string) {
+  const pg = toPg(text)
   return {
-    all: (h: Handle, ...args: unknown[]): Promise<Row[]> => exec(h, args),
-    get: async (h: Handle, ...args: unknown[]): Promise<Row | null> => (await exec(h, args))[0] ?? null,
-    run: async (h: Handle, ...args: unknown[]): Promise<number> => (await exec(h, args)).count,
+    all: (h: Handle, ...args: unknown[]): Promise<Row[]> => exec<Row>(h, pg, args),
+    get: async (h: Handle, ...args: unknown[]): Promise<Row | null> => (await exec<Row>(h, pg, args))[0] ?? null,
+    run: async (h: Handle, ...args: unknown[]): Promise<number> => (await exec(h, pg, args)).count,
   }
 }
 
@@ -176,10 +182,6 @@ export function rethrow(err: unknown): never {
   if (e?.errno === '22021' || e?.errno === '22P05') throw new AppError('invalid', 'text must not contain NUL bytes')
   throw err
 }
-
-/** BIGINT columns come back as strings (they may exceed 2^53); ours never do. */
-export const int = (v: unknown): number => (typeof v === 'number' ? v : Number(v))
-export const intOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : int(v))
 
 /**
  * Units of work on PostgreSQL, with group commit as on SQLite: the units waiting

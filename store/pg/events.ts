@@ -5,9 +5,9 @@
 import type { SQL } from 'bun'
 import { globRegex, matchesAll } from '../../lib/glob'
 import { now } from '../db'
-import type { Async } from '../index'
 import { ECHO, type Event, type EventsStore, type EventsWrites } from '../events'
-import { int, q, type PgUnits } from './db'
+import { q, type PgUnits } from './db'
+import { int } from '../runner'
 
 export function toEvent(r: Record<string, unknown>): Event {
   const event: Event = { id: int(r.id), topic: r.topic as string, data: JSON.parse(r.data as string), source: r.source as string, created_at: r.created_at as string }
@@ -27,7 +27,7 @@ const insert = q<{ id: string }>(
 const pruneBelow = q('DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)')
 const last = q<{ id: string | null }>('SELECT MAX(id) AS id FROM events')
 
-export function pgEventsWrites(u: PgUnits): Async<EventsWrites> {
+export function pgEventsWrites(u: PgUnits): EventsWrites {
   return {
     async append(topic, data, source, echo) {
       const created_at = now()

@@ -8,7 +8,8 @@
 import type { SQL } from 'bun'
 import { log } from '../../obs/log'
 import type { Event } from '../events'
-import { int, q } from './db'
+import { q } from './db'
+import { int } from '../runner'
 import { EVENTS_CHANNEL, toEvent } from './events'
 
 const PAGE = 500

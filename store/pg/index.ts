@@ -5,9 +5,10 @@
 // (store/pg/leader.ts), and nothing is cached that another replica could change.
 import type { SQL } from 'bun'
 import { mkdirSync } from 'node:fs'
-import { SCHEMA_VERSION } from '../db'
+import { SCHEMA_VERSION, type UnitHooks } from '../db'
 import { removeStaleTemps, tempPath } from '../backup'
-import type { Store, Tx } from '../index'
+import type { Store, Tx } from '../types'
+import { tables } from '../tables'
 import { connect, migrate, PgUnits } from './db'
 import { EventFeed } from './feed'
 import { Leader } from './leader'
@@ -15,20 +16,7 @@ import { syncClock } from './clock'
 import { pgSnapshot, pgRestore, RESET_CHANNEL } from './backup'
 import { pgEventsStore, pgEventsWrites } from './events'
 import { pgDocs } from './versioned'
-import { stateStore, stateWrites } from '../state'
-import { specsStore, specsWrites } from '../specs'
-import { pgAuditStore, pgAuditWrites } from './audit'
-import { pgInstancesStore, pgInstancesWrites } from './instances'
-import { pgMetricsStore, pgMetricsWrites } from './metrics'
-import { pgLlmStore, pgLlmWrites } from './llm'
-import { pgRulesStore, pgRulesWrites } from './rules'
-import { pgTemplatesStore, pgTemplatesWrites } from './templates'
-import { pgComplianceStore, pgComplianceWrites } from './compliance'
-import { pgWebhooksStore, pgWebhooksWrites } from './webhooks'
-import { pgHoldersStore, pgHoldersWrites } from './holders'
-import { pgQueueStore, pgQueueWrites } from './queue'
-import { pgLocksStore, pgLocksWrites } from './locks'
-import { pgReservationsStore, pgReservationsWrites } from './reservations'
+import { pgRunner, PG } from './runner'
 
 export async function openPgStore(url: string, dataDir: string): Promise<Store> {
   const sql: SQL = connect(url)
@@ -38,26 +26,29 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
   mkdirSync(dataDir, { recursive: true })
   removeStaleTemps(dataDir)
   const units = new PgUnits(sql)
-  const events = pgEventsWrites(units)
+  const events = { reads: pgEventsStore(sql), writes: pgEventsWrites(units) }
   const feed = new EventFeed(sql)
-  const docs = pgDocs(sql, units)
-  // Every table group's writes; `emit` is added per unit (its events' after-commit hooks are the unit's).
-  const writes: Omit<Tx, 'emit'> = {
-    state: stateWrites(docs),
-    specs: specsWrites(docs),
-    audit: pgAuditWrites(units),
+  // Units run one at a time, so the unit the writes' hooks belong to is always the running one.
+  let current: UnitHooks | null = null
+  const unit: UnitHooks = { afterCommit: (fn) => current!.afterCommit(fn) }
+  const { reads, writes } = tables({
+    reads: pgRunner(() => sql),
+    writes: pgRunner(() => units.tx),
+    dialect: PG,
+    docs: pgDocs(sql, units),
     events,
-    instances: pgInstancesWrites(units),
-    metrics: pgMetricsWrites(units),
-    llm: pgLlmWrites(units),
-    rules: pgRulesWrites(units),
-    templates: pgTemplatesWrites(units),
-    compliance: pgComplianceWrites(units),
-    webhooks: pgWebhooksWrites(units),
-    holders: pgHoldersWrites(units),
-    queue: pgQueueWrites(units),
-    locks: pgLocksWrites(units),
-    reservations: pgReservationsWrites(units),
+    unit,
+    soleWriter: false,
+  })
+  // A unit's events: delivered here after COMMIT, and announced to the other
+  // replicas by the NOTIFY that PostgreSQL sends at that same COMMIT.
+  const tx: Tx = {
+    ...writes,
+    async emit(topic, data, source, echo) {
+      const event = await events.writes.append(topic, data, source, echo)
+      unit.afterCommit(() => feed.committed(event))
+      return event
+    },
   }
   await feed.start()
   // A restore through any replica replaced the events table: every replica's feed starts over after it.
@@ -68,36 +59,13 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
   clockTimer.unref()
 
   const store: Store = {
-    state: stateStore(docs),
-    specs: specsStore(docs),
-    audit: pgAuditStore(sql),
-    events: pgEventsStore(sql),
-    instances: pgInstancesStore(sql),
-    metrics: pgMetricsStore(sql),
-    llm: pgLlmStore(sql),
-    rules: pgRulesStore(sql),
-    templates: pgTemplatesStore(sql),
-    compliance: pgComplianceStore(sql),
-    webhooks: pgWebhooksStore(sql),
-    holders: pgHoldersStore(sql),
-    queue: pgQueueStore(sql),
-    locks: pgLocksStore(sql),
-    reservations: pgReservationsStore(sql),
+    ...reads,
     backend: 'postgres',
     isLeader: () => leader.held,
     write: (fn) =>
-      units.run((unit) => {
-        // This unit's events: delivered here after COMMIT, and announced to the other
-        // replicas by the NOTIFY that PostgreSQL sends at that same COMMIT.
-        const unitTx: Tx = {
-          ...writes,
-          async emit(topic, data, source, echo) {
-            const event = await events.append(topic, data, source, echo)
-            unit.afterCommit(() => feed.committed(event))
-            return event
-          },
-        }
-        return fn(unitTx)
+      units.run((u) => {
+        current = u
+        return fn(tx)
       }),
     onEvent: (listener) => feed.listeners.push(listener),
     schemaVersion: SCHEMA_VERSION,

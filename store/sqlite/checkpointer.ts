@@ -4,8 +4,8 @@
 // Under a steady write load a passive checkpoint never lets the WAL start over: the
 // writer restarts it only when it begins a transaction with every frame already
 // copied, and a new COMMIT always lands first. The writer's own autocheckpoint used to
-// end that, inline in a COMMIT (copy and two fsyncs: 90-145 ms of a frozen event loop,
-// state PUT p99 55-105 ms under wrk). Instead, once the WAL holds `turnoverFrames`,
+// end that, inline in a COMMIT (a copy and two fsyncs with the event loop frozen, the
+// slowest requests waiting on them). Instead, once the WAL holds `turnoverFrames`,
 // this worker asks the main thread for a turnover: the main thread holds new write
 // units back (reads go on), this worker runs one checkpoint, which now reaches the end
 // of the WAL, and the writer's next transaction starts the WAL over. While writes come
@@ -14,16 +14,15 @@
 //
 // SQLite syncs the database file only in a checkpoint that reaches the end of the WAL:
 // the held one. Left to it, that one fsync writes back every page the passes before it
-// copied since the last turnover (tens of MB: 60-110 ms measured, all of it a hold). So
-// this worker syncs the database file itself once passes have copied SYNC_FRAMES since
-// its last sync (5-8 ms, on this thread, writes going on), and the held pass's fsync has
-// little left (holds of 3-10 ms measured). Not after every pass: at a low write rate that
-// was an fsync every 25 ms, ~10% more CPU per event at 1,000 events/s. Durability is
+// copied since the last turnover (tens of MB, all of it a hold). So this worker syncs the
+// database file itself once passes have copied SYNC_FRAMES since its last sync (on this
+// thread, writes going on), and the held pass's fsync has little left. Not after every
+// pass: at a low write rate that was an fsync every `busyMs`, CPU spent per event. Durability is
 // unchanged: these are extra syncs; the WAL frames stay until a synced checkpoint has
 // copied them.
 const scope = globalThis as unknown as Worker
 
-/** `fileFd`: a descriptor of `file` the main thread keeps open (see databaseFd in store/index.ts), for the syncs. */
+/** `fileFd`: a descriptor of `file` the main thread keeps open (see databaseFd in store/sqlite/index.ts), for the syncs. */
 export type ToCheckpointer = { file: string; fileFd: number; busyMs: number; idleMs: number; turnoverFrames: number } | { turnover: true }
 export type FromCheckpointer = { error: string } | { wantsTurnover: true } | { turnedOver: true }
 

@@ -1,0 +1,30 @@
+// Table modules on PostgreSQL: their statements run on the pool (reads) or on the
+// running unit's transaction (writes), each turned into `$n` form once.
+import type { Dialect, Runner, Stmt } from '../runner'
+import { exec, toPg, type Handle } from './db'
+
+/** `handle` is asked on every call: for writes it is the transaction of the unit running now. */
+export function pgRunner(handle: () => Handle): Runner {
+  const texts: string[] = []
+  const run = async <Row>(s: Stmt<Row>, args: unknown[]) => exec<Row>(handle(), (texts[s.id] ??= toPg(s.sql)), args)
+  return {
+    all: (s, ...args) => run(s, args),
+    get: async (s, ...args) => (await run(s, args))[0] ?? null,
+    run: async (s, ...args) => (await run(s, args)).count,
+  }
+}
+
+export const PG: Dialect = {
+  elements: (p) => `jsonb_array_elements_text(${p}::text::jsonb) WITH ORDINALITY AS x(value, key)`,
+  // As JSON text (json keeps each element as JSON.stringify wrote it): jsonb would refuse
+  // an element holding \u0000, which SQLite reads fine.
+  hasElement: (column, p) => `${p} IN (SELECT json_array_elements(${column}::json)::text)`,
+  element: (value) => JSON.stringify(value),
+  // Containment, for arrays of strings.
+  within: (column, p) => `${column}::jsonb <@ ${p}::text::jsonb`,
+  noLimit: null,
+  seq: 'seq',
+  total: (e) => `COALESCE(SUM(${e}), 0)::float8`,
+  // Through the shortest text of the float: a plain ::numeric cast would keep only 15 significant digits.
+  round: (e, digits) => `ROUND(${e}::text::numeric, ${digits})::float8`,
+}

@@ -1,0 +1,87 @@
+// Event history on SQLite: ids from the rowid, times that never go back, so a time
+// filter is answered as an id range.
+import type { Database } from 'bun:sqlite'
+import { now } from '../db'
+import { globToSql } from '../../lib/glob'
+import { ECHO, type Event, type EventsStore, type EventsWrites } from '../events'
+
+type Row = { id: number; topic: string; data: string; source: string; created_at: string }
+const toEvent = (r: Row): Event => ({ id: r.id, topic: r.topic, data: JSON.parse(r.data), source: r.source, created_at: r.created_at })
+
+export function eventsWrites(db: Database): EventsWrites {
+  // The id from run()'s lastInsertRowid: RETURNING costs a result row on every event.
+  const insert = db.query<unknown, [string, string, string, string]>('INSERT INTO events (topic, data, source, created_at) VALUES (?, ?, ?, ?)')
+  // Times never go back, whatever the machine's clock does (after a step back, events take the
+  // newest one's time until the clock catches up): times rise with ids, so eventsStore turns a time
+  // filter into an id range, with no index to update on every write.
+  let newest = db.query<{ created_at: string }, []>('SELECT created_at FROM events ORDER BY id DESC LIMIT 1').get()?.created_at ?? ''
+  const stamp = () => {
+    const time = now()
+    if (time > newest) newest = time
+    return newest
+  }
+  const pruneBelow = db.query<unknown, [number]>(
+    'DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)',
+  )
+  return {
+    async append(topic, data, source, echo) {
+      const created_at = stamp()
+      const id = Number(insert.run(topic, JSON.stringify(data ?? null), source, created_at).lastInsertRowid)
+      const event: Event = { id, topic, data: data ?? null, source, created_at }
+      if (echo) event[ECHO] = true
+      return event
+    },
+    prune: async (keep) => pruneBelow.run(Math.max(0, keep)).changes,
+  }
+}
+
+export function eventsStore(db: Database): EventsStore {
+  const last = db.query<{ id: number | null }, []>('SELECT MAX(id) AS id FROM events')
+  // Two subqueries: MIN and MAX in one SELECT would scan the table instead of reading both ends.
+  const span = db.query<{ first: number | null; last: number | null }, []>('SELECT (SELECT MIN(id) FROM events) AS first, (SELECT MAX(id) FROM events) AS last')
+  const atOrAfter = db.query<{ id: number; created_at: string }, [number]>('SELECT id, created_at FROM events WHERE id >= ? ORDER BY id LIMIT 1')
+  /**
+   * The least id from which every event's time passes `passes` (times rise with ids: eventsWrites),
+   * by binary search on the rowid: a probe per halving instead of a scan. Past the newest id when none passes.
+   */
+  const firstIdWhere = (ends: { first: number | null; last: number | null }, passes: (time: string) => boolean): number => {
+    if (ends.first === null || ends.last === null) return 0
+    let lo = ends.first
+    let hi = ends.last + 1
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2)
+      const row = atOrAfter.get(mid)
+      if (!row || passes(row.created_at)) hi = mid
+      else lo = row.id + 1
+    }
+    return lo
+  }
+  // Queries differ only in which filters are present: prepare each shape once.
+  const shapes = new Map<string, ReturnType<typeof db.query<Row, (string | number)[]>>>()
+  return {
+    lastId: async () => last.get()?.id ?? 0,
+    async query(q) {
+      const where: string[] = []
+      const args: (string | number)[] = []
+      const glob = q.topic ? globToSql(q.topic) : null
+      if (glob) {
+        where.push("topic GLOB ? AND length(topic) - length(replace(topic, '.', '')) = ?")
+        args.push(glob.glob, glob.dots)
+      }
+      if (q.source !== undefined) where.push('source = ?'), args.push(q.source)
+      // The id range is the time filter (times rise with ids in every row, the migration's included);
+      // the time conditions stay as a guard that costs nothing once the range is read.
+      const from = q.from
+      const to = q.to
+      const ends = from || to ? span.get()! : { first: null, last: null }
+      if (from) where.push('id >= ? AND created_at >= ?'), args.push(firstIdWhere(ends, (t) => t >= from), from)
+      if (to) where.push('id < ? AND created_at <= ?'), args.push(firstIdWhere(ends, (t) => t > to), to)
+      if (q.afterId !== undefined) where.push('id > ?'), args.push(q.afterId)
+      args.push(q.limit)
+      const sql = `SELECT id, topic, data, source, created_at FROM events ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id ${q.afterId !== undefined ? 'ASC' : 'DESC'} LIMIT ?`
+      let stmt = shapes.get(sql)
+      if (!stmt) shapes.set(sql, (stmt = db.query<Row, (string | number)[]>(sql)))
+      return stmt.all(...args).map(toEvent)
+    },
+  }
+}

@@ -1,0 +1,43 @@
+// Table modules on SQLite: each statement prepared once per connection, run synchronously.
+import type { Database, Statement } from 'bun:sqlite'
+import type { Dialect, Param, Runner, Stmt } from '../runner'
+
+export function sqliteRunner(db: Database): Runner {
+  const slots: Statement[] = []
+  const prepared = (s: Stmt<unknown>) => (slots[s.id] ??= db.prepare(s.sql))
+  // A throw becomes a rejection, as on PostgreSQL (inline: these run on every statement).
+  return {
+    all<Row>(s: Stmt<Row>, ...args: Param[]) {
+      try {
+        return Promise.resolve(prepared(s).all(...args) as Row[])
+      } catch (err) {
+        return Promise.reject(err)
+      }
+    },
+    get<Row>(s: Stmt<Row>, ...args: Param[]) {
+      try {
+        return Promise.resolve((prepared(s).get(...args) as Row | null) ?? null)
+      } catch (err) {
+        return Promise.reject(err)
+      }
+    },
+    run(s, ...args) {
+      try {
+        return Promise.resolve(prepared(s).run(...args).changes)
+      } catch (err) {
+        return Promise.reject(err)
+      }
+    },
+  }
+}
+
+export const SQLITE: Dialect = {
+  elements: (p) => `json_each(${p}) AS x`,
+  hasElement: (column, p) => `EXISTS (SELECT 1 FROM json_each(${column}) WHERE value = ${p})`,
+  element: (value) => value,
+  within: (column, p) => `NOT EXISTS (SELECT 1 FROM json_each(${column}) r WHERE r.value NOT IN (SELECT value FROM json_each(${p})))`,
+  noLimit: -1,
+  seq: 'rowid',
+  total: (e) => `TOTAL(${e})`,
+  round: (e, digits) => `ROUND(${e}, ${digits})`,
+}

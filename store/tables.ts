@@ -1,0 +1,79 @@
+// Every table group of the store, built once for both backends over a reads runner
+// and a writes runner; what differs per backend (versioned documents, events) comes in.
+import type { UnitHooks } from './db'
+import type { Dialect, Runner } from './runner'
+import type { Docs } from './versioned'
+import type { EventsStore, EventsWrites } from './events'
+import { auditStore, auditWrites } from './audit'
+import { complianceStore, complianceWrites } from './compliance'
+import { holdersStore, holdersWrites } from './holders'
+import { instancesStore, instancesWrites } from './instances'
+import { llmStore, llmWrites } from './llm'
+import { locksStore, locksWrites } from './locks'
+import { metricsStore, metricsWrites } from './metrics'
+import { queueStore, queueWrites } from './queue'
+import { reservationsStore, reservationsWrites } from './reservations'
+import { rulesStore, rulesWrites } from './rules'
+import { specsStore, specsWrites } from './specs'
+import { stateStore, stateWrites } from './state'
+import { templatesStore, templatesWrites } from './templates'
+import { webhooksStore, webhooksWrites } from './webhooks'
+
+export interface Backend {
+  /** Reads: committed data only. */
+  reads: Runner
+  /** Writes: inside the running unit of work. */
+  writes: Runner
+  dialect: Dialect
+  docs: Docs
+  events: { reads: EventsStore; writes: EventsWrites }
+  /** The running unit's hooks. */
+  unit: UnitHooks
+  /** This process is the database's only writer, so reads may be cached between writes. */
+  soleWriter: boolean
+}
+
+export function tables({ reads: r, writes: w, dialect: d, docs, events, unit, soleWriter }: Backend) {
+  const webhooks = webhooksStore(r, soleWriter)
+  return {
+    reads: {
+      state: stateStore(docs),
+      specs: specsStore(docs),
+      audit: auditStore(r),
+      events: events.reads,
+      instances: instancesStore(r, d),
+      metrics: metricsStore(r),
+      llm: llmStore(r, d),
+      rules: rulesStore(r),
+      templates: templatesStore(r, d),
+      compliance: complianceStore(r),
+      webhooks,
+      holders: holdersStore(r, d),
+      queue: queueStore(r, d),
+      locks: locksStore(r),
+      reservations: reservationsStore(r),
+    },
+    writes: {
+      state: stateWrites(docs),
+      specs: specsWrites(docs),
+      audit: auditWrites(w),
+      events: events.writes,
+      instances: instancesWrites(w, d),
+      metrics: metricsWrites(w),
+      llm: llmWrites(w),
+      rules: rulesWrites(w),
+      templates: templatesWrites(w),
+      compliance: complianceWrites(w),
+      webhooks: webhooksWrites(w, unit, webhooks.changed),
+      holders: holdersWrites(w),
+      queue: queueWrites(w, d),
+      locks: locksWrites(w),
+      reservations: reservationsWrites(w),
+    },
+  }
+}
+
+/** Every table group's reads. */
+export type Reads = ReturnType<typeof tables>['reads']
+/** Every table group's writes, for one unit of work. */
+export type Writes = ReturnType<typeof tables>['writes']
