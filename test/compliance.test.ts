@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { openConfiguredStore } from '../store'
-import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
+import { call, eventually, register, startServer, tempDir, type TestServer } from './helpers'
 import { apiContract, startFixture, type Fixture } from './contract-fixture'
 import { databaseFor, PG_BASE, rawQuery } from './pg'
 
@@ -191,8 +191,7 @@ test('the scheduled job checks instances on its own every --compliance-interval'
 })
 
 test('an instance registered through the API is checked against its workspace project', async () => {
-  const reg = await call(s.api, 'POST', '/api/instances/register', { name: 'registered', workspace: 'alpha' })
-  expect(reg.status).toBe(200)
+  const reg = await register(s, { name: 'registered', workspace: 'alpha' })
   const r = await run()
   const mine = runsOf(r.body.runs, reg.body.id)
   expect(Object.keys(mine).sort()).toEqual(['alpha/bad', 'alpha/down', 'alpha/good', 'alpha/offline'])

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import type { BrowserContext, Page } from 'playwright-core'
 import { join } from 'node:path'
 import { launch, openPage } from './browser'
-import { call, startServer, tempDir, type TestServer } from './helpers'
+import { call, register, startServer, tempDir, type TestServer } from './helpers'
 
 setDefaultTimeout(60_000)
 const SHOTS = tempDir('muster-coordination-shots-')
@@ -25,18 +25,14 @@ afterAll(async () => {
 })
 
 const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => call(s.api, method, path, body, { ...AUTH, ...headers })
-async function register(name: string) {
-  const r = (await api('POST', '/api/instances/register', { name })).body
-  return { id: r.id as string, h: { 'x-instance-token': r.token as string } }
-}
 
 const open = (width = 1360) => openPage(browser, s.dashboard + '/coordination', { token: TOKEN, size: { width, height: 900 } })
 const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true })
 
 describe('coordination page', () => {
   test('shows what is held with holder and liveness, follows the event stream, and force-releases', async () => {
-    const alice = await register('alice')
-    const bob = await register('bob')
+    const alice = await register(s, 'alice', AUTH)
+    const bob = await register(s, 'bob', AUTH)
     await api('PUT', '/api/locks/deploy/prod', { reason: 'release 2.4', ttl_ms: 600_000 }, alice.h)
     await api('PUT', '/api/locks/gpu', { limit: 2 }, alice.h)
     await api('PUT', '/api/locks/gpu', {}, bob.h)

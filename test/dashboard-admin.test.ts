@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import type { BrowserContext, Page } from 'playwright-core'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { call, eventually, startServer, tempDir } from './helpers'
+import { call, eventually, register, startServer, tempDir } from './helpers'
 import { NARROW, WIDE, launch, openPage, overflowing, settled, shot as shotIn } from './browser'
 
 const TOKEN = 'admin-test-token'
@@ -47,7 +47,6 @@ async function bothSizes(page: Page, name: string) {
   await page.setViewportSize(WIDE)
 }
 
-const register = async (name: string, workspace = '') => (await api('POST', '/api/instances/register', { name, workspace, intent: `${name} at work` })).body
 const rulesOf = async (project: string) =>
   Object.fromEntries((await api('GET', `/api/rules?project=${project}`)).body.map((r: any) => [r.rule_id, `${r.source}/${r.status}`]))
 
@@ -81,7 +80,7 @@ describe('token', () => {
 
 describe('rules keep their provenance', () => {
   test('adding, editing and deleting a rule in the UI leaves the other rules\u2019 source alone; rejected rules can be reopened', async () => {
-    const proposer = await register('rule-scout')
+    const proposer = await register(s, { name: 'rule-scout', intent: 'rule-scout at work' }, AUTH)
     await api('POST', '/api/rules/import', [{ project: 'prov', rule_id: 'ext-one', pattern: 'EXT' }])
     await api('POST', '/api/rules/propose', { project: 'prov', rule_id: 'learned-one', pattern: 'LEARNED', proposed_by: proposer.id })
     await api('POST', '/api/rules/prov/learned-one/accept')
@@ -192,7 +191,7 @@ describe('state', () => {
 
 describe('audit on the overview', () => {
   test('actors by instance name (id on hover), pages of 50 with Older / Newer, no column out of view at 1400 px', async () => {
-    const agent = await register('audit-bot-with-a-rather-long-name')
+    const agent = await register(s, { name: 'audit-bot-with-a-rather-long-name', intent: 'audit-bot-with-a-rather-long-name at work' }, AUTH)
     await api('PUT', `/api/instances/${agent.id}/intent`, { intent: 'auditing' }) // resource instances/{id}/intent
     for (let i = 0; i < 55; i++) await api('PUT', `/api/state/audit/k${i % 3}`, { i }, { 'x-instance-token': agent.token })
     const { page, problems } = await open('/')
@@ -224,8 +223,8 @@ describe('audit on the overview', () => {
 
 describe('admin: instances', () => {
   test('names with their metrics, one agent\u2019s hourly metrics, deregister', async () => {
-    const busy = await register('metrics-bot', '/home/ana/shop')
-    const idle = await register('leaving-bot')
+    const busy = await register(s, { name: 'metrics-bot', workspace: '/home/ana/shop', intent: 'metrics-bot at work' }, AUTH)
+    const idle = await register(s, { name: 'leaving-bot', intent: 'leaving-bot at work' }, AUTH)
     for (let i = 0; i < 3; i++) await api('GET', '/api/state', undefined, { 'x-instance-token': busy.token })
     const { page, problems } = await open('/admin#instances')
     const row = page.locator(`#instances-table tr[data-id="${busy.id}"]`)
@@ -361,7 +360,7 @@ describe('admin: contracts and compliance', () => {
       await bothSizes(page, 'admin-contracts')
 
       // Compliance: the instance's workspace names the project.
-      const checker = await register('compliance-bot', '/srv/shop')
+      const checker = await register(s, { name: 'compliance-bot', workspace: '/srv/shop', intent: 'compliance-bot at work' }, AUTH)
       await page.locator('.section-nav button', { hasText: 'Compliance' }).click()
       await page.locator('#admin-compliance .state-box.empty').waitFor()
       await page.getByRole('button', { name: 'Run now' }).click()
@@ -382,7 +381,7 @@ describe('admin: contracts and compliance', () => {
 
 describe('command palette', () => {
   test('Ctrl+K jumps to an instance, a key, a rule and a template', async () => {
-    const agent = await register('palette-target')
+    const agent = await register(s, { name: 'palette-target', intent: 'palette-target at work' }, AUTH)
     await api('PUT', '/api/state/palette/key-one', { x: 1 })
     const { page, problems } = await open('/')
     await page.locator('#key-list button').first().waitFor()

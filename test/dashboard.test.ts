@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { assets } from '../public/assets'
 import { launch, openPage, settled, shot as shotIn, type Opened } from './browser'
-import { call, eventually, startServer, tempDir } from './helpers'
+import { call, eventually, register, startServer, tempDir } from './helpers'
 
 const ROOT = join(import.meta.dir, '..')
 const PUBLIC = join(ROOT, 'public')
@@ -311,8 +311,8 @@ describe('web UI in Chromium', () => {
   })
 
   test('instances show status, intent and last seen; stale ones stand out', async () => {
-    const gone = await api('POST', '/api/instances/register', { name: 'ui-gone', workspace: 'web', intent: 'fixing the login form' })
-    const alive = await api('POST', '/api/instances/register', { name: 'ui-alive', workspace: 'api', intent: 'adding pagination', stack: 'goth' })
+    const gone = await register(s, { name: 'ui-gone', workspace: 'web', intent: 'fixing the login form' }, AUTH)
+    const alive = await register(s, { name: 'ui-alive', workspace: 'api', intent: 'adding pagination', stack: 'goth' }, AUTH)
     await Bun.sleep(1100) // past the 1 s stale timeout this server runs with
     await api('POST', `/api/instances/${alive.body.id}/heartbeat`)
     await api('POST', '/api/liveness/check')

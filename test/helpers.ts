@@ -162,3 +162,28 @@ export async function eventually<T>(fn: () => Promise<T> | T, timeoutMs = 5000, 
     await Bun.sleep(stepMs)
   }
 }
+
+/** An instance a test registered. */
+export interface Agent {
+  id: string
+  name: string
+  token: string
+  /** The header that acts as this instance (`x-instance-token`), to spread into a request's headers. */
+  h: Record<string, string>
+  /** What POST /api/instances/register answered: the instance's fields and its token. */
+  body: Record<string, any>
+}
+
+/** What to register: a name, or the fields of the request. */
+export type Registration = string | { name: string; workspace?: string; capabilities?: string[]; intent?: string; stack?: string }
+
+/**
+ * Registers an instance on `server` (a started server or its base URL) and throws
+ * unless it answers 200. `headers` carry the admin token to a server run with --auth-token.
+ */
+export async function register(server: string | { api: string }, who: Registration, headers: Record<string, string> = {}): Promise<Agent> {
+  const fields = typeof who === 'string' ? { name: who } : who
+  const r = await call(typeof server === 'string' ? server : server.api, 'POST', '/api/instances/register', fields, headers)
+  if (r.status !== 200) throw new Error(`registering ${fields.name}: ${r.status} ${r.text}`)
+  return { id: r.body.id, name: r.body.name, token: r.body.token, h: { 'x-instance-token': r.body.token }, body: r.body }
+}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
-import { call, eventually, startApp, type InProcessServer } from './helpers'
+import { call, eventually, register, startApp, type InProcessServer } from './helpers'
 import { rawQuery } from './pg'
 
 let s: InProcessServer
@@ -10,17 +10,11 @@ afterAll(() => s.cleanup())
 const api = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => call(s.api, method, path, body, headers)
 const FIELDS = ['capabilities', 'id', 'intent', 'last_seen', 'name', 'registered_at', 'stack', 'status', 'workspace']
 
-async function register(body: Record<string, unknown>) {
-  const r = await api('POST', '/api/instances/register', body)
-  expect(r.status).toBe(200)
-  return r.body
-}
-
 const listAll = async () => (await api('GET', '/api/instances')).body
 
 describe('registration', () => {
   test('returns the instance with its token, once; status active', async () => {
-    const i = await register({ name: 'alpha', workspace: 'shop', intent: 'build cart', stack: 'react' })
+    const { body: i } = await register(s, { name: 'alpha', workspace: 'shop', intent: 'build cart', stack: 'react' })
     expect(Object.keys(i).sort()).toEqual([...FIELDS, 'token'].sort())
     expect(i).toMatchObject({ name: 'alpha', workspace: 'shop', intent: 'build cart', stack: 'react', capabilities: [], status: 'active' })
     expect(i.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
@@ -37,7 +31,7 @@ describe('registration', () => {
   })
 
   test('announces instance.registered (source instances) and audits instance.register', async () => {
-    const i = await register({ name: 'announced' })
+    const { body: i } = await register(s, { name: 'announced' })
     const events = (await api('GET', '/api/events/history?topic=instance.registered&last=5')).body
     expect(events[0]).toMatchObject({ topic: 'instance.registered', source: 'instances', data: { id: i.id, name: 'announced' } })
     const audit = await eventually(async () => {
@@ -67,9 +61,9 @@ describe('registration', () => {
 
 describe('listing and lookup', () => {
   test('filters by name, workspace, stack and exact capability', async () => {
-    const a = await register({ name: 'f-one', workspace: 'ws-f', stack: 'go', capabilities: ['review', 'go-test'] })
-    const b = await register({ name: 'f-two', workspace: 'ws-f', stack: 'react', capabilities: ['review'] })
-    await register({ name: 'f-three', workspace: 'ws-other', stack: 'go' })
+    const a = await register(s, { name: 'f-one', workspace: 'ws-f', stack: 'go', capabilities: ['review', 'go-test'] })
+    const b = await register(s, { name: 'f-two', workspace: 'ws-f', stack: 'react', capabilities: ['review'] })
+    await register(s, { name: 'f-three', workspace: 'ws-other', stack: 'go' })
     const ids = async (q: string) => (await api('GET', `/api/instances?${q}`)).body.map((i: any) => i.id)
     expect(await ids('workspace=ws-f')).toEqual([a.id, b.id])
     expect(await ids('name=f-two')).toEqual([b.id])
@@ -99,7 +93,7 @@ describe('listing and lookup', () => {
 
 describe('per-instance operations', () => {
   test('heartbeat refreshes last_seen; activate; capabilities replace the list', async () => {
-    const i = await register({ name: 'ops' })
+    const { body: i } = await register(s, { name: 'ops' })
     await Bun.sleep(5)
     const hb = await api('POST', `/api/instances/${i.id}/heartbeat`)
     expect(hb.status).toBe(200)
@@ -118,7 +112,7 @@ describe('per-instance operations', () => {
   })
 
   test('capabilities and intent reject bad bodies and change nothing', async () => {
-    const i = await register({ name: 'strict', capabilities: ['keep'], intent: 'original' })
+    const { body: i } = await register(s, { name: 'strict', capabilities: ['keep'], intent: 'original' })
     for (const body of [{}, { capabilities: 'x' }, { capabilities: [''] }, { capabilities: [1] }]) {
       const r = await api('POST', `/api/instances/${i.id}/capabilities`, body)
       expect(r.status).toBe(400)
@@ -132,7 +126,7 @@ describe('per-instance operations', () => {
   })
 
   test('PUT intent sets the task and refreshes last_seen', async () => {
-    const i = await register({ name: 'intent' })
+    const { body: i } = await register(s, { name: 'intent' })
     await Bun.sleep(5)
     const r = await api('PUT', `/api/instances/${i.id}/intent`, { intent: 'refactor auth' })
     expect(r.status).toBe(200)
@@ -141,7 +135,7 @@ describe('per-instance operations', () => {
   })
 
   test('deregister: 200 {deleted}, then gone; instance.deregistered published', async () => {
-    const i = await register({ name: 'leaving' })
+    const { body: i } = await register(s, { name: 'leaving' })
     const r = await api('DELETE', `/api/instances/${i.id}`)
     expect(r.status).toBe(200)
     expect(r.body).toEqual({ deleted: i.id })
@@ -160,7 +154,7 @@ describe('per-instance operations', () => {
 
 describe('caller identity', () => {
   test('X-Instance-Token makes the instance the audit actor; an unknown token is anonymous', async () => {
-    const i = await register({ name: 'actor' })
+    const { body: i } = await register(s, { name: 'actor' })
     await api('POST', `/api/instances/${i.id}/activate`, undefined, { 'X-Instance-Token': i.token })
     await api('PUT', '/api/state/identity/probe', { by: 'actor' }, { 'X-Instance-Token': i.token })
     const entries = await eventually(async () => {

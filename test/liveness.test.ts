@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, eventually, startServer, type TestServer } from './helpers'
+import { call, eventually, register, startServer, type TestServer } from './helpers'
 
 // Stale after 600 ms of silence, checked every 100 ms by the background job.
 const STALE_MS = 600
@@ -9,12 +9,11 @@ afterAll(() => s.cleanup())
 
 const api = (method: string, path: string, body?: unknown) => call(s.api, method, path, body)
 const status = async (id: string) => (await api('GET', `/api/instances/${id}`)).body.status
-const register = async (name: string) => (await api('POST', '/api/instances/register', { name, workspace: 'live' })).body
 
 describe('liveness job', () => {
   test('a heartbeating instance stays active, a silent one goes stale, a heartbeat brings it back', async () => {
-    const busy = await register('busy')
-    const quiet = await register('quiet')
+    const busy = await register(s, { name: 'busy', workspace: 'live' })
+    const quiet = await register(s, { name: 'quiet', workspace: 'live' })
     const beating = setInterval(() => void api('POST', `/api/instances/${busy.id}/heartbeat`), 100)
     try {
       await eventually(async () => (await status(quiet.id)) === 'stale', 5000)
@@ -32,7 +31,7 @@ describe('liveness job', () => {
       name: 'quiet',
       workspace: 'live',
       status: 'stale',
-      last_seen: quiet.last_seen,
+      last_seen: quiet.body.last_seen,
     })
     expect(stale.some((i: any) => i.id === busy.id)).toBe(false)
 
@@ -46,7 +45,7 @@ describe('liveness job', () => {
   })
 
   test('activate forces a stale instance active', async () => {
-    const i = await register('forced')
+    const i = await register(s, { name: 'forced', workspace: 'live' })
     await eventually(async () => (await status(i.id)) === 'stale', 5000)
     expect((await api('POST', `/api/instances/${i.id}/activate`)).body).toEqual({ id: i.id, status: 'active' })
     expect(await status(i.id)).toBe('active')
@@ -58,7 +57,7 @@ describe('POST /api/liveness/check', () => {
     // A server whose own job would not run during the test: only the forced check marks.
     const slow = await startServer({ args: ['--stale-timeout', '300ms', '--liveness-interval', '1h'] })
     try {
-      const reg = (await call(slow.api, 'POST', '/api/instances/register', { name: 'idle' })).body
+      const reg = await register(slow, 'idle')
       const first = await call(slow.api, 'POST', '/api/liveness/check')
       expect(first.status).toBe(200)
       expect(first.body).toEqual({ checked: true, newly_stale: [], count: 0 })
@@ -81,7 +80,7 @@ describe('any call with an instance token is a heartbeat', () => {
     const t = await startServer({ args: ['--stale-timeout', '1s', '--liveness-interval', '1h'] })
     try {
       const as = (token: string) => ({ 'x-instance-token': token })
-      const inst = (await call(t.api, 'POST', '/api/instances/register', { name: 'cli-agent' })).body
+      const { body: inst } = await register(t, 'cli-agent')
       const read = async () => (await call(t.api, 'GET', `/api/instances/${inst.id}`)).body
       expect((await call(t.api, 'GET', '/api/state', undefined, as(inst.token))).status).toBe(200)
       const first = await eventually(async () => {

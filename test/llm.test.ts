@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, startServer, type TestServer } from './helpers'
+import { call, register, startServer, type TestServer } from './helpers'
 
 let s: TestServer
 beforeAll(async () => (s = await startServer()))
@@ -44,7 +44,7 @@ describe('recording usage', () => {
   })
 
   test('instance_id defaults to the calling instance', async () => {
-    const agent = (await call(s.api, 'POST', '/api/instances/register', { name: 'a7' })).body
+    const agent = await register(s, 'a7')
     await record({ provider: 'x', model: 'y' }, { 'x-instance-token': agent.token })
     expect((await list('?limit=1')).body[0].instance_id).toBe(agent.id)
     expect((await lastAudit()).actor).toBe(agent.id)

@@ -1,19 +1,14 @@
 // Locks over real HTTP: every status of the contract, waiting in line, races,
 // TTL expiry, holders going stale or away, and grants surviving a restart.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, eventually, startServer, type TestServer } from './helpers'
+import { call, eventually, register, startServer, type Agent, type TestServer } from './helpers'
 
 let s: TestServer
 beforeAll(async () => (s = await startServer()))
 afterAll(() => s.cleanup())
 
-type Agent = { id: string; name: string; token: string; h: Record<string, string> }
-async function register(server: TestServer, name: string): Promise<Agent> {
-  const r = (await call(server.api, 'POST', '/api/instances/register', { name })).body
-  return { id: r.id, name, token: r.token, h: { 'x-instance-token': r.token } }
-}
-const lock = (a: Agent | null, name: string, body?: unknown, server = s) => call(server.api, 'PUT', `/api/locks/${name}`, body, a?.h ?? {})
-const unlock = (a: Agent | null, name: string, query = '', server = s) => call(server.api, 'DELETE', `/api/locks/${name}${query}`, undefined, a?.h ?? {})
+const lock = (a: Pick<Agent, 'h'> | null, name: string, body?: unknown, server = s) => call(server.api, 'PUT', `/api/locks/${name}`, body, a?.h ?? {})
+const unlock = (a: Pick<Agent, 'h'> | null, name: string, query = '', server = s) => call(server.api, 'DELETE', `/api/locks/${name}${query}`, undefined, a?.h ?? {})
 const events = async (topic: string, server = s) => (await call(server.api, 'GET', `/api/events/history?topic=${topic}&last=500`)).body as any[]
 let n = 0
 const fresh = () => `lk-${++n}-${Math.random().toString(36).slice(2, 7)}`
@@ -73,7 +68,7 @@ describe('acquire', () => {
     const a = await register(s, 'checker')
     const name = fresh()
     expect(await lock(null, name)).toMatchObject({ status: 400, body: { error: 'X-Instance-Token is required', code: 400 } })
-    expect(await lock({ id: '', name: '', token: '', h: { 'x-instance-token': 'f'.repeat(64) } }, name)).toMatchObject({
+    expect(await lock({ h: { 'x-instance-token': 'f'.repeat(64) } }, name)).toMatchObject({
       status: 403,
       body: { error: 'unknown instance token: register again', code: 403 },
     })

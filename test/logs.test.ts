@@ -4,7 +4,7 @@
 // readable line per entry; `--log-level` filters.
 import { afterAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { call, eventually, startServer } from './helpers'
+import { call, eventually, register, startServer } from './helpers'
 
 const TOKEN = 'log-token'
 const auth = { authorization: `Bearer ${TOKEN}` }
@@ -29,7 +29,7 @@ describe('--log-format json', async () => {
   })
 
   test('one access line per request: method, route pattern, path, status, duration and actor', async () => {
-    const agent = (await call(s.api, 'POST', '/api/instances/register', { name: 'logger' }, auth)).body
+    const agent = await register(s, 'logger', auth)
     expect((await call(s.api, 'PUT', '/api/state/logs/k', { a: 1 }, { ...auth, 'x-instance-token': agent.token })).status).toBe(200)
     expect((await call(s.api, 'GET', '/api/state/logs/missing', undefined, auth)).status).toBe(404)
     expect((await call(s.api, 'GET', '/api/nowhere', undefined, auth)).status).toBe(404)
@@ -39,8 +39,8 @@ describe('--log-format json', async () => {
     expect(put.duration_ms).toBeNumber()
     expect(await accessLine('GET', '/api/state/logs/missing', 404)).toMatchObject({ route: '/api/state/*', actor: 'admin' })
     expect(await accessLine('GET', '/api/nowhere', 404)).toMatchObject({ route: '(unmatched)' })
-    const register = lines().filter((l) => l.path === '/api/instances/register' && 'duration_ms' in l)
-    expect(register).toHaveLength(1)
+    const registrations = lines().filter((l) => l.path === '/api/instances/register' && 'duration_ms' in l)
+    expect(registrations).toHaveLength(1)
   })
 
   test('an auth failure is a warn line (and its access line), without the token', async () => {
@@ -122,7 +122,7 @@ describe('bad values', () => {
 describe('batched writes', () => {
   test('lines queued when the process dies of an uncaught exception are still written, in order', async () => {
     // Lines wait up to 10 ms for the next write; the last ones before the throw must not be lost with the process.
-    const script = `import { log } from ${JSON.stringify(join(import.meta.dir, '..', 'lib', 'log.ts'))}
+    const script = `import { log } from ${JSON.stringify(join(import.meta.dir, '..', 'obs', 'log.ts'))}
 log.info('first')
 setTimeout(() => { for (let i = 0; i < 100; i++) log.info('line ' + i); throw new Error('boom') }, 1)`
     const proc = Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'pipe' })

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import pkg from '../package.json' with { type: 'json' }
-import { call, eventually, startServer, type TestServer } from './helpers'
+import { call, eventually, register, startServer, type TestServer } from './helpers'
 
 const TOKEN = 'mcp-test-token'
 const AUTH = { Authorization: `Bearer ${TOKEN}` }
@@ -124,7 +124,7 @@ describe('MCP discovery endpoint', () => {
   })
 
   test('discover_instances filters like GET /api/instances', async () => {
-    await api('POST', '/api/instances/register', { name: 'finder', workspace: 'search', capabilities: ['index'] })
+    await register(s, { name: 'finder', workspace: 'search', capabilities: ['index'] }, AUTH)
     const all = structured(await client.callTool({ name: 'discover_instances', arguments: {} }))
     expect(all.instances).toEqual((await api('GET', '/api/instances')).body)
     const some = structured(await client.callTool({ name: 'discover_instances', arguments: { capability: 'index' } }))
@@ -133,13 +133,13 @@ describe('MCP discovery endpoint', () => {
   })
 
   test('set_intent sets the intent and refreshes last_seen; unknown id is a tool error', async () => {
-    const reg = (await api('POST', '/api/instances/register', { name: 'intender' })).body
+    const reg = await register(s, 'intender', AUTH)
     await Bun.sleep(5)
     const r = structured(await client.callTool({ name: 'set_intent', arguments: { instance_id: reg.id, intent: 'writing tests' } }))
     expect(r).toMatchObject({ id: reg.id, intent: 'writing tests' })
     const got = (await api('GET', `/api/instances/${reg.id}`)).body
     expect(got.intent).toBe('writing tests')
-    expect(got.last_seen > reg.last_seen).toBe(true)
+    expect(got.last_seen > reg.body.last_seen).toBe(true)
     const missing: any = await client.callTool({ name: 'set_intent', arguments: { instance_id: 'nope', intent: 'x' } })
     expect(missing.isError).toBe(true)
     expect(JSON.parse(missing.content[0].text)).toEqual({ error: 'instance not found', code: 404 })
@@ -174,7 +174,7 @@ describe('MCP discovery endpoint', () => {
   })
 
   test('a tool call counts once, as mcp_calls, for the calling instance', async () => {
-    const reg = (await api('POST', '/api/instances/register', { name: 'counted' })).body
+    const reg = await register(s, 'counted', AUTH)
     const agent = await connect({ ...AUTH, 'X-Instance-Token': reg.token })
     try {
       await agent.callTool({ name: 'discover_instances', arguments: {} })

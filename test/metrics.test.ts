@@ -2,17 +2,12 @@ import pkg from '../package.json' with { type: 'json' }
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { AgentMetrics, hourBucket } from '../services/metrics'
 import type { MetricRow } from '../store/metrics'
-import { call, eventually, startServer, type TestServer } from './helpers'
+import { call, eventually, register, startServer, type Agent, type TestServer } from './helpers'
 import { rawQuery } from './pg'
 
 let s: TestServer
-const A = { id: '', token: '' }
-const B = { id: '', token: '' }
-
-async function register(who: { id: string; token: string }, name: string) {
-  const r = await call(s.api, 'POST', '/api/instances/register', { name })
-  Object.assign(who, { id: r.body.id, token: r.body.token })
-}
+let A: Agent
+let B: Agent
 
 /** /api/metrics/agents lists instances by id. */
 const byId = <T extends { instance_id: string }>(rows: T[]) => [...rows].sort((x, y) => (x.instance_id < y.instance_id ? -1 : 1))
@@ -28,8 +23,8 @@ const bucket = () => new Date().toISOString().slice(0, 13)
 
 beforeAll(async () => {
   s = await startServer()
-  await register(A, 'agent-a')
-  await register(B, 'agent-b')
+  A = await register(s, 'agent-a')
+  B = await register(s, 'agent-b')
 })
 afterAll(() => s.cleanup())
 

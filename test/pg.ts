@@ -1,10 +1,11 @@
 // PostgreSQL for the test suite. `npm test` (test/run.ts) starts a throwaway cluster
-// and runs the suite a second time with MUSTER_TEST_PG set to its base URL; then
-// every server the tests start gets a database of its own, named after its data dir
-// (a server restarted on the same data dir finds its data again, as on SQLite).
+// and runs the suite a second time with MUSTER_TEST_PG set to its base URL (only the
+// files that can reach it: testsWithoutPostgres); then every server the tests start
+// gets a database of its own, named after its data dir (a server restarted on the
+// same data dir finds its data again, as on SQLite).
 import { SQL } from 'bun'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdtempSync, readdirSync, rmSync, chownSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, chownSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { q } from '../store/pg/db'
@@ -125,4 +126,31 @@ export async function rawQuery<Row = Record<string, unknown>>(dataDir: string, t
   } finally {
     await sql.close()
   }
+}
+
+// ---- which test files the PostgreSQL run repeats ------------------------------------
+
+/**
+ * How a test reaches PostgreSQL in the PostgreSQL run: a server (startServer and startApp
+ * give it a database through databaseArgs), a raw query, or the cluster's URL. A file that
+ * names none of these, itself or through a test/ module it imports, does exactly the same
+ * in both runs: `npm test` runs it once. Only helpers.ts and pg.ts, where the names are
+ * defined, do not count.
+ */
+const REACHES_DATABASE = /\b(startServer|startApp|rawQuery|databaseFor|databaseArgs|PG_BASE|onPostgres|MUSTER_TEST_PG)\b/
+const DEFINES_THEM = new Set(['helpers.ts', 'pg.ts'])
+
+/** The *.test.ts files in `dir` (names only, sorted) that never reach PostgreSQL, even in the PostgreSQL run. */
+export function testsWithoutPostgres(dir: string): string[] {
+  // The file and the test/ modules it imports, directly or not.
+  const closure = (file: string, seen = new Set<string>()): Set<string> => {
+    if (seen.has(file) || !existsSync(join(dir, file))) return seen
+    seen.add(file)
+    for (const m of readFileSync(join(dir, file), 'utf8').matchAll(/(?:from|import)\s*\(?\s*['"]\.\/([^'"]+?)(?:\.ts)?['"]/g)) closure(`${m[1]}.ts`, seen)
+    return seen
+  }
+  const reaches = (file: string) => [...closure(file)].some((f) => !DEFINES_THEM.has(f) && REACHES_DATABASE.test(readFileSync(join(dir, f), 'utf8')))
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.test.ts') && !reaches(f))
+    .sort()
 }

@@ -2,7 +2,7 @@
 // parser of the exposition format; every family moves when the thing it counts happens.
 // (parse-prometheus-text-format was tried: it drops the labels of labelled histograms.)
 import { afterAll, describe, expect, test } from 'bun:test'
-import { call, eventually, startServer } from './helpers'
+import { call, eventually, register, startServer } from './helpers'
 import { onPostgres } from './pg'
 
 type Sample = { name: string; labels: Record<string, string>; value: number }
@@ -73,7 +73,7 @@ describe('GET /metrics', () => {
     expect((await api('PUT', '/api/state/proj/a', { n: 2 })).status).toBe(200)
     expect((await api('PUT', '/api/state/other/b', { n: 3 })).status).toBe(200)
     expect((await api('GET', '/api/instances/nobody')).status).toBe(404)
-    const agent = (await api('POST', '/api/instances/register', { name: 'a1' })).body
+    const agent = await register(s, 'a1', auth)
     expect((await api('POST', '/api/queues/builds/tasks', { title: 'compile' })).status).toBe(201)
     const asAgent = { ...auth, 'x-instance-token': agent.token }
     expect((await call(s.api, 'PUT', '/api/locks/deploy', {}, asAgent)).status).toBe(200)

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import type { BrowserContext, Page } from 'playwright-core'
 import { join } from 'node:path'
 import { launch, openPage } from './browser'
-import { call, startServer, tempDir } from './helpers'
+import { call, register, startServer, tempDir } from './helpers'
 
 const TOKEN = 'board-token'
 const AUTH = { authorization: `Bearer ${TOKEN}` }
@@ -15,7 +15,6 @@ setDefaultTimeout(30_000)
 const s = await startServer({ args: ['--auth-token', TOKEN] })
 const api = (method: string, path: string, body?: unknown, token?: string) =>
   call(s.api, method, path, body, { ...AUTH, ...(token ? { 'x-instance-token': token } : {}) })
-const register = async (name: string) => (await api('POST', '/api/instances/register', { name })).body
 const add = async (queue: string, body: Record<string, unknown>) => (await api('POST', `/api/queues/${queue}/tasks`, body)).body
 const claim = async (queue: string, token: string) => (await api('POST', `/api/queues/${queue}/claim`, {}, token)).body
 
@@ -36,8 +35,8 @@ const columnTitles = (page: Page, status: string) =>
 
 describe('task board', () => {
   test('shows each queue with counts and a column per status, claimer name and liveness, attempts, last error', async () => {
-    const alice = await register('alice')
-    const bob = await register('bob')
+    const alice = await register(s, 'alice', AUTH)
+    const bob = await register(s, 'bob', AUTH)
     const lint = await add('web', { title: 'Lint the API', priority: 5, requires: [] })
     await add('web', { title: 'Write docs' })
     await add('web', { title: 'Deploy', depends_on: [lint.id] })
@@ -79,7 +78,7 @@ describe('task board', () => {
     // Well before the 15 s safety-net poll: the event stream redraws the board.
     const LIVE = { timeout: 5000 }
     await page.locator('.column[data-status="ready"] .task-card', { hasText: 'Arrives live' }).waitFor(LIVE)
-    const carol = await register('carol')
+    const carol = await register(s, 'carol', AUTH)
     await claim('live', carol.token)
     await page.locator('.column[data-status="claimed"] .task-card', { hasText: 'carol' }).waitFor(LIVE)
 

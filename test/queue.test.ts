@@ -2,7 +2,7 @@
 // capabilities, dedupe, delay, visibility timeouts, concurrent claimers, and
 // requeue when the claimer goes stale, deregisters, or the server restarts.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, eventually, startServer, type TestServer } from './helpers'
+import { call, eventually, register as registerOn, startServer, type TestServer } from './helpers'
 
 let s: TestServer
 beforeAll(async () => (s = await startServer()))
@@ -14,7 +14,7 @@ const on = (server: () => TestServer) => {
     call(server().api, method, path, body, token ? { 'x-instance-token': token } : {})
   return {
     api,
-    register: async (name: string, capabilities: string[] = []) => (await api('POST', '/api/instances/register', { name, capabilities })).body,
+    register: async (name: string, capabilities: string[] = []) => (await registerOn(server(), { name, capabilities })).body,
     add: async (queue: string, body: Record<string, unknown>) => {
       const r = await api('POST', `/api/queues/${queue}/tasks`, body)
       expect(r.status).toBe(201)
@@ -533,7 +533,7 @@ describe('discovery', () => {
 test('a held claim ends at once with 204 when the server stops', async () => {
   const server = await startServer()
   try {
-    const w = (await call(server.api, 'POST', '/api/instances/register', { name: 'patient' })).body
+    const w = await registerOn(server, 'patient')
     const t0 = Date.now()
     const held = call(server.api, 'POST', '/api/queues/idle-q/claim', { wait_ms: 60_000 }, { 'x-instance-token': w.token })
     await Bun.sleep(300)

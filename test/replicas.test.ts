@@ -4,11 +4,10 @@
 // Runs in the suite's PostgreSQL run only (test/run.ts); the SQLite run has one process per data dir.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { SQL } from 'bun'
-import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
+import { call, eventually, register, startServer, tempDir, type TestServer } from './helpers'
 import { PG_BASE, databaseFor } from './pg'
 
 type Ev = { id: number; topic: string; data: any; source: string }
-type Agent = { id: string; h: Record<string, string> }
 
 const LEADER_LINE = 'now runs the jobs'
 let url = ''
@@ -19,11 +18,6 @@ let b: TestServer
 const replica = () =>
   startServer({ args: ['--database', url, '--log-level', 'info', '--stale-timeout', '1s', '--liveness-interval', '200ms'] })
 
-async function register(server: TestServer, name: string): Promise<Agent> {
-  const r = await call(server.api, 'POST', '/api/instances/register', { name })
-  expect(r.status).toBe(200)
-  return { id: r.body.id, h: { 'x-instance-token': r.body.token } }
-}
 const history = async (server: TestServer, topic: string) =>
   (await call(server.api, 'GET', `/api/events/history?topic=${topic}&last=1000`)).body as Ev[]
 

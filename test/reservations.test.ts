@@ -1,19 +1,14 @@
 // Path reservations over real HTTP: all-or-nothing grants, exclusive and shared,
 // renew / release / force, the pre-commit check, races, expiry, liveness, restart.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, eventually, startServer, type TestServer } from './helpers'
+import { call, eventually, register, startServer, type Agent, type TestServer } from './helpers'
 
 let s: TestServer
 beforeAll(async () => (s = await startServer()))
 afterAll(() => s.cleanup())
 
-type Agent = { id: string; name: string; h: Record<string, string> }
-async function register(server: TestServer, name: string): Promise<Agent> {
-  const r = (await call(server.api, 'POST', '/api/instances/register', { name })).body
-  return { id: r.id, name, h: { 'x-instance-token': r.token } }
-}
-const reserve = (a: Agent | null, body: unknown, server = s) => call(server.api, 'POST', '/api/reservations', body, a?.h ?? {})
-const check = (a: Agent | null, body: unknown) => call(s.api, 'POST', '/api/reservations/check', body, a?.h ?? {})
+const reserve = (a: Pick<Agent, 'h'> | null, body: unknown, server = s) => call(server.api, 'POST', '/api/reservations', body, a?.h ?? {})
+const check = (a: Pick<Agent, 'h'> | null, body: unknown) => call(s.api, 'POST', '/api/reservations/check', body, a?.h ?? {})
 const events = async (topic: string, server = s) => (await call(server.api, 'GET', `/api/events/history?topic=${topic}&after_id=0&last=500`)).body as any[] // oldest first
 let n = 0
 const project = () => `proj-${++n}-${Math.random().toString(36).slice(2, 7)}`
@@ -64,7 +59,7 @@ describe('create', () => {
     }
     expect((await reserve(a, { project: p, paths: ['/abs'] })).body.error).toContain('leading /')
     expect((await reserve(null, { project: p, paths: ['a'] })).body).toEqual({ error: 'X-Instance-Token is required', code: 400 })
-    expect((await reserve({ id: '', name: '', h: { 'x-instance-token': 'nope' } }, { project: p, paths: ['a'] })).status).toBe(403)
+    expect((await reserve({ h: { 'x-instance-token': 'nope' } }, { project: p, paths: ['a'] })).status).toBe(403)
     expect((await call(s.api, 'GET', `/api/reservations?project=${p}`)).body).toEqual([])
   })
 

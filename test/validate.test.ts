@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, eventually, startServer, type TestServer } from './helpers'
+import { call, eventually, register, startServer, type Agent, type TestServer } from './helpers'
 
 let s: TestServer
-const AGENT = { id: '', token: '' }
+let AGENT: Agent
 
 beforeAll(async () => {
   s = await startServer()
-  const r = await call(s.api, 'POST', '/api/instances/register', { name: 'validator' })
-  Object.assign(AGENT, { id: r.body.id, token: r.body.token })
+  AGENT = await register(s, 'validator')
 })
 afterAll(() => s.cleanup())
 

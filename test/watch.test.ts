@@ -2,7 +2,7 @@
 // event history with ?after_id=&wait=. Woken by the write itself, never missed,
 // and ended cleanly by a shutdown.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, startServer, type TestServer } from './helpers'
+import { call, register, startServer, type TestServer } from './helpers'
 
 let s: TestServer
 beforeAll(async () => (s = await startServer()))
@@ -195,8 +195,8 @@ describe('shutdown', () => {
     try {
       const tag = `"${(await call(t.api, 'PUT', '/api/state/k', 1)).body.hash}"`
       const last = (await call(t.api, 'GET', '/api/events/history?last=1')).body[0].id
-      const a = (await call(t.api, 'POST', '/api/instances/register', { name: 'a' })).body
-      const b = (await call(t.api, 'POST', '/api/instances/register', { name: 'b' })).body
+      const a = await register(t, 'a')
+      const b = await register(t, 'b')
       await call(t.api, 'PUT', '/api/locks/l', {}, { 'x-instance-token': a.token })
       const held = [
         watch('k', tag, '60s', t),
