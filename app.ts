@@ -1,13 +1,15 @@
-// Composition root: config → store → bus → jobs → the API and dashboard apps.
+// Composition root: config → store → bus → what the server keeps in memory (lock lines,
+// waiters, delivery log, releasers) → jobs → the API and dashboard apps.
 import { Bus } from './services/bus'
-import { createApi } from './http/api'
-import { createDashboard } from './http/dashboard'
+import { coordination } from './services/coordination'
+import { ImplicitHeartbeats } from './services/implicit-heartbeat'
+import { apiApp, createDashboard } from './routes'
 import { ConfigError, USAGE, formatHostPort, loadConfig, type Config } from './lib/config'
 import type { Ctx } from './services/context'
 import { METRICS_FLUSH_MS, agentMetrics } from './services/metrics'
 import { every } from './jobs/timer'
 import { openConfiguredStore } from './store'
-import { settleBackground } from './lib/background'
+import { Background } from './lib/background'
 import { startComplianceJob } from './jobs/compliance'
 import { startPruneJob } from './jobs/prune'
 import { startWebhookDispatcher } from './jobs/webhooks'
@@ -35,7 +37,7 @@ const urlOf = (host: string, port: number) => `http://${formatHostPort({ host: r
  * Listens without SO_REUSEPORT (Elysia's default), so a second server on a port in
  * use fails instead of sharing it with the first: two databases behind one port.
  * Never in Bun's development mode, which Elysia turns on unless NODE_ENV=production:
- * its error pages are not ours to show, and it cost a fifth of a cached GET's throughput.
+ * its error pages are not ours to show, and it slows every request.
  */
 function listenOn<A extends { listen(o: object): A }>(app: A, what: string, bind: { host: string; port: number }): A {
   try {
@@ -50,18 +52,21 @@ function listenOn<A extends { listen(o: object): A }>(app: A, what: string, bind
 export async function startServer(config: Config): Promise<Server> {
   const store = await openConfiguredStore(config.database, config.dataDir)
   const stopping = new AbortController()
+  const bus = new Bus(store)
   const ctx: Ctx = {
     config,
     store,
-    bus: undefined as unknown as Bus,
+    bus,
     metrics: agentMetrics(store),
     startedAt: Date.now(),
     shutdown: stopping.signal,
+    ...coordination(bus, stopping.signal),
+    heartbeats: new ImplicitHeartbeats(config.staleTimeoutMs),
+    background: new Background(),
     apiUrl: '',
     apiBind: '',
     dashboardBind: '',
   }
-  ctx.bus = new Bus(store)
 
   const stopJobs: (() => void | Promise<void>)[] = []
   stopJobs.push(every('metrics-flush', METRICS_FLUSH_MS, () => ctx.metrics.flush()))
@@ -72,7 +77,7 @@ export async function startServer(config: Config): Promise<Server> {
   stopJobs.push(startExpiryJob(ctx))
   stopJobs.push(() => ctx.bus.closeSubscriptions())
 
-  const api = listenOn(createApi(ctx), 'API', config.bind)
+  const api = listenOn(apiApp(ctx), 'API', config.bind)
   ctx.apiBind = formatHostPort({ host: config.bind.host, port: api.server!.port! })
   ctx.apiUrl = urlOf(config.bind.host, api.server!.port!)
 
@@ -101,7 +106,7 @@ export async function startServer(config: Config): Promise<Server> {
       const grace = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref())
       await Promise.race([drained, grace])
       await Promise.all(listeners.map((a) => a.server?.stop(true)))
-      await settleBackground()
+      await ctx.background.settle()
       await ctx.metrics.flush().catch((err) => log.error({ err }, 'metrics flush failed'))
       await store.close()
     },

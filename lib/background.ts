@@ -1,13 +1,17 @@
-// Work that runs after a response has been sent (audit entries, change events).
-// Shutdown waits for all of it before the store closes, so none is lost.
-const background = new Set<Promise<unknown>>()
+// Work that runs after a response has been sent (agent metric counts, implicit
+// heartbeats). One per server (app.ts puts it on the Ctx): its shutdown waits for
+// all of it before the store closes, so none is lost, and never for another
+// server's work in the same process.
+export class Background {
+  private running = new Set<Promise<unknown>>()
 
-export function track(work: Promise<unknown>): void {
-  background.add(work)
-  void work.finally(() => background.delete(work))
-}
+  track(work: Promise<unknown>): void {
+    this.running.add(work)
+    void work.finally(() => this.running.delete(work))
+  }
 
-/** Resolves when every tracked piece of work has settled. */
-export async function settleBackground(): Promise<void> {
-  while (background.size) await Promise.allSettled([...background])
+  /** Resolves when every tracked piece of work has settled. */
+  async settle(): Promise<void> {
+    while (this.running.size) await Promise.allSettled([...this.running])
+  }
 }

@@ -3,6 +3,13 @@ import type { Bus } from './bus'
 import type { Config } from '../lib/config'
 import type { Store } from '../store'
 import type { AgentMetrics } from '../services/metrics'
+import type { Waiters } from '../lib/waiters'
+import type { LockLines } from './locks'
+import type { Watches } from './watches'
+import type { DeliveryLog } from './delivery-log'
+import type { Releaser } from './releasers'
+import type { ImplicitHeartbeats } from './implicit-heartbeat'
+import type { Background } from '../lib/background'
 
 export interface Ctx {
   config: Config
@@ -13,6 +20,21 @@ export interface Ctx {
   startedAt: number
   /** Aborted when the server stops: held requests (long polls, lock and claim waits) end at once. */
   shutdown: AbortSignal
+  /** Throttles the heartbeat every call with an instance token counts as. */
+  heartbeats: ImplicitHeartbeats
+  /** Work after a response (agent metric counts, implicit heartbeats) that shutdown waits for. */
+  background: Background
+  // What the server keeps in memory beside its store (services/coordination.ts builds it).
+  /** Callers waiting in line for a lock, by lock name. */
+  lockLines: LockLines
+  /** Claims held with wait_ms, by queue. */
+  claimWaiters: Waiters
+  /** Long polls on state keys and event history. */
+  watches: Watches
+  /** Each webhook's latest delivery attempts. */
+  deliveries: DeliveryLog
+  /** One per primitive (locks, reservations, task claims): what runs when a TTL ends or an instance goes away. */
+  releasers: readonly Releaser[]
   /** Base URL of the API as bound (filled in once listening), e.g. http://127.0.0.1:9800 */
   apiUrl: string
   /** "host:port" as bound, or "" when the dashboard is disabled */

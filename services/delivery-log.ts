@@ -22,24 +22,18 @@ export interface DeliveryRecord {
 /** Attempts kept per webhook, newest first. */
 export const KEEP_DELIVERIES = 20
 
-// Per server context, so test servers in one process never share logs.
-const logs = new WeakMap<Ctx, Map<string, DeliveryRecord[]>>()
-
-function logOf(ctx: Ctx): Map<string, DeliveryRecord[]> {
-  let log = logs.get(ctx)
-  if (!log) logs.set(ctx, (log = new Map()))
-  return log
-}
+/** One server's log (ctx.deliveries): attempts by webhook id. */
+export type DeliveryLog = Map<string, DeliveryRecord[]>
 
 export function logDelivery(ctx: Ctx, webhookId: string, record: DeliveryRecord): void {
-  const log = logOf(ctx)
+  const log = ctx.deliveries
   const list = log.get(webhookId) ?? []
   list.unshift(record)
   list.length = Math.min(list.length, KEEP_DELIVERIES)
   log.set(webhookId, list)
 }
 
-export const deliveriesOf = (ctx: Ctx, webhookId: string): DeliveryRecord[] => logOf(ctx).get(webhookId) ?? []
+export const deliveriesOf = (ctx: Ctx, webhookId: string): DeliveryRecord[] => ctx.deliveries.get(webhookId) ?? []
 
 /** A deleted webhook's attempts go with it (a new webhook of that id starts empty). */
-export const forgetDeliveries = (ctx: Ctx, webhookId: string): void => void logOf(ctx).delete(webhookId)
+export const forgetDeliveries = (ctx: Ctx, webhookId: string): void => void ctx.deliveries.delete(webhookId)

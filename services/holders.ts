@@ -1,16 +1,15 @@
 // The holder machinery every coordination primitive shares (locks, reservations,
-// task claims): the calling instance from X-Instance-Token (each call a sign of
-// life), TTLs and their expiry, fences, and the 409 view of who is in the way.
-// Release when a holder goes stale or deregisters is services/instances.ts's
-// onInstanceGone; expiry is registered here with onExpiry and run by jobs/expiry.ts.
-import { nowIso, nowMs, parseDuration } from '../lib/time'
+// task claims): each holder's call a sign of life, TTLs and their expiry, fences,
+// and the 409 view of who is in the way.
+// What releases a grant its holder did not release (TTL expiry, holder stale or
+// gone) is services/releasers.ts.
+import { nowMs, parseDuration } from '../lib/time'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
 import type { HolderView } from '../store/holders'
-import { hashToken } from '../lib/token'
 import { forbidden, invalid } from '../lib/errors'
-import { scopeFor, type AuditScope } from './audit'
+import { scopeFor, type AuditScope, type Caller } from './audit'
 
 export const SOURCE = 'coordination'
 export const TTL_MIN_MS = 1_000
@@ -20,28 +19,12 @@ export const WAIT_MAX_MS = 60_000
 /** How a grant ended, as its release event says. */
 export type ReleaseReason = 'released' | 'expired' | 'holder_stale' | 'holder_deregistered' | 'forced'
 
-/** The instance calling: 400 without X-Instance-Token, 403 for a token of no registered instance. */
-export async function holderOf(ctx: Ctx, request: Request): Promise<Instance> {
-  const token = request.headers.get('x-instance-token')
-  if (!token) throw invalid('X-Instance-Token is required')
-  const id = await ctx.store.instances.idByTokenHash(hashToken(token))
-  const instance = id ? await ctx.store.instances.get(id) : null
-  if (!instance) throw forbidden('unknown instance token: register again')
-  return instance
-}
-
-/** The instance of an optional X-Instance-Token (null without one; 403 for an unknown one). */
-export async function optionalHolder(ctx: Ctx, request: Request): Promise<Instance | null> {
-  return request.headers.has('x-instance-token') ? holderOf(ctx, request) : null
-}
-
 /**
- * A read of locks or reservations by an instance is a sign of life too (its own
- * unit, after the read). Reads need no token, so an unknown one is ignored here.
+ * A read of locks, reservations or tasks by an instance is a sign of life too (its
+ * own unit). Reads need no token, so a caller without a known instance is no one here.
  */
-export async function readerHeartbeat(ctx: Ctx, request: Request): Promise<void> {
-  const token = request.headers.get('x-instance-token')
-  const id = token ? await ctx.store.instances.idByTokenHash(hashToken(token)) : null
+export async function readerHeartbeat(ctx: Ctx, reader: Caller): Promise<void> {
+  const id = reader.instanceId
   if (id) await ctx.store.write(async (tx) => void (await tx.instances.heartbeat(id)))
 }
 
@@ -102,21 +85,3 @@ export function waitParam(value: string | undefined): number | undefined {
 /** expires_at for a TTL from now: RFC 3339 UTC with ms, or null without a TTL. */
 export const expiresAt = (ttl: number | undefined, now = nowMs()): string | null =>
   ttl === undefined ? null : new Date(now + ttl).toISOString()
-
-/** Releases grants whose expires_at has passed; runs inside one unit per expiry pass. */
-export type ExpiryHandler = (tx: Tx, now: string) => Promise<void>
-const expiryHandlers: ExpiryHandler[] = []
-
-/** Registers a primitive's expiry step (once, at start-up). */
-export function onExpiry(handler: ExpiryHandler): void {
-  expiryHandlers.push(handler)
-}
-
-/** One expiry pass over every primitive, in one unit (jobs/expiry.ts runs it every 250 ms). */
-export function expireGrants(ctx: Ctx): Promise<void> {
-  if (!expiryHandlers.length) return Promise.resolve()
-  const now = nowIso()
-  return ctx.store.write(async (tx) => {
-    for (const handler of expiryHandlers) await handler(tx, now)
-  })
-}

@@ -2,22 +2,30 @@
 // good as a heartbeat: it refreshes last_seen and turns a stale instance active.
 // Written at most once per TOUCH_EVERY_MS per instance (never slower than half
 // the stale timeout), so an agent's burst of calls costs one write, not one each.
+// One throttle per server (app.ts puts it on the Ctx): servers in one process keep apart.
 import { log } from '../obs/log'
 import type { Ctx } from './context'
-import { track } from '../lib/background'
 import { heartbeat } from './instances'
 
 export const TOUCH_EVERY_MS = 5000
 /** Instances remembered; past this the memory is simply forgotten (a few extra writes). */
 const MAX_REMEMBERED = 10_000
 
-const lastTouched = new Map<string, number>()
+export class ImplicitHeartbeats {
+  private lastTouched = new Map<string, number>()
+  private every: number
 
-export function seen(ctx: Ctx, instanceId: string): void {
-  const now = Date.now()
-  const last = lastTouched.get(instanceId)
-  if (last !== undefined && now - last < Math.min(TOUCH_EVERY_MS, ctx.config.staleTimeoutMs / 2)) return
-  if (lastTouched.size >= MAX_REMEMBERED) lastTouched.clear()
-  lastTouched.set(instanceId, now)
-  track(heartbeat(ctx, undefined, instanceId).catch((err) => log.error({ err, instance_id: instanceId }, 'implicit heartbeat failed')))
+  constructor(staleTimeoutMs: number) {
+    this.every = Math.min(TOUCH_EVERY_MS, staleTimeoutMs / 2)
+  }
+
+  /** A call by `instanceId` was seen: writes its heartbeat unless one was written within the throttle. */
+  seen(ctx: Ctx, instanceId: string): void {
+    const now = Date.now()
+    const last = this.lastTouched.get(instanceId)
+    if (last !== undefined && now - last < this.every) return
+    if (this.lastTouched.size >= MAX_REMEMBERED) this.lastTouched.clear()
+    this.lastTouched.set(instanceId, now)
+    ctx.background.track(heartbeat(ctx, undefined, instanceId).catch((err) => log.error({ err, instance_id: instanceId }, 'implicit heartbeat failed')))
+  }
 }

@@ -1,33 +1,18 @@
 // Instance use cases: registration, signs of life, deregistration and the liveness
 // check. Each change commits with its event and audit entry. When an instance goes
-// stale or deregisters, every `GoneHandler` runs inside that same unit, so whatever
+// stale or deregisters, the server's releasers run inside that same unit, so whatever
 // it held (locks, reservations, task claims) is released atomically with the change.
 import { nowMs } from '../lib/time'
 import { randomBytes } from 'node:crypto'
 import type { Ctx } from './context'
-import type { Tx } from '../store'
 import type { Instance, NewInstance } from '../store/instances'
 import { hashToken } from '../lib/token'
 import { invalid, notFound } from '../lib/errors'
 import { recordAudit, type AuditScope } from './audit'
+import { releaseHeld } from './releasers'
 
 const MAX_TEXT = 1000
 const MAX_CAPABILITIES = 100
-
-export type GoneReason = 'holder_stale' | 'holder_deregistered'
-/** Releases what an instance holds; runs inside the unit that marks it stale or deletes it. */
-export type GoneHandler = (tx: Tx, instance: Instance, reason: GoneReason) => Promise<void>
-
-const goneHandlers: GoneHandler[] = []
-
-/** Registers a release step (called once per primitive at start-up). */
-export function onInstanceGone(handler: GoneHandler): void {
-  goneHandlers.push(handler)
-}
-
-async function released(tx: Tx, instance: Instance, reason: GoneReason): Promise<void> {
-  for (const handler of goneHandlers) await handler(tx, instance, reason)
-}
 
 function checkText(field: string, value: string | undefined): void {
   if (value !== undefined && value.length > MAX_TEXT) throw invalid(`invalid ${field}: at most ${MAX_TEXT} characters`)
@@ -99,7 +84,7 @@ export function setIntent(ctx: Ctx, scope: AuditScope | undefined, id: string, i
 export function deregisterInstance(ctx: Ctx, scope: AuditScope | undefined, id: string): Promise<Instance> {
   return ctx.store.write(async (tx) => {
     const gone = found(await tx.instances.delete(id))
-    await released(tx, gone, 'holder_deregistered')
+    await releaseHeld(ctx, tx, gone, 'holder_deregistered')
     await tx.emit('instance.deregistered', { id: gone.id, name: gone.name }, 'instances')
     await recordAudit(tx, scope)
     return gone
@@ -112,7 +97,7 @@ export function checkLiveness(ctx: Ctx): Promise<Instance[]> {
   return ctx.store.write(async (tx) => {
     const stale = await tx.instances.markStale(cutoff)
     for (const i of stale) {
-      await released(tx, i, 'holder_stale')
+      await releaseHeld(ctx, tx, i, 'holder_stale')
       await tx.emit('instance.stale', { id: i.id, name: i.name, workspace: i.workspace, last_seen: i.last_seen }, 'liveness')
     }
     return stale

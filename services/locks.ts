@@ -4,6 +4,7 @@
 // many win as there are free slots. Waiters queue per lock name in arrival order
 // and are woken by the commit of a release (lock.released), never by polling.
 import { nowIso } from '../lib/time'
+import type { Bus } from './bus'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
@@ -11,8 +12,8 @@ import type { LockHolderRow } from '../store/locks'
 import { conflict, forbidden, invalid, notFound } from '../lib/errors'
 import { Waiters } from '../lib/waiters'
 import { recordAudit, type AuditScope } from './audit'
-import { SOURCE, expiresAt, onExpiry, touch, withHolders, type ReleaseReason } from './holders'
-import { onInstanceGone } from './instances'
+import { SOURCE, expiresAt, touch, withHolders, type ReleaseReason } from './holders'
+import type { Releaser } from './releasers'
 
 export const LIMIT_MAX = 1000
 
@@ -35,37 +36,35 @@ interface Queue {
   limit: number
 }
 
-/** Waiting callers of one server: their lines per lock name, and their wake-ups (one key per caller). */
-interface Line {
+/** Waiting callers of one server (ctx.lockLines): their lines per lock name, and their wake-ups (one key per caller). */
+export interface LockLines {
   waiters: Waiters<object>
   queues: Map<string, Queue>
 }
-const lines = new WeakMap<Ctx, Line>()
 
-/** Wakes those at the head of the line for `name`: the only ones a free slot can go to. */
-function wakeHead(line: Line, name: string): void {
-  const q = line.queues.get(name)
-  if (q) for (const ticket of q.tickets.slice(0, q.limit)) line.waiters.wake(ticket)
+/** The server's lock lines, woken by the commit of each lock release. */
+export function lockLines(bus: Bus, shutdown: AbortSignal): LockLines {
+  const lines: LockLines = { waiters: new Waiters(shutdown), queues: new Map() }
+  bus.listen((event) => {
+    if (event.topic === 'lock.released' && event.source === SOURCE) wakeHead(lines, (event.data as { name: string }).name)
+  })
+  return lines
 }
 
-function lineOf(ctx: Ctx): Line {
-  let line = lines.get(ctx)
-  if (!line) {
-    const made: Line = { waiters: new Waiters(ctx.shutdown), queues: new Map() }
-    ctx.bus.listen((event) => {
-      if (event.topic === 'lock.released' && event.source === SOURCE) wakeHead(made, (event.data as { name: string }).name)
-    })
-    lines.set(ctx, (line = made))
-  }
-  return line
+/** Wakes those at the head of the line for `name`: the only ones a free slot can go to. */
+function wakeHead(lines: LockLines, name: string): void {
+  const q = lines.queues.get(name)
+  if (q) for (const ticket of q.tickets.slice(0, q.limit)) lines.waiters.wake(ticket)
 }
 
 async function released(tx: Tx, rows: LockHolderRow[], reason: ReleaseReason): Promise<void> {
   for (const r of rows) await tx.emit('lock.released', { name: r.name, instance_id: r.instance_id, fence: r.fence, reason }, SOURCE)
 }
 
-onExpiry(async (tx, now) => released(tx, await tx.locks.removeExpired(now), 'expired'))
-onInstanceGone(async (tx, instance, reason) => released(tx, await tx.locks.removeInstance(instance.id), reason))
+export const lockReleaser: Releaser = {
+  expire: async (tx, now) => released(tx, await tx.locks.removeExpired(now), 'expired'),
+  gone: async (tx, instance, reason) => released(tx, await tx.locks.removeInstance(instance.id), reason),
+}
 
 type Attempt = { grant: LockHolderRow } | { held: LockHolderRow[] }
 
@@ -107,7 +106,7 @@ const heldError = async (ctx: Ctx, rows: LockHolderRow[]) =>
 
 /** Takes a slot of lock `name` (or renews the caller's), waiting up to `wait_ms` in line; 409 naming the holders otherwise. */
 export async function acquireLock(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, name: string, o: AcquireOptions): Promise<Grant> {
-  const line = lineOf(ctx)
+  const line = ctx.lockLines
   const queued = line.queues.get(name)?.tickets.length ?? 0
   const first = await ctx.store.write((tx) => attempt(tx, audit, holder, name, o, queued))
   if ('grant' in first) return first.grant

@@ -1,10 +1,11 @@
 // Task queue use cases. Every transition (create, claim, ack, nack, extend, cancel,
 // requeue) is decided and written in one unit of work, with its task.* event and
 // audit entry, so a task has at most one live claim whatever the concurrency.
-// Claims end without an ack when the claimer goes stale or deregisters
-// (onInstanceGone) or its visibility timeout passes (onExpiry).
+// Claims end without an ack when the claimer goes stale or deregisters or its
+// visibility timeout passes (claimReleaser).
 import { nowIso, nowMs } from '../lib/time'
 import { randomUUID } from 'node:crypto'
+import type { Bus } from './bus'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
@@ -23,25 +24,19 @@ import {
 } from '../lib/tasks'
 import { Waiters } from '../lib/waiters'
 import { recordAudit, type AuditScope } from './audit'
-import { onExpiry, SOURCE, touch, TTL_MAX_MS, TTL_MIN_MS, waitMsParam } from './holders'
-import { onInstanceGone } from './instances'
+import { SOURCE, touch, TTL_MAX_MS, TTL_MIN_MS, waitMsParam } from './holders'
+import type { Releaser } from './releasers'
 
 /** Events after whose COMMIT a task may have become claimable: held claims of that queue try again. */
 const WAKE_TOPICS = new Set(['task.created', 'task.requeued', 'task.unblocked'])
 
-const waitersByCtx = new WeakMap<Ctx, Waiters>()
-
-/** Claims held with wait_ms, by queue; woken by the events of the writes themselves. */
-function waitersOf(ctx: Ctx): Waiters {
-  let waiters = waitersByCtx.get(ctx)
-  if (!waiters) {
-    const w = (waiters = new Waiters(ctx.shutdown))
-    ctx.bus.listen((event) => {
-      const data = event.data as { queue?: string; status?: string }
-      if (WAKE_TOPICS.has(event.topic) && data.status === 'ready' && data.queue) w.wake(data.queue)
-    })
-    waitersByCtx.set(ctx, waiters)
-  }
+/** The server's claims held with wait_ms (ctx.claimWaiters), by queue; woken by the events of the writes themselves. */
+export function claimWaiters(bus: Bus, shutdown: AbortSignal): Waiters {
+  const waiters = new Waiters(shutdown)
+  bus.listen((event) => {
+    const data = event.data as { queue?: string; status?: string }
+    if (WAKE_TOPICS.has(event.topic) && data.status === 'ready' && data.queue) waiters.wake(data.queue)
+  })
   return waiters
 }
 
@@ -87,15 +82,15 @@ async function endClaim(tx: Tx, task: Task, reason: RequeueReason, error: string
   return ready
 }
 
-// The claims of an instance that goes stale or deregisters end in the unit that marks it.
-onInstanceGone(async (tx, instance, reason) => {
-  for (const task of await tx.queue.claimedBy(instance.id)) await endClaim(tx, task, reason)
-})
-
-// Visibility timeouts: a claim not acked or extended by visible_until is requeued.
-onExpiry(async (tx, now) => {
-  for (const task of await tx.queue.timedOut(now)) await endClaim(tx, task, 'timeout')
-})
+export const claimReleaser: Releaser = {
+  // Visibility timeouts: a claim not acked or extended by visible_until is requeued.
+  async expire(tx, now) {
+    for (const task of await tx.queue.timedOut(now)) await endClaim(tx, task, 'timeout')
+  },
+  async gone(tx, instance, reason) {
+    for (const task of await tx.queue.claimedBy(instance.id)) await endClaim(tx, task, reason)
+  },
+}
 
 /** An optional visibility_ms (TTL bounds); a required one when `required`. */
 function visibilityParam(value: unknown, required = false): number | undefined {
@@ -190,7 +185,7 @@ export async function claimTask(
   const waitMs = waitMsParam(body.wait_ms)
   const visibilityMs = visibilityParam(body.visibility_ms)
   const deadline = Date.now() + waitMs
-  const waiters = waitersOf(ctx)
+  const waiters = ctx.claimWaiters
   for (;;) {
     const remaining = deadline - Date.now()
     // Registered before the attempt: a task committed during it still wakes this claim.

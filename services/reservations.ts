@@ -10,8 +10,8 @@ import type { Holding, Reservation } from '../store/reservations'
 import { conflict, forbidden, invalid, notFound } from '../lib/errors'
 import { overlaps, patternProblem } from '../lib/overlap'
 import { recordAudit, type AuditScope } from './audit'
-import { SOURCE, expiresAt, onExpiry, touch, withHolders, type ReleaseReason } from './holders'
-import { onInstanceGone } from './instances'
+import { SOURCE, expiresAt, touch, withHolders, type ReleaseReason } from './holders'
+import type { Releaser } from './releasers'
 
 export const MAX_PATHS = 100
 
@@ -87,8 +87,10 @@ async function released(tx: Tx, rows: Reservation[], reason: ReleaseReason): Pro
     await tx.emit('reservation.released', { id: r.id, project: r.project, instance_id: r.instance_id, paths: r.paths, reason }, SOURCE)
 }
 
-onExpiry(async (tx, now) => released(tx, await tx.reservations.removeExpired(now), 'expired'))
-onInstanceGone(async (tx, instance, reason) => released(tx, await tx.reservations.removeInstance(instance.id), reason))
+export const reservationReleaser: Releaser = {
+  expire: async (tx, now) => released(tx, await tx.reservations.removeExpired(now), 'expired'),
+  gone: async (tx, instance, reason) => released(tx, await tx.reservations.removeInstance(instance.id), reason),
+}
 
 /** Grants every path or none: 409 naming each overlap with another instance's reservation. */
 export async function reserve(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, input: NewReservation): Promise<Reservation> {

@@ -3,6 +3,7 @@
 // register before they re-check (no missed wake-up), are woken by the commit of
 // the change itself (a bus listener), cost nothing while they wait, and end when
 // the server shuts down.
+import type { Bus } from './bus'
 import type { Ctx } from './context'
 import type { Doc } from '../store/versioned'
 import type { Event } from '../store'
@@ -11,23 +12,21 @@ import { Waiters } from '../lib/waiters'
 import { topicMatcher } from '../lib/glob'
 import { notFound } from '../lib/errors'
 
-interface Watches {
+/** The server's held watches (ctx.watches): state keys, and event queries by topic and source. */
+export interface Watches {
   state: Waiters<string>
   events: Waiters<string>
   /** Topic and source filter of each events key. */
   filters: Map<string, (e: Event) => boolean>
 }
-const all = new WeakMap<Ctx, Watches>()
 
-function watchesOf(ctx: Ctx): Watches {
-  let w = all.get(ctx)
-  if (w) return w
-  const made: Watches = { state: new Waiters(ctx.shutdown), events: new Waiters(ctx.shutdown), filters: new Map() }
-  ctx.bus.listen((event) => {
-    if (event.topic === 'state.changed' && event.source === 'state') made.state.wake((event.data as { key: string }).key)
-    for (const key of made.events.keys()) if (made.filters.get(key)?.(event)) made.events.wake(key)
+export function watchWaiters(bus: Bus, shutdown: AbortSignal): Watches {
+  const w: Watches = { state: new Waiters(shutdown), events: new Waiters(shutdown), filters: new Map() }
+  bus.listen((event) => {
+    if (event.topic === 'state.changed' && event.source === 'state') w.state.wake((event.data as { key: string }).key)
+    // Keys have filters only while a long poll on them is open: without one, an event costs nothing here.
+    for (const [key, matches] of w.filters) if (matches(event)) w.events.wake(key)
   })
-  all.set(ctx, (w = made))
   return w
 }
 
@@ -39,7 +38,7 @@ export type StateWatch = { changed: Doc } | { unchanged: Doc | null }
  * becomes) absent while the caller knew a value.
  */
 export async function watchState(ctx: Ctx, key: string, known: '*' | ((hash: string) => boolean), ms: number): Promise<StateWatch> {
-  const { state } = watchesOf(ctx)
+  const { state } = ctx.watches
   const deadline = Date.now() + ms
   for (;;) {
     const wait = state.wait(key, Math.max(0, deadline - Date.now()))
@@ -58,7 +57,7 @@ export async function watchState(ctx: Ctx, key: string, known: '*' | ((hash: str
 
 /** Events matching `q` after `q.afterId`, waiting up to `ms` for the first one; [] when none came. */
 export async function waitForEvents(ctx: Ctx, q: EventQuery & { afterId: number }, ms: number): Promise<Event[]> {
-  const w = watchesOf(ctx)
+  const w = ctx.watches
   const key = `${q.source ?? '\u0000'}\u0001${q.topic ?? '*'}`
   if (!w.filters.has(key)) {
     const topic = topicMatcher(q.topic || '*')

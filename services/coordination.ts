@@ -1,0 +1,25 @@
+// What one server keeps in memory beside its store, built once by app.ts after the bus
+// and put on the context: the callers waiting in line for locks, claims and long-poll
+// watches (each set's wake-up listener attached to the bus here, so the commit of a
+// write wakes its waiters from the first request on), the webhook delivery log, and
+// the releasers that run when a TTL ends or an instance goes away.
+import type { Bus } from './bus'
+import type { Ctx } from './context'
+import { lockLines, lockReleaser } from './locks'
+import { claimReleaser, claimWaiters } from './queue'
+import { reservationReleaser } from './reservations'
+import { watchWaiters } from './watches'
+
+export type Coordination = Pick<Ctx, 'lockLines' | 'claimWaiters' | 'watches' | 'deliveries' | 'releasers'>
+
+/** Held requests end when `shutdown` is aborted. */
+export function coordination(bus: Bus, shutdown: AbortSignal): Coordination {
+  return {
+    lockLines: lockLines(bus, shutdown),
+    claimWaiters: claimWaiters(bus, shutdown),
+    watches: watchWaiters(bus, shutdown),
+    deliveries: new Map(),
+    // In this order their release events are written within one unit.
+    releasers: [claimReleaser, lockReleaser, reservationReleaser],
+  }
+}
