@@ -6,7 +6,8 @@ import { log } from '../obs/log'
 import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
 import type { AuditScope } from '../services/audit'
-import { callerOf } from './caller'
+import { caller } from './caller'
+import { thrownResponse } from './errors'
 
 const scopes = new WeakMap<Request, AuditScope>()
 const details = new WeakMap<Request, string>()
@@ -30,8 +31,7 @@ export function resourceOf(url: string): string {
 export async function scopeOf(ctx: Ctx, request: Request, action: string): Promise<AuditScope> {
   let scope = scopes.get(request)
   if (!scope) {
-    const caller = await callerOf(ctx, request)
-    scope = { ...caller, action, resource: resourceOf(request.url), written: false }
+    scope = { ...(await caller(ctx, request)), action, resource: resourceOf(request.url), written: false }
     scopes.set(request, scope)
   }
   return scope
@@ -58,6 +58,16 @@ async function writeLeftover(ctx: Ctx, request: Request, action: string, status:
 
 /** The entry of an audited route that failed with `status` (the API app's error handler calls it). */
 export const auditFailure = (ctx: Ctx, request: Request, action: string, status: number) => writeLeftover(ctx, request, action, status)
+
+/**
+ * The answer of a handler outside Elysia (a fast route) audited as `action` that
+ * threw `err`: {error, code} as the API's error hook answers, its entry written first.
+ */
+export async function failedCall(ctx: Ctx, request: Request, action: string, err: unknown): Promise<Response> {
+  const answer = thrownResponse(err, request)
+  await auditFailure(ctx, request, action, answer.status)
+  return answer
+}
 
 /**
  * Route modules start from this plugin: it gives them the `audit: 'action.name'`

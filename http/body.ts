@@ -11,8 +11,8 @@ export const MAX_ANY_BODY = 1024 * 1024 * 1024
 
 /**
  * The `maxBody: bytes` route option, for routes that take more than MAX_BODY (and
- * stream it to disk, never into memory). The API app reads the declared limits off
- * its route table and holds each request to its route's limit before any parsing.
+ * stream it to disk, never into memory). http/route-table.ts reads the declared
+ * limits, and admission holds each request to its route's limit before any parsing.
  */
 export const bodyLimits = new Elysia({ name: 'body-limits' }).macro({
   maxBody(limit: number) {

@@ -1,11 +1,13 @@
-// Who is calling: bearer-token auth, the instance behind X-Instance-Token, and the
-// per-instance call counters (agent metrics).
+// Who is calling: bearer-token auth, and the instance behind X-Instance-Token,
+// resolved once per request for everyone who asks (audit scope, agent metrics,
+// holders, the access log's actor).
 import { timingSafeEqual } from 'node:crypto'
 import type { Ctx } from '../services/context'
 import type { MetricName } from '../services/metrics'
 import type { Caller } from '../services/audit'
+import type { Instance } from '../store/instances'
 import { hashToken } from '../lib/token'
-import { seen } from '../services/implicit-heartbeat'
+import { forbidden, invalid } from '../lib/errors'
 import { log } from '../obs/log'
 import { urlOf } from './url'
 export { hashToken } from '../lib/token'
@@ -38,27 +40,51 @@ export function authorized(ctx: Ctx, request: Request, path: string): boolean {
   return ok
 }
 
-const callers = new WeakMap<Request, Caller>()
-
 /** Who a caller without a valid instance token is: whoever holds the server token, or anyone when there is none. */
 export const actorWithoutInstance = (ctx: Ctx) => (ctx.config.authToken ? 'admin' : 'anonymous')
 
-export async function callerOf(ctx: Ctx, request: Request): Promise<Caller> {
-  const known = callers.get(request)
-  if (known) return known
-  const token = request.headers.get('x-instance-token')
+// The lookup itself is kept, not its result: whoever asks while it runs (the agent
+// metric count and the audit scope of one request, on PostgreSQL) shares it.
+const callers = new WeakMap<Request, Promise<Caller>>()
+
+async function lookUp(ctx: Ctx, token: string | null): Promise<Caller> {
   const instanceId = token ? await ctx.store.instances.idByTokenHash(hashToken(token)) : null
-  if (instanceId) seen(ctx, instanceId)
-  const caller = { actor: instanceId ?? actorWithoutInstance(ctx), instanceId }
-  callers.set(request, caller)
-  return caller
+  if (instanceId) ctx.heartbeats.seen(ctx, instanceId)
+  return { actor: instanceId ?? actorWithoutInstance(ctx), instanceId }
+}
+
+/** The caller of a request: its actor, and the registered instance behind its X-Instance-Token (null without one or for an unknown one). */
+export function caller(ctx: Ctx, request: Request): Promise<Caller> {
+  let known = callers.get(request)
+  if (!known) callers.set(request, (known = lookUp(ctx, request.headers.get('x-instance-token'))))
+  return known
+}
+
+/**
+ * The API hands its handlers a replacement of the request it received (size-bounded,
+ * relabelled JSON): both are one caller, looked up once.
+ */
+export function sameCaller(ctx: Ctx, received: Request, replacement: Request): void {
+  if (received !== replacement && received.headers.has('x-instance-token')) callers.set(replacement, caller(ctx, received))
+}
+
+/** The calling instance of a holder route: 400 without X-Instance-Token, 403 for a token of no registered instance. */
+export async function holderOf(ctx: Ctx, request: Request): Promise<Instance> {
+  if (!request.headers.get('x-instance-token')) throw invalid('X-Instance-Token is required')
+  const { instanceId } = await caller(ctx, request)
+  const instance = instanceId ? await ctx.store.instances.get(instanceId) : null
+  if (!instance) throw forbidden('unknown instance token: register again')
+  return instance
+}
+
+/** The instance of an optional X-Instance-Token (null without one; 403 for an unknown one). */
+export function optionalHolder(ctx: Ctx, request: Request): Promise<Instance | null> {
+  return request.headers.has('x-instance-token') ? holderOf(ctx, request) : Promise.resolve(null)
 }
 
 /** Counts `n` of an agent metric for the calling instance; a no-op for callers without a valid instance token. */
 export async function countForCaller(ctx: Ctx, request: Request, name: MetricName, n = 1): Promise<void> {
   if (!request.headers.has('x-instance-token')) return
-  const { instanceId } = await callerOf(ctx, request)
+  const { instanceId } = await caller(ctx, request)
   if (instanceId) ctx.metrics.count(instanceId, name, n)
 }
-
-

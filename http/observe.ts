@@ -5,21 +5,19 @@
 //
 // It wraps the app's fetch (Elysia `wrap`) rather than using a global afterResponse
 // or afterHandle hook: either (even empty) changes how Elysia compiles every route,
-// and with one the server stalled past test/validate.test.ts's 100 ms bound while
-// answering a large validation. The wrap also sees answers given in onRequest (401, 413).
+// and with one the server stalled while answering a large validation (the stall
+// test/validate.test.ts bounds). The wrap also sees answers given in onRequest (401, 413).
 // GET /health is counted but not access-logged: probes would drown the log (and a
 // probe loop's log lines were enough to push that same stall past the bound).
 import type { Ctx } from '../services/context'
 import { accessLog } from '../obs/log'
 import { httpDuration, httpRequests, type CounterSeries, type HistogramSeries } from '../obs/prometheus'
-import { actorWithoutInstance, callerOf } from './caller'
+import { actorWithoutInstance, caller } from './caller'
+import type { Route, RouteTable } from './route-table'
 import { pathOf } from './url'
 
 /** Requests matching no route share one label. */
 const UNMATCHED = '(unmatched)'
-
-/** Distinct `METHOD path` pairs remembered; raw paths are unbounded, so the table starts over when full. */
-const MAX_PATHS = 4096
 
 type Handle = (request: Request) => Response | Promise<Response> | undefined
 
@@ -43,14 +41,10 @@ class RouteSeries {
   }
 }
 
-export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string) => string | undefined) {
-  // onRequest may hand the handler a replacement request (size-bounded, relabelled JSON); the caller is cached on that one.
-  const replacements = new WeakMap<Request, Request>()
-  // Matching a path against the route table costs a regex scan: done once per method and path
-  // (a map per method: no key string to build per request), and once per method and pattern for its series.
-  const byPath = new Map<string, Map<string, RouteSeries>>()
+export function requestObserver(ctx: Ctx, table: RouteTable) {
   const byRoute = new Map<string, RouteSeries>()
-  let paths = 0
+  // Keyed by the table's route object (the table remembers each path's): no key string to build per request.
+  const ofRoute = new Map<Route, RouteSeries>()
 
   /** The series of one method and route pattern, made on first use. */
   const routeSeries = (method: string, route: string): RouteSeries => {
@@ -61,17 +55,10 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
   }
 
   const seriesOf = (method: string, path: string): RouteSeries => {
-    let ofMethod = byPath.get(method)
-    const known = ofMethod?.get(path)
-    if (known) return known
-    const series = routeSeries(method, routeOf(method, path) ?? UNMATCHED)
-    if (paths++ >= MAX_PATHS) {
-      byPath.clear()
-      paths = 1
-      ofMethod = undefined
-    }
-    if (!ofMethod) byPath.set(method, (ofMethod = new Map()))
-    ofMethod.set(path, series)
+    const route = table.routeOf(method, path)
+    if (!route) return routeSeries(method, UNMATCHED)
+    let series = ofRoute.get(route)
+    if (!series) ofRoute.set(route, (series = routeSeries(method, route.pattern)))
     return series
   }
 
@@ -87,9 +74,9 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
     // A refused request has no caller; without an instance token the caller needs no lookup.
     if (status === 401) return record(request, path, series, status, seconds, null)
     if (!request.headers.has('x-instance-token')) return record(request, path, series, status, seconds, actorWithoutInstance(ctx))
-    // Resolved from the cache the audit and agent metrics filled for the request the handler saw.
-    void callerOf(ctx, replacements.get(request) ?? request).then(
-      (caller) => record(request, path, series, status, seconds, caller.actor),
+    // The lookup the audit and agent metrics made for this request (http/caller.ts), or its own.
+    void caller(ctx, request).then(
+      ({ actor }) => record(request, path, series, status, seconds, actor),
       () => record(request, path, series, status, seconds, null),
     )
   }
@@ -110,9 +97,6 @@ export function requestObserver(ctx: Ctx, routeOf: (method: string, path: string
     res && res.status !== 200 ? res.status : !res || request.headers.get('upgrade')?.toLowerCase() === 'websocket' ? 101 : 200
 
   return {
-    replaced(original: Request, replacement: Request): void {
-      if (original !== replacement) replacements.set(original, replacement)
-    },
     /** For `app.wrap`: times the whole handling, up to the Response. */
     wrap:
       <H extends Handle>(handle: H) =>

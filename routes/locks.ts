@@ -2,7 +2,8 @@
 import { t } from 'elysia'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
-import { holderOf, reasonParam, readerHeartbeat, ttlParam, waitMsParam } from '../services/holders'
+import { reasonParam, readerHeartbeat, ttlParam, waitMsParam } from '../services/holders'
+import { caller, holderOf } from '../http/caller'
 import { LIMIT_MAX, acquireLock, forceReleaseLock, getLock, listLocks, releaseLock } from '../services/locks'
 import { audited } from '../http/audit'
 import { keyParam } from '../http/documents'
@@ -47,12 +48,12 @@ function limitParam(limit: unknown): number | undefined {
 
 export function locksRoutes(ctx: Ctx) {
   return audited(ctx)
-    .get('/api/locks', async ({ query, request }) => (await readerHeartbeat(ctx, request), listLocks(ctx, query.prefix || undefined)), {
+    .get('/api/locks', async ({ query, request }) => (await readerHeartbeat(ctx, await caller(ctx, request)), listLocks(ctx, query.prefix || undefined)), {
       query: t.Object({ prefix: t.Optional(t.String({ description: 'only names starting with this' })) }),
       response: { 200: t.Array(LockSchema) },
       detail: { summary: 'Held locks with their holders, by name', tags: ['locks'] },
     })
-    .get('/api/locks/*', async ({ params, request }) => (await readerHeartbeat(ctx, request), getLock(ctx, keyParam(params['*'], 'name'))), {
+    .get('/api/locks/*', async ({ params, request }) => (await readerHeartbeat(ctx, await caller(ctx, request)), getLock(ctx, keyParam(params['*'], 'name'))), {
       response: { 200: LockSchema },
       detail: { summary: 'One held lock (404 when nobody holds it)', tags: ['locks'] },
     })

@@ -4,7 +4,7 @@
 // the REST ones; data itself moves over REST.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { Ctx } from '../services/context'
-import { callerOf } from '../http/caller'
+import { caller } from '../http/caller'
 import { urlOf } from '../http/url'
 import { audited, resourceOf } from '../http/audit'
 import { AppError } from '../lib/errors'
@@ -211,7 +211,7 @@ export function mcpRoutes(ctx: Ctx) {
       }
       checkParsedRequest(request.url, parsed)
       const message = new Request(request.url, { method: request.method, headers: request.headers, body: text })
-      const server = mcpServer(ctx, message, await callerOf(ctx, request), lib)
+      const server = mcpServer(ctx, message, await caller(ctx, request), lib)
       const transport = new lib.Transport({ sessionIdGenerator: undefined, enableJsonResponse: true })
       await server.connect(transport)
       try {

@@ -9,7 +9,7 @@ import { audited, noteAudit } from '../http/audit'
 import { enumParam, intParam } from '../http/params'
 import { notFound } from '../lib/errors'
 import { checkQueue, TASK_STATUSES } from '../lib/tasks'
-import { holderOf, optionalHolder } from '../services/holders'
+import { caller, holderOf, optionalHolder } from '../http/caller'
 import type { Instance } from '../store/instances'
 import type { Task } from '../store/queue'
 import { ackTask, cancelTask, claimTask, createTask, extendTask, hideClaim, nackTask, taskId } from '../services/queue'
@@ -125,7 +125,7 @@ export function queueRoutes(ctx: Ctx) {
       '/api/tasks/:id',
       async ({ request, params }) => {
         const id = taskId(params.id)
-        await readerHeartbeat(ctx, request)
+        await readerHeartbeat(ctx, await caller(ctx, request))
         const task = await ctx.store.queue.get(id)
         if (!task) throw notFound('task not found')
         return hideClaim(task)
@@ -145,7 +145,7 @@ export function queueRoutes(ctx: Ctx) {
     .get(
       '/api/queues',
       async ({ request }) => {
-        await readerHeartbeat(ctx, request)
+        await readerHeartbeat(ctx, await caller(ctx, request))
         return ctx.store.queue.queues()
       },
       {
@@ -173,7 +173,7 @@ export function queueRoutes(ctx: Ctx) {
         const queue = checkQueue(params.queue)
         const status = enumParam(query.status, 'status', TASK_STATUSES, undefined)
         const limit = query.limit === undefined ? undefined : intParam(query.limit, 'limit', 0, 1)
-        await readerHeartbeat(ctx, request)
+        await readerHeartbeat(ctx, await caller(ctx, request))
         return (await ctx.store.queue.list(queue, status, limit)).map(hideClaim)
       },
       {

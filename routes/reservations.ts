@@ -2,7 +2,8 @@
 // check pre-commit hooks run against them.
 import { t } from 'elysia'
 import type { Ctx } from '../services/context'
-import { holderOf, optionalHolder, reasonParam, readerHeartbeat, ttlParam } from '../services/holders'
+import { reasonParam, readerHeartbeat, ttlParam } from '../services/holders'
+import { caller, holderOf, optionalHolder } from '../http/caller'
 import { checkPaths, checkPathsFree, checkProject, releaseReservation, renewReservation, reserve } from '../services/reservations'
 import { invalid, notFound } from '../lib/errors'
 import { audited } from '../http/audit'
@@ -80,7 +81,7 @@ export function reservationsRoutes(ctx: Ctx) {
     .get(
       '/api/reservations',
       async ({ query, request }) => {
-        await readerHeartbeat(ctx, request)
+        await readerHeartbeat(ctx, await caller(ctx, request))
         return ctx.store.reservations.list({ project: query.project || undefined, instance_id: query.instance_id || undefined })
       },
       {
@@ -92,7 +93,7 @@ export function reservationsRoutes(ctx: Ctx) {
     .get(
       '/api/reservations/:id',
       async ({ params, request }) => {
-        await readerHeartbeat(ctx, request)
+        await readerHeartbeat(ctx, await caller(ctx, request))
         const r = await ctx.store.reservations.get(params.id)
         if (!r) throw notFound('reservation not found')
         return r

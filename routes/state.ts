@@ -5,10 +5,14 @@ import { CasQuery } from '../http/models'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { deleteState, putState, rollbackState } from '../services/state'
-import { audited } from '../http/audit'
+import { audited, failedCall, scopeOf } from '../http/audit'
 import type { AuditScope } from '../services/audit'
 import { checkDepth, isJsonType, parseJsonBody, rawBodyDoc, readBody } from '../http/body'
-import { DocReadQuery, keyParam, notModified, readDocument, watchResponse, writeCondition } from '../http/documents'
+import { DocReadQuery, keyParam, notModified, rawResponse, readDocument, watchResponse, writeCondition } from '../http/documents'
+import { errorResponse } from '../http/errors'
+import type { FastRoute } from '../http/api'
+import type { Doc } from '../store/versioned'
+import { Lru } from '../lib/lru'
 import { waitParam } from '../services/holders'
 import { watchState } from '../services/watches'
 
@@ -24,10 +28,7 @@ const StateReadQuery = t.Object({
 /** The audit action of a state PUT, by either way in. */
 export const STATE_PUT = 'state.put'
 
-/**
- * A state PUT from its request: this route's handler, and the fast write that answers
- * plain PUTs outside the framework (http/fast-state.ts).
- */
+/** A state PUT from its request: the route's handler, and the fast write's (stateFastRoutes). */
 export async function putFromRequest(ctx: Ctx, request: Request, key: string, query: { if_version?: string }, audit: AuditScope) {
   const cond = writeCondition(request, query, true)
   const value = await readBody(request)
@@ -115,4 +116,56 @@ export function stateRoutes(ctx: Ctx) {
         detail: { summary: 'Delete a key and its history', tags: ['state'] },
       },
     )
+}
+
+const PREFIX = '/api/state/'
+
+/**
+ * Answers of cached values up to KEEP_ANSWER_BYTES are kept whole (KEPT_ANSWERS_BYTES in
+ * all), for a clone per read: a new Response with its headers costs three times more, and
+ * copies the value each time (a kept one holds its own copy, hence the bound).
+ */
+const KEEP_ANSWER_BYTES = 16 * 1024
+const KEPT_ANSWERS_BYTES = 8 * 1024 * 1024
+
+/**
+ * The plain GET and PUT of /api/state/<key> (no query string), on Bun's own router
+ * (http/api.ts FastRoute): the hottest read, an agent polling a key, answered
+ * synchronously from the document cache when the value is there, and the hottest
+ * write. Each answers as the route above does a plain request: for a read ETag and
+ * 304, for a write the same handler body and audit.
+ */
+export function stateFastRoutes(ctx: Ctx): FastRoute[] {
+  // Keyed by the cached document itself: a write caches a new object, so a kept answer is never stale.
+  const answers = new Lru<Doc, { response: Response; bytes: number }>(KEPT_ANSWERS_BYTES, (a) => a.bytes + 300)
+  const answer = (request: Request, doc: Doc | null, cached: boolean) => {
+    if (!doc) return errorResponse(404, 'key not found')
+    if (!cached || doc.value.byteLength > KEEP_ANSWER_BYTES || request.headers.has('if-none-match')) return rawResponse(request, doc)
+    return answers.getOr(doc, () => ({ response: rawResponse(request, doc), bytes: doc.value.byteLength })).response.clone()
+  }
+  const read = (request: Request, path: string) => {
+    let key: string
+    try {
+      key = keyParam(path.slice(PREFIX.length))
+    } catch (err) {
+      return errorResponse(400, (err as Error).message)
+    }
+    // Returning a Response, not a Promise, is what lets Bun answer at once.
+    const doc = ctx.store.state.cached(key)
+    if (doc !== undefined) return answer(request, doc, true)
+    return ctx.store.state.get(key).then((doc) => answer(request, doc, false))
+  }
+  const write = async (request: Request, path: string) => {
+    try {
+      // Inside the try, as the audit option resolves it: a failed caller lookup is an {error, code} answer too.
+      const scope = await scopeOf(ctx, request, STATE_PUT)
+      return Response.json(await putFromRequest(ctx, request, keyParam(path.slice(PREFIX.length)), {}, scope))
+    } catch (err) {
+      return failedCall(ctx, request, STATE_PUT, err)
+    }
+  }
+  return [
+    { method: 'GET', pattern: '/api/state/*', handle: read },
+    { method: 'PUT', pattern: '/api/state/*', handle: write },
+  ]
 }

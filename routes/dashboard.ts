@@ -4,12 +4,12 @@
 // WebSocket is served in process with the API's own handlers.
 import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
-import { authorized } from './caller'
-import { urlOf, withOrigin } from './url'
-import { errorAnswer, errorResponse } from './errors'
-import { SERVER_OPTIONS } from './body'
-import { healthRoutes } from '../routes/health'
-import { subscribeSocket } from '../routes/events'
+import { authorized } from '../http/caller'
+import { urlOf, withOrigin } from '../http/url'
+import { errorAnswer, errorResponse } from '../http/errors'
+import { SERVER_OPTIONS } from '../http/body'
+import { healthRoutes } from './health'
+import { subscribeSocket } from './events'
 import { assets } from '../public/assets'
 
 const HOP_BY_HOP = ['host', 'connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'content-length']

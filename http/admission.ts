@@ -1,0 +1,47 @@
+// Admission: what every API request passes before its handler, on Elysia's
+// onRequest and on the fast routes alike: the bearer check, its route's body limit
+// (413 before a byte of the body is read), JSON bodies whatever their label, and
+// the agent metric count of the calling instance.
+import type { Ctx } from '../services/context'
+import { log } from '../obs/log'
+import { asJson, boundedRequest, tooLarge } from './body'
+import { authorized, countForCaller, sameCaller } from './caller'
+import { errorResponse } from './errors'
+import type { BodyRule, RouteTable } from './route-table'
+
+/** The request as its handler gets it (size-bounded, labelled JSON), or the early answer when refused (401, 413). */
+export type Admit = (request: Request, path: string, rule?: BodyRule) => Request | Response
+
+/**
+ * `path` is the request's path without the query; `rule` its route's body rule when
+ * the caller knows its route (the fast routes), else looked up in `table`.
+ */
+export function admission(ctx: Ctx, table: RouteTable): Admit {
+  /**
+   * Agent metrics: every call an instance makes (its token identifies it), /mcp apart.
+   * The count settles within microtasks, before any later request is read. Tracked: on
+   * PostgreSQL the token lookup is a round trip that may end after the answer, and
+   * shutdown's last flush waits for it.
+   */
+  const countCall = (request: Request, path: string) => {
+    const metric = path === '/mcp' ? 'mcp_calls' : path.startsWith('/api/') ? 'rest_calls' : null
+    if (metric && request.headers.has('x-instance-token')) ctx.background.track(countForCaller(ctx, request, metric).catch((err) => log.error({ err }, 'agent metric count failed')))
+  }
+
+  return (request, path, rule) => {
+    if (!authorized(ctx, request, path)) return errorResponse(401, 'invalid or missing bearer token')
+    const declared = request.headers.get('content-length')
+    let admitted = request
+    // A request without a body needs no rule: most requests, and every read (no GET route reads a body).
+    if (declared !== null || (request.method !== 'GET' && request.body)) {
+      const { limit, raw } = rule ?? table.bodyRule(request.method, path)
+      if (Number(declared ?? 0) > limit) return errorResponse(413, tooLarge(limit).message)
+      // A body without Content-Length is cut off with 413 as soon as it passes the limit, whoever reads it.
+      if (declared === null) admitted = boundedRequest(admitted, limit)
+      if (!raw && admitted.body) admitted = asJson(admitted)
+      sameCaller(ctx, request, admitted)
+    }
+    countCall(admitted, path)
+    return admitted
+  }
+}
