@@ -144,10 +144,10 @@ export function checkBaseUrl(value: unknown): string | null {
 // ---- compiling ----------------------------------------------------------------
 
 // One shared instance checks schemas against the 2020-12 meta-schema (its compiled
-// meta-validator is the costly part, ~25 ms). Each contract then compiles into
+// meta-validator is the costly part). Each contract then compiles into
 // instances of its own, so `$id`s of different contracts never collide and a
-// contract's validators are freed with it. Made on first use: building even the
-// instance took several ms of every server start.
+// contract's validators are freed with it. Made on first use, so a server start
+// does not pay for it.
 let metaChecker: Ajv2020 | null = null
 const metaCheckerOf = () => (metaChecker ??= new (ajvClass())({ allErrors: true, logger: false }))
 

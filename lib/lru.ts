@@ -1,8 +1,8 @@
 // The one least-recently-used cache, as CLOCK (second chance): a hit only marks its
 // entry used; eviction walks from the oldest entry, moving marked ones to the back
 // (mark cleared) and dropping the first unmarked one, until the total weight fits
-// `capacity`. Moving every hit to the back of the Map (delete + set) cost a fifth of a
-// cached state GET: the Map's churn, not the lookup. Weight is 1 per entry unless a
+// `capacity`. Moving every hit to the back of the Map (delete + set) was a visible share
+// of a cached state GET: the Map's churn, not the lookup. Weight is 1 per entry unless a
 // `weigh` function says otherwise (bytes, say).
 interface Entry<V> {
   value: V

@@ -7,8 +7,8 @@
 // pino writes the lines that carry fields. The lines every server writes are written
 // here in the same shape: the access line (every request) and a bare message (the
 // listening line), so pino is required with the first line that has fields, not at
-// start: with node's stdout stream (not used either, see BatchedStdout) it was about
-// 15 MB of a started server's memory and a tenth of its start time.
+// start: with node's stdout stream (not used either, see BatchedStdout) it was a large
+// share of a started server's memory and start time.
 import type pino from 'pino'
 import { writeSync } from 'node:fs'
 import { isoEachMs } from '../lib/time'
@@ -22,9 +22,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number]
  * Lines are batched: each goes into a list, and the list is written to stdout in one
  * write, at the end of the event loop's turn when the last write is FLUSH_GAP_MS old,
  * else when it will be. A quiet server's line goes out at once; a busy one makes one
- * syscall per FLUSH_GAP_MS for hundreds of lines (one per turn was a fifth of a cached
- * GET's profile), and there is no per-line bookkeeping (sizing each line cost a tenth
- * of GET throughput). What is still queued is written when the process exits. If stdout
+ * syscall per FLUSH_GAP_MS for hundreds of lines (one per turn showed in a cached GET's
+ * profile), and there is no per-line bookkeeping (sizing each line cost GET throughput). What is still queued is written when the process exits. If stdout
  * stops draining, at most MAX_PENDING characters wait; lines beyond that are dropped, not
  * the server.
  * Written through Bun's own file sink: node's process.stdout stream costs megabytes to load.

@@ -1,5 +1,5 @@
 // RE2 patterns restated for the JavaScript engine, when that is both exact and
-// safe. The native engine is 10-50x faster than re2js, but it backtracks: a
+// safe. The native engine is much faster than re2js, but it backtracks: a
 // pattern runs on it only when validation/regex-linear.ts proves its search linear.
 // Everything else stays on RE2.
 //

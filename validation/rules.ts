@@ -7,7 +7,7 @@
 // The price is RE2's dialect: no backreferences and no lookaround; such patterns
 // are refused with 400 when the rule is written. Those that can be restated
 // exactly for the native engine and are proven to search in linear time there
-// (validation/native-regex.ts) run natively, 10-50x faster; the rest run on RE2.
+// (validation/native-regex.ts) run natively, much faster; the rest run on RE2.
 //
 // A validation is one pass over the content for every rule's required texts
 // (validation/literal-scan.ts), then each rule only on the lines that can match.
@@ -383,8 +383,8 @@ export const evaluate = (rules: readonly RuleDraft[], subject: Subject): Violati
 
 /**
  * A worst-case estimate of the matching work: RE2 simulates the pattern's program
- * over the text, so the time is at most about program size × characters (~40 ns
- * per unit measured; `(.*a){1000}` over 4 KB of "a" takes 0.9 s). Custom checks
+ * over the text, so the time is at most about program size × characters, times a
+ * constant (the README gives the measured one). Custom checks
  * are a plain text search. Patterns run natively are proven linear too
  * (validation/regex-linear.ts), with a factor of the same order and far cheaper steps:
  * the estimate stays a safe bound for them.
