@@ -12,7 +12,7 @@ import { recordDelivery } from '../services/webhooks'
 import { logDelivery } from '../services/delivery-log'
 import { resolvedRefusal } from '../services/targets'
 import { isEcho } from '../services/events'
-import { now } from '../store/db'
+import { nowIso } from '../lib/time'
 import { StreamTooLarge, readUpTo } from '../lib/stream'
 
 export const DELIVERY_TIMEOUT_MS = 5000
@@ -64,7 +64,7 @@ export async function deliverAndLog(
   event: Event,
   opts: { test?: boolean; stop?: AbortSignal } = {},
 ): Promise<Delivery> {
-  const at = now()
+  const at = nowIso()
   const started = performance.now()
   // Checked per delivery too: for webhooks stored before the policy (or under --allow-link-local-targets).
   const refused = await resolvedRefusal(ctx, target.url)

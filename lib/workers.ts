@@ -5,5 +5,5 @@
 const compiled = /[/\\](\$bunfs|~BUN)[/\\]/.test(import.meta.url)
 const root = new URL(compiled ? '.' : '..', import.meta.url)
 
-/** URL for `new Worker()` of a file given by its path in the repo, e.g. "store/checkpointer.ts". */
+/** URL for `new Worker()` of a file given by its path in the repo, e.g. "store/sqlite/checkpointer.ts". */
 export const workerUrl = (repoPath: string): string => new URL(repoPath, root).href

@@ -5,7 +5,7 @@ import { IdParams } from '../http/models'
 import { httpUrl } from '../lib/values'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
-import { now } from '../store/db'
+import { nowIso } from '../lib/time'
 import { deliverAndLog } from '../jobs/webhooks'
 import { deliveriesOf, forgetDeliveries, KEEP_DELIVERIES } from '../services/delivery-log'
 import { audited } from '../http/audit'
@@ -87,7 +87,7 @@ export function webhooksRoutes(ctx: Ctx) {
       '/api/webhooks/:id/test',
       async ({ params }) => {
         const hook = found(await ctx.store.webhooks.target(params.id))
-        const event = { id: 0, topic: 'webhook.test', data: { webhook_id: hook.id }, source: '', created_at: now() }
+        const event = { id: 0, topic: 'webhook.test', data: { webhook_id: hook.id }, source: '', created_at: nowIso() }
         const result = await deliverAndLog(ctx, hook, event, { test: true })
         if (!result.ok) throw invalid(`webhook test delivery failed: ${result.error}`)
         return { tested: hook.id, status: 'ok' as const }

@@ -2,7 +2,7 @@
 import type { Bus } from './bus'
 import type { Config } from '../lib/config'
 import type { Store } from '../store'
-import type { AgentMetrics } from '../services/metrics'
+import type { AgentMetrics } from './metrics'
 import type { Waiters } from '../lib/waiters'
 import type { LockLines } from './locks'
 import type { Watches } from './watches'

@@ -5,7 +5,7 @@ import { Database } from 'bun:sqlite'
 import { copyFileSync, linkSync, readdirSync, renameSync, rmSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { invalid } from '../lib/errors'
-import { MIGRATIONS, SCHEMA_VERSION, openDatabase } from './db'
+import { MIGRATIONS, SCHEMA_VERSION, openDatabase } from './sqlite/db'
 
 /** Kept beside the live file after a restore: the database as it was just before (a one-step undo). */
 export const PRE_RESTORE_SUFFIX = '.pre-restore'

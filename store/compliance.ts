@@ -1,5 +1,5 @@
 // Compliance runs: one row per (instance, contract) check.
-import { now } from './db'
+import { nowIso } from '../lib/time'
 import { int, stmt, type Runner } from './runner'
 
 export interface ComplianceViolation {
@@ -49,7 +49,7 @@ export function complianceWrites(w: Runner): ComplianceWrites {
   return {
     async record(run) {
       const pass = run.violations.length === 0 ? 1 : 0
-      return toRun((await w.get(INSERT, run.instance_id, run.project, run.contract, pass, JSON.stringify(run.violations), now()))!)
+      return toRun((await w.get(INSERT, run.instance_id, run.project, run.contract, pass, JSON.stringify(run.violations), nowIso()))!)
     },
     prune: (keep) => w.run(PRUNE, Math.max(1, keep)),
   }

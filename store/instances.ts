@@ -1,6 +1,6 @@
 // Instance registry: agents that registered with the service. Only a SHA-256 of
 // each instance token is kept; the token itself is shown once, at registration.
-import { now } from './db'
+import { nowIso } from '../lib/time'
 import { int, stmt, type Dialect, type Runner } from './runner'
 
 export type InstanceStatus = 'active' | 'stale'
@@ -92,15 +92,15 @@ export function instancesWrites(w: Runner, d: Dialect): InstancesWrites {
   )
   return {
     async register(i, tokenHash) {
-      const at = now()
+      const at = nowIso()
       const caps = JSON.stringify(i.capabilities ?? [])
       return toInstance((await w.get(INSERT, crypto.randomUUID(), i.name, i.workspace ?? '', i.intent ?? '', i.stack ?? '', caps, at, at, tokenHash))!)
     },
     get: async (id) => maybe(await w.get(ONE, id)),
-    heartbeat: async (id) => maybe(await w.get(BEAT, now(), id)),
+    heartbeat: async (id) => maybe(await w.get(BEAT, nowIso(), id)),
     activate: async (id) => maybe(await w.get(ACTIVATE, id)),
     setCapabilities: async (id, caps) => maybe(await w.get(CAPABILITIES, JSON.stringify(caps), id)),
-    setIntent: async (id, text) => maybe(await w.get(INTENT, text, now(), id)),
+    setIntent: async (id, text) => maybe(await w.get(INTENT, text, nowIso(), id)),
     delete: async (id) => maybe(await w.get(REMOVE, id)),
     // In insertion order.
     markStale: async (cutoff) => (await w.all(markStale, cutoff)).sort((a, b) => int(a.seq) - int(b.seq)).map(toInstance),

@@ -1,6 +1,6 @@
 // LLM usage records: one row per model call an agent reports, with summaries
 // computed in SQL.
-import { now } from './db'
+import { nowIso } from '../lib/time'
 import { int, stmt, type Dialect, type Runner } from './runner'
 
 export interface LlmUsage {
@@ -73,7 +73,7 @@ export function llmWrites(w: Runner): LlmWrites {
         u.cost_usd ?? 0,
         u.request_type ?? 'completion',
         u.session_tag ?? '',
-        now(),
+        nowIso(),
       )
       return int(row!.id)
     },

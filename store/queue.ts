@@ -1,7 +1,7 @@
 // Task queue tables: tasks and their dependency edges. Claim order is priority
 // (higher first), then creation (id). SQL only: which transition is allowed is
 // decided by services/queue.ts inside one unit of work.
-import { now } from './db'
+import { nowIso } from '../lib/time'
 import { int, intOrNull, stmt, type Dialect, type Runner } from './runner'
 import { afterMs } from '../lib/time'
 import type { NewTask, TaskStatus } from '../lib/tasks'
@@ -164,7 +164,7 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
   const many = async (rows: Promise<Row[]>) => (await rows).map(toTask)
   return {
     async insert(t, st, lastError) {
-      const at = now()
+      const at = nowIso()
       const row = await w.get(
         INSERT, t.queue, t.title, JSON.stringify(t.payload), t.priority, st, JSON.stringify(t.depends_on), JSON.stringify(t.requires),
         t.max_attempts, lastError, t.dedupe_key, at, at,
@@ -179,16 +179,16 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
     nextClaimable: async (queue, caps, at) => maybe(await w.get(next, queue, at, JSON.stringify(caps))),
     nextAvailable: async (queue, caps, at) => (await w.get(nextAvailable, queue, at, JSON.stringify(caps)))?.at ?? null,
     async claim(id, c) {
-      const at = now()
+      const at = nowIso()
       return must(await w.get(CLAIM, c.instanceId, c.claimId, c.fence, c.visibilityMs === null ? null : afterMs(at, c.visibilityMs), at, id))
     },
-    complete: async (id, result) => must(await w.get(COMPLETE, JSON.stringify(result ?? null), now(), id)),
-    fail: async (id, lastError) => must(await w.get(FAIL, lastError, now(), id)),
-    cancel: async (id) => must(await w.get(CANCEL, now(), id)),
-    requeue: async (id, availableAt, lastError) => must(await w.get(REQUEUE, availableAt, lastError, now(), id)),
-    unblock: async (id) => must(await w.get(UNBLOCK, now(), id)),
+    complete: async (id, result) => must(await w.get(COMPLETE, JSON.stringify(result ?? null), nowIso(), id)),
+    fail: async (id, lastError) => must(await w.get(FAIL, lastError, nowIso(), id)),
+    cancel: async (id) => must(await w.get(CANCEL, nowIso(), id)),
+    requeue: async (id, availableAt, lastError) => must(await w.get(REQUEUE, availableAt, lastError, nowIso(), id)),
+    unblock: async (id) => must(await w.get(UNBLOCK, nowIso(), id)),
     async extend(id, visibilityMs) {
-      const at = now()
+      const at = nowIso()
       return must(await w.get(EXTEND, afterMs(at, visibilityMs), at, id))
     },
     blockedDependents: (id) => many(w.all(DEPENDENTS, id)),

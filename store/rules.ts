@@ -2,7 +2,7 @@
 // learned, external) and lifecycle status (accepted, proposed, rejected).
 import { conflict, notFound } from '../lib/errors'
 import { GLOBAL_PROJECT, type Rule, type RuleDraft, type Source, type Status } from '../validation/rules'
-import { now } from './db'
+import { nowIso } from '../lib/time'
 import { stmt, type Runner } from './runner'
 
 export interface RuleFilter {
@@ -83,18 +83,18 @@ const VALIDATION = stmt<Row>(
 export function rulesWrites(w: Runner): RulesWrites {
   return {
     async replace(project, rules) {
-      const at = now()
+      const at = nowIso()
       await w.run(DROP_ACCEPTED, project)
       for (const r of rules) await w.get(UPSERT, ...args({ ...r, project }, 'local', 'accepted', at))
       return rules.length
     },
     async propose(rule) {
-      const row = await w.get(PROPOSE, ...args(rule, 'learned', 'proposed', now()))
+      const row = await w.get(PROPOSE, ...args(rule, 'learned', 'proposed', nowIso()))
       if (!row) throw conflict(`rule ${rule.rule_id} already exists in project ${rule.project}`)
       return toRule(row)
     },
     async decide(project, ruleId, status) {
-      const row = await w.get(DECIDE, status, now(), project, ruleId)
+      const row = await w.get(DECIDE, status, nowIso(), project, ruleId)
       if (!row) throw notFound(`rule ${ruleId} not found in project ${project} or not proposed`)
       return toRule(row)
     },
@@ -102,7 +102,7 @@ export function rulesWrites(w: Runner): RulesWrites {
       const old = await w.get(ONE, rule.project, rule.rule_id)
       // What `rule` and `given` leave unsaid comes from the existing row, else the defaults.
       const draft = { ...rule, proposed_by: rule.proposed_by || old?.proposed_by || '', context: rule.context || old?.context || '' }
-      const row = await w.get(UPSERT, ...args(draft, given.source ?? old?.source ?? 'local', given.status ?? old?.status ?? 'accepted', now()))
+      const row = await w.get(UPSERT, ...args(draft, given.source ?? old?.source ?? 'local', given.status ?? old?.status ?? 'accepted', nowIso()))
       return { rule: toRule(row!), created: !old }
     },
     async remove(project, ruleId) {
@@ -111,7 +111,7 @@ export function rulesWrites(w: Runner): RulesWrites {
       return toRule(row)
     },
     async import(rules) {
-      const at = now()
+      const at = nowIso()
       for (const r of rules) await w.get(UPSERT, ...args(r, 'external', 'accepted', at))
       return rules.length
     },

@@ -1,7 +1,7 @@
 // Templates: named, versioned bundles of rules, contracts and specs that can be
 // applied to a project. `data` is stored as JSON text.
 import { conflict, notFound } from '../lib/errors'
-import { now } from './db'
+import { nowIso } from '../lib/time'
 import { stmt, type Dialect, type Runner } from './runner'
 
 import type { TemplateKind } from '../lib/templates'
@@ -67,13 +67,13 @@ const ONE = stmt<Row>('SELECT * FROM templates WHERE id = ?')
 export function templatesWrites(w: Runner): TemplatesWrites {
   return {
     async create(t) {
-      const at = now()
+      const at = nowIso()
       const row = await w.get(INSERT, t.id, t.name, t.description, t.kind, JSON.stringify(t.data), JSON.stringify(t.tags), at, at)
       if (!row) throw conflict(`template ${t.id} already exists`)
       return full(row)
     },
     async update(t) {
-      const row = await w.get(UPDATE, t.name, t.description, t.kind, JSON.stringify(t.data), JSON.stringify(t.tags), now(), t.id)
+      const row = await w.get(UPDATE, t.name, t.description, t.kind, JSON.stringify(t.data), JSON.stringify(t.tags), nowIso(), t.id)
       if (!row) throw notFound('template not found')
       return full(row)
     },

@@ -1,7 +1,8 @@
 // Webhooks: where matching events are POSTed. The secret is write-only: only
 // target() returns it, for signing deliveries.
 import { conflict } from '../lib/errors'
-import { now, type UnitHooks } from './db'
+import type { UnitHooks } from './types'
+import { nowIso } from '../lib/time'
 import { stmt, type Runner } from './runner'
 
 export interface Webhook {
@@ -84,13 +85,13 @@ export function webhooksWrites(w: Runner, unit: UnitHooks, changed: () => void):
   }
   return {
     async create(hook) {
-      const row = await write(w.get(INSERT, hook.id, hook.url, JSON.stringify(hook.patterns), hook.secret, now()))
+      const row = await write(w.get(INSERT, hook.id, hook.url, JSON.stringify(hook.patterns), hook.secret, nowIso()))
       if (!row) throw conflict(`webhook ${hook.id} already exists`)
       return toWebhook(row)
     },
     delete: async (id) => (await write(w.run(REMOVE, id))) > 0,
     setActive: async (id, on) => orNull(await write(w.get(on ? ENABLE : DISABLE, id))),
-    recordDelivery: async (id, ok, maxFailures) => orNull(await write(ok ? w.get(SUCCEEDED, now(), id) : w.get(FAILED, now(), maxFailures, id))),
+    recordDelivery: async (id, ok, maxFailures) => orNull(await write(ok ? w.get(SUCCEEDED, nowIso(), id) : w.get(FAILED, nowIso(), maxFailures, id))),
   }
 }
 

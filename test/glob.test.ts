@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { globToSql, matchesAny, topicMatcher, topicMatches } from '../lib/glob'
-import { openDatabase } from '../store/db'
+import { openDatabase } from '../store/sqlite/db'
 import { eventsStore, eventsWrites } from '../store/sqlite/events'
 import { tempDir } from './helpers'
 

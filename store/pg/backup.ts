@@ -6,7 +6,7 @@
 import type { SQL } from 'bun'
 import { Database } from 'bun:sqlite'
 import { basename, dirname } from 'node:path'
-import { openDatabase } from '../db'
+import { openDatabase } from '../sqlite/db'
 import { checkBackup, removeTemp } from '../backup'
 import { IDENTITY_TABLES, WRITE_LOCK } from './db'
 import { int } from '../runner'
@@ -28,7 +28,7 @@ const ORDER: Record<string, string> = { ...IDENTITY_TABLES, instances: 'seq' }
 
 /**
  * What the embedded schema keeps in place of PostgreSQL's (space, key, version) index
- * (store/db.ts, the chain migration): each version's predecessor and every ANCHOR_EVERY-th
+ * (store/sqlite/db.ts, the chain migration): each version's predecessor and every ANCHOR_EVERY-th
  * version. A snapshot derives them from that index; a restore leaves them out.
  */
 const DERIVED_COLUMNS: Record<string, Record<string, string>> = {

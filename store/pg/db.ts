@@ -1,10 +1,10 @@
 // The PostgreSQL backend's connection, schema and units of work. Tables and columns
-// mirror the SQLite schema (store/db.ts) name for name, so a backup moves between
+// mirror the SQLite schema (store/sqlite/db.ts) name for name, so a backup moves between
 // backends by copying rows; text sorts bytewise (COLLATE "C") as SQLite's does.
 import { SQL } from 'bun'
 import { AppError } from '../../lib/errors'
 import { log } from '../../obs/log'
-import type { UnitHooks } from '../db'
+import type { UnitHooks } from '../types'
 
 export type Handle = Pick<SQL, 'unsafe'>
 

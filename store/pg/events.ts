@@ -4,7 +4,7 @@
 // resume rely on across replicas.
 import type { SQL } from 'bun'
 import { globRegex, matchesAll } from '../../lib/glob'
-import { now } from '../db'
+import { nowIso } from '../../lib/time'
 import { ECHO, type Event, type EventsStore, type EventsWrites } from '../events'
 import { q, type PgUnits } from './db'
 import { int } from '../runner'
@@ -30,7 +30,7 @@ const last = q<{ id: string | null }>('SELECT MAX(id) AS id FROM events')
 export function pgEventsWrites(u: PgUnits): EventsWrites {
   return {
     async append(topic, data, source, echo) {
-      const created_at = now()
+      const created_at = nowIso()
       const id = int((await insert.get(u.tx, topic, JSON.stringify(data ?? null), source, created_at, echo ? 1 : 0))!.id)
       const event: Event = { id, topic, data: data ?? null, source, created_at }
       if (echo) event[ECHO] = true

@@ -5,7 +5,8 @@
 // (store/pg/leader.ts), and nothing is cached that another replica could change.
 import type { SQL } from 'bun'
 import { mkdirSync } from 'node:fs'
-import { SCHEMA_VERSION, type UnitHooks } from '../db'
+import { SCHEMA_VERSION } from '../sqlite/db'
+import type { UnitHooks } from '../types'
 import { removeStaleTemps, tempPath } from '../backup'
 import type { Store, Tx } from '../types'
 import { tables } from '../tables'

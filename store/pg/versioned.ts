@@ -3,7 +3,7 @@
 // replica may have written the key since, so every read asks the database.
 import type { SQL } from 'bun'
 import { notFound } from '../../lib/errors'
-import { now } from '../db'
+import { nowIso } from '../../lib/time'
 import { checkCondition, sha256, type Doc, type DocMeta, type Docs, type HistoryItem, type WriteCondition } from '../versioned'
 import { q, type PgUnits } from './db'
 
@@ -35,7 +35,7 @@ const asDoc = (d: Doc | null): Doc | null => d && { ...d, value: new Uint8Array(
 export function pgDocs(sql: SQL, u: PgUnits): Docs {
   const write = async (space: string, key: string, value: Uint8Array, contentType: string, cur: DocMeta | null): Promise<DocMeta> => {
     const v = cur ? cur.version + 1 : ((await maxVersion.get(u.tx, space, key))?.v ?? 0) + 1
-    const meta: DocMeta = { key, version: v, hash: sha256(value), content_type: contentType, updated_at: now() }
+    const meta: DocMeta = { key, version: v, hash: sha256(value), content_type: contentType, updated_at: nowIso() }
     await append.run(u.tx, space, key, v, meta.hash, contentType, meta.updated_at, value)
     return meta
   }

@@ -1,7 +1,7 @@
 // Event history on SQLite: ids from the rowid, times that never go back, so a time
 // filter is answered as an id range.
 import type { Database } from 'bun:sqlite'
-import { now } from '../db'
+import { nowIso } from '../../lib/time'
 import { globToSql } from '../../lib/glob'
 import { ECHO, type Event, type EventsStore, type EventsWrites } from '../events'
 
@@ -16,7 +16,7 @@ export function eventsWrites(db: Database): EventsWrites {
   // filter into an id range, with no index to update on every write.
   let newest = db.query<{ created_at: string }, []>('SELECT created_at FROM events ORDER BY id DESC LIMIT 1').get()?.created_at ?? ''
   const stamp = () => {
-    const time = now()
+    const time = nowIso()
     if (time > newest) newest = time
     return newest
   }

@@ -1,18 +1,19 @@
 // The Store on the embedded SQLite file: one writer connection running units of work
-// in group commit (store/db.ts), one reader connection, WAL checkpoints on a worker.
+// in group commit (store/sqlite/db.ts), one reader connection, WAL checkpoints on a worker.
 import { log } from '../../obs/log'
 import { workerUrl } from '../../lib/workers'
 import type { FromCheckpointer, ToCheckpointer } from './checkpointer'
 import type { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { closeSync, fstatSync, openSync, statSync } from 'node:fs'
-import { GroupCommit, SCHEMA_VERSION, openDatabase, openReader, type UnitHooks } from '../db'
+import { GroupCommit, SCHEMA_VERSION, openDatabase, openReader } from './db'
+import type { UnitHooks } from '../types'
 import { checkBackup, removeStaleTemps, snapshot, swapIn, SwapFailed, tempPath } from '../backup'
 import { lockDataDir } from '../datadir-lock'
 import type { Event } from '../events'
 import type { Store, Tx } from '../types'
 import { tables } from '../tables'
-import { VersionedDocs } from '../versioned'
+import { VersionedDocs } from './versioned'
 import { eventsStore, eventsWrites } from './events'
 import { sqliteRunner, SQLITE } from './runner'
 
@@ -23,7 +24,7 @@ const DB_FILE = 'muster.db'
  * while writes come in, every CHECKPOINT_IDLE_MS otherwise; and a turnover (writes held
  * back for one last checkpoint, then the WAL starts over) once it holds TURNOVER_FRAMES
  * pages, ~200 MB: the bound the writer's autocheckpoint used to keep, inline in a COMMIT
- * (store/db.ts keeps that only as the fallback, further out). Small, frequent
+ * (store/sqlite/db.ts keeps that only as the fallback, further out). Small, frequent
  * checkpoints, and a sync of the database file every few MB they copy, leave the turnover's
  * checkpoint little to copy and little to sync: short holds.
  */

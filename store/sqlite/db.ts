@@ -1,8 +1,8 @@
 // The embedded database: one SQLite file in the data dir, WAL journal, and
 // schema migrations keyed on PRAGMA user_version. Only store/ imports this.
-import { nowIso } from '../lib/time'
-import { log } from '../obs/log'
-import { writeBatchSize } from '../obs/prometheus'
+import type { UnitHooks } from '../types'
+import { log } from '../../obs/log'
+import { writeBatchSize } from '../../obs/prometheus'
 import { Database } from 'bun:sqlite'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -214,21 +214,12 @@ export function migrate(db: Database): void {
   }
 }
 
-/** The current time, RFC 3339 UTC with ms, by the shared clock (lib/time.ts). */
-export const now = nowIso
-
 /** Opens a second connection for reads: in WAL mode it only ever sees committed transactions. */
 export function openReader(dataDir: string, file = 'muster.db'): Database {
   const db = new Database(join(dataDir, file), { readonly: true, strict: true })
   db.exec('PRAGMA busy_timeout = 5000')
   db.exec('PRAGMA cache_size = -65536')
   return db
-}
-
-/** What one unit of work may do besides its SQL: run code once its batch has committed. */
-export interface UnitHooks {
-  /** Runs after the COMMIT that makes this unit durable; dropped if the unit rolls back. */
-  afterCommit(fn: () => void): void
 }
 
 /**
