@@ -3,7 +3,7 @@
 import type { UnitHooks } from './types'
 import type { Dialect, Runner } from './runner'
 import type { Docs } from './versioned'
-import type { EventsStore, EventsWrites } from './events'
+import type { Event, EventsStore, EventsWrites } from './events'
 import { auditStore, auditWrites } from './audit'
 import { complianceStore, complianceWrites } from './compliance'
 import { holdersStore, holdersWrites } from './holders'
@@ -31,9 +31,27 @@ export interface Backend {
   unit: UnitHooks
   /** This process is the database's only writer, so reads may be cached between writes. */
   soleWriter: boolean
+  /** Hands an event on to its listeners once the unit that wrote it has committed. */
+  deliver(event: Event): void
 }
 
-export function tables({ reads: r, writes: w, dialect: d, docs, events, unit, soleWriter }: Backend) {
+/** Every table group's reads, and the Tx a unit of work writes through (`emit` included). */
+export function tables(backend: Backend) {
+  const { reads, writes } = groups(backend)
+  const { events, unit, deliver } = backend
+  const tx = {
+    ...writes,
+    /** Appends an event to the unit; its listeners get it only after that unit's COMMIT. */
+    async emit(topic: string, data: unknown, source: string, echo?: boolean): Promise<Event> {
+      const event = await events.writes.append(topic, data, source, echo)
+      unit.afterCommit(() => deliver(event))
+      return event
+    },
+  }
+  return { reads, tx }
+}
+
+function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWriter }: Backend) {
   const webhooks = webhooksStore(r, soleWriter)
   return {
     reads: {
@@ -74,6 +92,6 @@ export function tables({ reads: r, writes: w, dialect: d, docs, events, unit, so
 }
 
 /** Every table group's reads. */
-export type Reads = ReturnType<typeof tables>['reads']
+export type Reads = ReturnType<typeof groups>['reads']
 /** Every table group's writes, for one unit of work. */
-export type Writes = ReturnType<typeof tables>['writes']
+export type Writes = ReturnType<typeof groups>['writes']

@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs'
 import { SCHEMA_VERSION } from '../sqlite/db'
 import type { UnitHooks } from '../types'
 import { removeStaleTemps, tempPath } from '../backup'
-import type { Store, Tx } from '../types'
+import type { Store } from '../types'
 import { tables } from '../tables'
 import { connect, migrate, PgUnits } from './db'
 import { EventFeed } from './feed'
@@ -32,7 +32,7 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
   // Units run one at a time, so the unit the writes' hooks belong to is always the running one.
   let current: UnitHooks | null = null
   const unit: UnitHooks = { afterCommit: (fn) => current!.afterCommit(fn) }
-  const { reads, writes } = tables({
+  const { reads, tx } = tables({
     reads: pgRunner(() => sql),
     writes: pgRunner(() => units.tx),
     dialect: PG,
@@ -40,17 +40,10 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
     events,
     unit,
     soleWriter: false,
+    // Delivered here after COMMIT, and announced to the other replicas by the NOTIFY
+    // that PostgreSQL sends at that same COMMIT.
+    deliver: (event) => feed.committed(event),
   })
-  // A unit's events: delivered here after COMMIT, and announced to the other
-  // replicas by the NOTIFY that PostgreSQL sends at that same COMMIT.
-  const tx: Tx = {
-    ...writes,
-    async emit(topic, data, source, echo) {
-      const event = await events.writes.append(topic, data, source, echo)
-      unit.afterCommit(() => feed.committed(event))
-      return event
-    },
-  }
   await feed.start()
   // A restore through any replica replaced the events table: every replica's feed starts over after it.
   const resetSub = await sql.listen(RESET_CHANNEL, () => void feed.reset())

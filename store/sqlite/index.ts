@@ -11,7 +11,7 @@ import type { UnitHooks } from '../types'
 import { checkBackup, removeStaleTemps, snapshot, swapIn, SwapFailed, tempPath } from '../backup'
 import { lockDataDir } from '../datadir-lock'
 import type { Event } from '../events'
-import type { Store, Tx } from '../types'
+import type { Store } from '../types'
 import { tables } from '../tables'
 import { VersionedDocs } from './versioned'
 import { eventsStore, eventsWrites } from './events'
@@ -84,7 +84,7 @@ function databaseFd(path: string, current: number | null): number {
 function build(writer: Database, reader: Database, unit: UnitHooks, listeners: Listener[]) {
   const events = { reads: eventsStore(reader), writes: eventsWrites(writer) }
   const docs = new VersionedDocs(reader, writer, unit)
-  const { reads, writes } = tables({
+  return tables({
     reads: sqliteRunner(reader),
     writes: sqliteRunner(writer),
     dialect: SQLITE,
@@ -92,18 +92,10 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
     events,
     unit,
     soleWriter: true,
-  })
-  const tx: Tx = {
-    ...writes,
-    async emit(topic, data, source, echo) {
-      const event = await events.writes.append(topic, data, source, echo)
-      unit.afterCommit(() => {
-        for (const listener of listeners) listener(event)
-      })
-      return event
+    deliver: (event) => {
+      for (const listener of listeners) listener(event)
     },
-  }
-  return { reads, tx }
+  })
 }
 
 /** `turnoverFrames`: the WAL length that starts a turnover (TURNOVER_FRAMES; tests make it short). */
