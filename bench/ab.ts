@@ -1,17 +1,19 @@
 // A/B: this checkout's server against another checkout's (e.g. a worktree of the commit
-// before a change), in one invocation, in alternating slices, so drift in the machine's
-// speed affects both alike. Figures: plain state GET and PUT under wrk; lock acquire +
-// release round trips (1 client; 32 clients on their own locks); task enqueue -> claim ->
-// ack cycles (1 worker; 32 workers). Each line ends with B's figure as a share of A's.
+// before a change), in one invocation, in alternating slices (A B, B A, A B, ...), so
+// drift in the machine's speed affects both alike. Figures: plain state GET and PUT under
+// wrk; lock acquire + release round trips (1 client; 32 clients on their own locks);
+// task enqueue -> claim -> ack cycles (1 worker; 32 workers). Each line ends with B's figure as a share of A's.
 // Run: git worktree add /tmp/before <commit> && bun bench/ab.ts /tmp/before
 // (the other checkout needs its node_modules: `ln -s $PWD/node_modules /tmp/before/`).
 import { resolve } from 'node:path'
-import { alternate, hasWrk, startMuster, type Proc } from './lib'
+import { hasWrk, startMuster, wrk, type LoadResult, type Proc } from './lib'
 
 const other = process.argv[2]
 if (!other) throw new Error('usage: bun bench/ab.ts <other checkout>')
 const SLICES = Number(process.env.BENCH_SLICES ?? 6)
 const SLICE_S = Number(process.env.BENCH_SLICE_SECONDS ?? 2)
+/** Only the figures whose label matches (e.g. BENCH_ONLY=lock). */
+const ONLY = new RegExp(process.env.BENCH_ONLY ?? '')
 
 const call = async (url: string, method: string, body?: unknown, token?: string) => {
   const res = await fetch(url, {
@@ -69,25 +71,38 @@ const servers = [
 ]
 const tokens = await Promise.all(servers.map((s) => Promise.all(Array.from({ length: 32 }, (_, i) => register(s.proc.url, `ab-${i}`)))))
 const share = (a: number, b: number) => `${((b / a) * 100).toFixed(1)}%`
+/** A, B in even slices and B, A in odd ones: whichever runs second in a pair would otherwise gain (a warmer client, a settled CPU). */
+const order = (slice: number) => (slice % 2 ? [1, 0] : [0, 1])
+const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
+const merge = (rs: LoadResult[]): LoadResult => ({
+  rps: rs.reduce((n, r) => n + r.rps, 0) / rs.length,
+  p50ms: median(rs.map((r) => r.p50ms)),
+  p99ms: median(rs.map((r) => r.p99ms)),
+  errors: rs.reduce((n, r) => n + r.errors, 0),
+})
 console.log(`A = ${resolve(other)}, B = this checkout; ${SLICES} alternating slices of ${SLICE_S} s each`)
 
-if (hasWrk()) {
+if (!hasWrk()) console.log('wrk not installed (Debian package wrk): state GET/PUT skipped')
+else if (ONLY.test('state GET') || ONLY.test('state PUT')) {
   for (const s of servers) await call(`${s.proc.url}/api/state/bench/key`, 'PUT', { value: 'x'.repeat(200) })
   const get = `wrk.method = "GET"`
   const put = `wrk.method = "PUT"; wrk.body = '{"step":1,"note":"${'x'.repeat(180)}"}'; wrk.headers["Content-Type"] = "application/json"`
   for (const [label, lua] of [['state GET', get], ['state PUT', put]]) {
-    const [a, b] = await alternate(
-      servers.map((s) => ({ url: `${s.proc.url}/api/state/bench/key`, lua })),
-      { seconds: SLICES * SLICE_S, slices: SLICES, warmup: 1 },
-    )
+    if (!ONLY.test(label)) continue
+    const targets = servers.map((s) => ({ url: `${s.proc.url}/api/state/bench/key`, lua }))
+    for (const t of targets) await wrk(t.url, t.lua, { seconds: 1 })
+    const runs: LoadResult[][] = [[], []]
+    for (let i = 0; i < SLICES; i++) for (const n of order(i)) runs[n].push(await wrk(targets[n].url, targets[n].lua, { seconds: SLICE_S }))
+    const [a, b] = runs.map(merge)
     console.log(`${label.padEnd(44)} A ${a.rps.toFixed(0).padStart(7)}/s p99 ${a.p99ms.toFixed(2)} ms   B ${b.rps.toFixed(0).padStart(7)}/s p99 ${b.p99ms.toFixed(2)} ms   B/A ${share(a.rps, b.rps)}`)
   }
-} else console.log('wrk not installed (Debian package wrk): state GET/PUT skipped')
+}
 
 for (const [label, loop] of Object.entries(LOOPS)) {
+  if (!ONLY.test(label)) continue
   const sums = [0, 0]
   for (let i = 0; i < SLICES; i++)
-    for (const [n, s] of servers.entries()) sums[n] += await loops(loop.clients, SLICE_S, (c) => loop.step(s.proc, tokens[n], c))
+    for (const n of order(i)) sums[n] += await loops(loop.clients, SLICE_S, (c) => loop.step(servers[n].proc, tokens[n], c))
   const [a, b] = sums.map((x) => x / SLICES)
   console.log(`${label.padEnd(44)} A ${a.toFixed(0).padStart(7)}/s   B ${b.toFixed(0).padStart(7)}/s   B/A ${share(a, b)}`)
 }
