@@ -1,8 +1,12 @@
 // Server configuration: flags beat env, env beats defaults. A bad value is a
 // ConfigError with one clear line; app.ts prints it and exits 2.
-import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from '../obs/log'
 
 import { parseDuration } from './time'
+
+export const LOG_FORMATS = ['json', 'pretty'] as const
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
+export type LogFormat = (typeof LOG_FORMATS)[number]
+export type LogLevel = (typeof LOG_LEVELS)[number]
 
 export interface Config {
   bind: HostPort

@@ -12,11 +12,8 @@
 import type pino from 'pino'
 import { writeSync } from 'node:fs'
 import { isoEachMs } from '../lib/time'
+import type { LogFormat, LogLevel } from '../lib/config'
 
-export const LOG_FORMATS = ['json', 'pretty'] as const
-export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const
-export type LogFormat = (typeof LOG_FORMATS)[number]
-export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /**
  * Lines are batched: each goes into a list, and the list is written to stdout in one

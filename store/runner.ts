@@ -55,3 +55,9 @@ export interface Dialect {
 /** BIGINT (and COUNT, SUM) columns come back from PostgreSQL as strings; ours never exceed 2^53. */
 export const int = (v: unknown): number => (typeof v === 'number' ? v : Number(v))
 export const intOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : int(v))
+
+/** What one unit of work may do besides its SQL: run code once its batch has committed. */
+export interface UnitHooks {
+  /** Runs after the COMMIT that makes this unit durable; dropped if the unit rolls back. */
+  afterCommit(fn: () => void): void
+}

@@ -1,7 +1,6 @@
 // Every table group of the store, built once for both backends over a reads runner
 // and a writes runner; what differs per backend (versioned documents, events) comes in.
-import type { UnitHooks } from './types'
-import type { Dialect, Runner } from './runner'
+import type { Dialect, Runner, UnitHooks } from './runner'
 import type { Docs } from './versioned'
 import type { Event, EventsStore, EventsWrites } from './events'
 import { auditStore, auditWrites } from './audit'

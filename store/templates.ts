@@ -4,8 +4,8 @@ import { conflict, notFound } from '../lib/errors'
 import { nowIso } from '../lib/time'
 import { stmt, type Dialect, type Runner } from './runner'
 
-import type { TemplateKind } from '../lib/templates'
-export { TEMPLATE_KINDS, type TemplateKind } from '../lib/templates'
+export const TEMPLATE_KINDS = ['rules', 'contracts', 'bundle'] as const
+export type TemplateKind = (typeof TEMPLATE_KINDS)[number]
 
 export interface TemplateSummary {
   id: string

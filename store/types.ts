@@ -44,9 +44,3 @@ export interface Store extends Reads {
   replaceWith(file: string): Promise<void>
   close(): void | Promise<void>
 }
-
-/** What one unit of work may do besides its SQL: run code once its batch has committed. */
-export interface UnitHooks {
-  /** Runs after the COMMIT that makes this unit durable; dropped if the unit rolls back. */
-  afterCommit(fn: () => void): void
-}

@@ -1,9 +1,8 @@
 // Webhooks: where matching events are POSTed. The secret is write-only: only
 // target() returns it, for signing deliveries.
 import { conflict } from '../lib/errors'
-import type { UnitHooks } from './types'
 import { nowIso } from '../lib/time'
-import { stmt, type Runner } from './runner'
+import { stmt, type Runner, type UnitHooks } from './runner'
 
 export interface Webhook {
   id: string

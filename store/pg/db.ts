@@ -4,7 +4,7 @@
 import { SQL } from 'bun'
 import { AppError } from '../../lib/errors'
 import { log } from '../../obs/log'
-import type { UnitHooks } from '../types'
+import type { UnitHooks } from '../runner'
 
 export type Handle = Pick<SQL, 'unsafe'>
 

@@ -6,7 +6,7 @@
 import type { SQL } from 'bun'
 import { mkdirSync } from 'node:fs'
 import { SCHEMA_VERSION } from '../sqlite/db'
-import type { UnitHooks } from '../types'
+import type { UnitHooks } from '../runner'
 import { removeStaleTemps, tempPath } from '../backup'
 import type { Store } from '../types'
 import { tables } from '../tables'

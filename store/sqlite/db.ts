@@ -1,6 +1,6 @@
 // The embedded database: one SQLite file in the data dir, WAL journal, and
 // schema migrations keyed on PRAGMA user_version. Only store/ imports this.
-import type { UnitHooks } from '../types'
+import type { UnitHooks } from '../runner'
 import { log } from '../../obs/log'
 import { writeBatchSize } from '../../obs/prometheus'
 import { Database } from 'bun:sqlite'

@@ -7,7 +7,7 @@ import type { Database } from 'bun:sqlite'
 import { notFound } from '../../lib/errors'
 import { nowIso } from '../../lib/time'
 import { Lru } from '../../lib/lru'
-import type { UnitHooks } from '../types'
+import type { UnitHooks } from '../runner'
 import { ANCHOR_EVERY, checkCondition, sha256, type Doc, type DocMeta, type Docs, type HistoryItem, type WriteCondition } from '../versioned'
 
 /**

@@ -1,12 +1,11 @@
 // What a template's data must look like for its kind (pure, no I/O). Checked on
 // create and update, so applying a stored template cannot fail on its shape.
 import { compileContract, isContractDoc } from '../contracts/contract'
-import { isObject } from './values'
-import { invalid } from './errors'
+import { isObject } from '../lib/values'
+import { invalid } from '../lib/errors'
 import { checkRules } from '../validation/rules'
+import type { TemplateKind } from '../store/templates'
 
-export const TEMPLATE_KINDS = ['rules', 'contracts', 'bundle'] as const
-export type TemplateKind = (typeof TEMPLATE_KINDS)[number]
 
 /** The parts a template writes into a project. */
 export interface TemplateParts {
