@@ -1,17 +1,22 @@
-// The target policy of this server (lib/targets.ts) from its configuration and
-// the ports it actually listens on.
+// The target policy of this server (lib/targets.ts) from its configuration, the
+// ports it actually listens on and, under a wildcard bind, this machine's addresses
+// (read on each check: an interface can gain an address while the server runs).
 import type { Ctx } from './context'
 import { parseHostPort } from '../lib/config'
 import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
-import { targetRefusal, type TargetPolicy } from '../lib/targets'
+import { networkInterfaces } from 'node:os'
+import { ownHosts, targetRefusal, type TargetPolicy } from '../lib/targets'
 
 export function targetPolicy(ctx: Ctx): TargetPolicy {
   const bound = [ctx.apiBind, ctx.dashboardBind].map((b) => (b ? parseHostPort(b) : null)).filter((b) => b !== null)
   return {
     allowLinkLocal: ctx.config.allowLinkLocalTargets,
     ownPorts: bound.map((b) => b.port),
-    ownHosts: bound.map((b) => b.host.toLowerCase()),
+    ownHosts: ownHosts(
+      bound.map((b) => b.host),
+      () => Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address)),
+    ),
   }
 }
 

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { connect } from 'node:net'
+import { networkInterfaces } from 'node:os'
 import { join } from 'node:path'
 import { apiContract } from './contract-fixture'
 import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
@@ -258,6 +259,23 @@ describe('no loops, no reach into metadata services', () => {
     }
   })
 
+  // A non-loopback address of this machine, when it has one: with a wildcard bind it reaches the server too.
+  // Nothing is sent to it here (the workplace allows traffic to loopback only): a refused webhook sends nothing.
+  const lanAddress = Object.values(networkInterfaces()).flat().find((i) => i && !i.internal && i.family === 'IPv4')?.address
+
+  test.skipIf(!lanAddress)('with a wildcard bind, a webhook aimed at a local interface address at its own port is refused', async () => {
+    const wild = await startServer({ args: ['--bind', '0.0.0.0:0'] })
+    try {
+      const self = `http://${lanAddress}:${portOf(wild.api)}`
+      for (const url of [`${self}/api/events/publish`, `http://[::ffff:${lanAddress}]:${portOf(wild.api)}/`]) {
+        const r = await call(wild.api, 'POST', '/api/webhooks', { id: 'self-lan', url })
+        expect([url, r.status, r.body.error]).toEqual([url, 400, expect.stringContaining('this server')])
+      }
+    } finally {
+      await wild.cleanup()
+    }
+  })
+
   test('an event published by a webhook delivery is not delivered to webhooks again', async () => {
     // A relay on another port that forwards each delivery to the server: the loop a self-aimed webhook would make.
     let forwarded = 0
@@ -285,7 +303,7 @@ describe('no loops, no reach into metadata services', () => {
   })
 
   test('link-local and metadata targets are refused for webhooks and contract tests', async () => {
-    for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://[fe80::1]/', 'http://0.0.0.0:1/', 'http://[::ffff:169.254.169.254]/', 'http://metadata.google.internal/']) {
+    for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://[fe80::1]/', 'http://0.0.0.0:1/', 'http://[::ffff:169.254.169.254]/', 'http://[64:ff9b::a9fe:a9fe]/', 'http://[::a9fe:a9fe]/', 'http://metadata.google.internal/']) {
       const r = await call(s.api, 'POST', '/api/webhooks', { id: 'meta', url })
       expect(r.status).toBe(400)
       expect(r.body.error).toContain('not allowed')
