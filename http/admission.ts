@@ -36,7 +36,8 @@ export function admission(ctx: Ctx, table: RouteTable): Admit {
     if (declared !== null || (request.method !== 'GET' && request.body)) {
       const { limit, raw } = rule ?? table.bodyRule(request.method, path)
       if (Number(declared ?? 0) > limit) return errorResponse(413, tooLarge(limit).message)
-      // A body without Content-Length is cut off with 413 as soon as it passes the limit, whoever reads it.
+      // A body without Content-Length (chunked) is cut off with 413 as soon as it passes the limit, and
+      // fails if Bun refused what followed its last chunk (a trailer), whoever reads it (http/body.ts).
       if (declared === null) admitted = boundedRequest(admitted, limit)
       if (!raw && admitted.body) admitted = asJson(admitted)
       sameCaller(ctx, request, admitted)

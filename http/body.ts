@@ -1,4 +1,5 @@
-// Request bodies: size limits enforced while streaming, raw and JSON readers.
+// Request bodies: size limits enforced while streaming, bodies cut off by their
+// connection told from server errors, raw and JSON readers.
 import { Elysia } from 'elysia'
 import { AppError, invalid } from '../lib/errors'
 import { MAX_DEPTH, nestedDeeperThan, parsedValueProblem } from '../lib/json'
@@ -21,7 +22,41 @@ export const bodyLimits = new Elysia({ name: 'body-limits' }).macro({
   },
 })
 
-/** The same request whose body stream fails with 413 once it passes `limit` bytes (for bodies without Content-Length). */
+/**
+ * A body that did not arrive whole: the client closed the connection mid-upload, or
+ * Bun's parser refused the rest of it (a malformed chunk size, a trailer) and closed
+ * it. The client is gone, so the answer (400) reaches no one; it is counted and
+ * logged as the client's doing (a warning), not as a server error.
+ */
+export class ClientAbort extends AppError {
+  constructor() {
+    super('invalid', 'request body incomplete: the connection closed before it ended')
+  }
+}
+
+/**
+ * The ClientAbort an error stands for, if any: ours, or Bun's AbortError from reading
+ * the body of a request whose connection closed (an AbortError with the request still
+ * open is some other abort, e.g. of a call the handler made, and stays what it is).
+ */
+export function clientAbortOf(error: unknown, request: Request): ClientAbort | null {
+  if (error instanceof ClientAbort) return error
+  const cause = (error as any)?.cause
+  if (cause instanceof ClientAbort) return cause
+  const aborted = (error as any)?.name === 'AbortError' || cause?.name === 'AbortError'
+  return aborted && request.signal.aborted ? new ClientAbort() : null
+}
+
+/**
+ * The same request whose body stream fails with 413 once it passes `limit` bytes (for
+ * bodies without Content-Length, i.e. chunked), and ends only once the body is known
+ * to be complete: Bun's parser ends a chunked body at the last chunk's `0\r\n` and reads
+ * whatever follows as the next request, so a trailer (or any garbage after the body)
+ * is refused there with 400 and the connection closed, while the handler has the body.
+ * What arrived with the last chunk is parsed in the same turn of the event loop; one
+ * turn later a refused connection has aborted the request, and the body fails instead
+ * of ending, so no reader commits a write the client was told was refused.
+ */
 export function boundedRequest(request: Request, limit: number): Request {
   if (!request.body) return request
   let size = 0
@@ -31,6 +66,10 @@ export function boundedRequest(request: Request, limit: number): Request {
         size += chunk.byteLength
         if (size > limit) out.error(tooLarge(limit))
         else out.enqueue(chunk)
+      },
+      async flush(out) {
+        await new Promise((resolve) => setImmediate(resolve))
+        if (request.signal.aborted) out.error(new ClientAbort())
       },
     }),
   )
@@ -50,12 +89,12 @@ export async function readBody(request: Request, limit = MAX_BODY): Promise<Uint
   const declared = Number(request.headers.get('content-length') ?? NaN)
   if (declared > limit) throw tooLarge(limit)
   if (!request.body) return new Uint8Array(0)
-  // A declared length within the limit cannot grow past it (Bun enforces it), so read it whole.
-  if (declared >= 0) return new Uint8Array(await request.arrayBuffer())
   try {
+    // A declared length within the limit cannot grow past it (Bun enforces it), so read it whole.
+    if (declared >= 0) return new Uint8Array(await request.arrayBuffer())
     return await readUpTo(request.body, limit)
   } catch (err) {
-    throw err instanceof StreamTooLarge ? tooLarge(limit) : err
+    throw err instanceof StreamTooLarge ? tooLarge(limit) : (clientAbortOf(err, request) ?? err)
   }
 }
 

@@ -1,7 +1,7 @@
 // Error answers: every non-2xx is {error, code}; the status of each error kind.
 import { urlOf } from './url'
 import { log } from '../obs/log'
-import { NOT_JSON } from './body'
+import { NOT_JSON, clientAbortOf } from './body'
 import { AppError, type ErrorKind } from '../lib/errors'
 
 export const STATUS: Record<ErrorKind, number> = {
@@ -65,11 +65,17 @@ export function errorAnswer(
   request: Request,
   allowedMethods: (path: string) => string[],
 ) {
+  // However the framework wrapped it (a parse error, a failed read), a body cut off by its connection is the client's doing.
+  const abort = clientAbortOf(error, request)
+  if (abort) error = abort
   let status = statusOfError(code, error)
   let message = 'internal server error'
   let extra: Record<string, unknown> = {}
   const appError = appErrorOf(error)
-  if (appError) {
+  if (abort) {
+    message = abort.message
+    log.warn({ method: request.method, url: request.url }, 'client abort: the connection closed before the request body ended')
+  } else if (appError) {
     message = appError.message
     extra = appError.extra
   } else if (code === 'NOT_FOUND') {
