@@ -6,7 +6,7 @@
 // Run: git worktree add /tmp/before <commit> && bun bench/ab.ts /tmp/before
 // (the other checkout needs its node_modules: `ln -s $PWD/node_modules /tmp/before/`).
 import { resolve } from 'node:path'
-import { hasWrk, startMuster, wrk, type LoadResult, type Proc } from './lib'
+import { hasWrk, mergeSlices, startMuster, wrk, type LoadResult, type Proc } from './lib'
 
 const other = process.argv[2]
 if (!other) throw new Error('usage: bun bench/ab.ts <other checkout>')
@@ -73,13 +73,7 @@ const tokens = await Promise.all(servers.map((s) => Promise.all(Array.from({ len
 const share = (a: number, b: number) => `${((b / a) * 100).toFixed(1)}%`
 /** A, B in even slices and B, A in odd ones: whichever runs second in a pair would otherwise gain (a warmer client, a settled CPU). */
 const order = (slice: number) => (slice % 2 ? [1, 0] : [0, 1])
-const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
-const merge = (rs: LoadResult[]): LoadResult => ({
-  rps: rs.reduce((n, r) => n + r.rps, 0) / rs.length,
-  p50ms: median(rs.map((r) => r.p50ms)),
-  p99ms: median(rs.map((r) => r.p99ms)),
-  errors: rs.reduce((n, r) => n + r.errors, 0),
-})
+
 console.log(`A = ${resolve(other)}, B = this checkout; ${SLICES} alternating slices of ${SLICE_S} s each`)
 
 if (!hasWrk()) console.log('wrk not installed (Debian package wrk): state GET/PUT skipped')
@@ -93,7 +87,7 @@ else if (ONLY.test('state GET') || ONLY.test('state PUT')) {
     for (const t of targets) await wrk(t.url, t.lua, { seconds: 1 })
     const runs: LoadResult[][] = [[], []]
     for (let i = 0; i < SLICES; i++) for (const n of order(i)) runs[n].push(await wrk(targets[n].url, targets[n].lua, { seconds: SLICE_S }))
-    const [a, b] = runs.map(merge)
+    const [a, b] = runs.map(mergeSlices)
     console.log(`${label.padEnd(44)} A ${a.rps.toFixed(0).padStart(7)}/s p99 ${a.p99ms.toFixed(2)} ms   B ${b.rps.toFixed(0).padStart(7)}/s p99 ${b.p99ms.toFixed(2)} ms   B/A ${share(a.rps, b.rps)}`)
   }
 }

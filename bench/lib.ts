@@ -184,15 +184,18 @@ export async function alternate(
   if (opts.warmup) for (const s of targets) await wrk(s.url, s.lua, { ...slice, seconds: opts.warmup })
   const runs: LoadResult[][] = targets.map(() => [])
   for (let i = 0; i < opts.slices; i++) for (const [n, s] of targets.entries()) runs[n].push(await wrk(s.url, s.lua, slice))
-  const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
-  const merge = (rs: LoadResult[]): LoadResult => ({
-    rps: rs.reduce((n, r) => n + r.rps, 0) / rs.length,
-    p50ms: median(rs.map((r) => r.p50ms)),
-    p99ms: median(rs.map((r) => r.p99ms)),
-    errors: rs.reduce((n, r) => n + r.errors, 0),
-  })
-  return runs.map(merge)
+  return runs.map(mergeSlices)
 }
+
+const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
+
+/** Slices of one server as one figure: req/s over all of them, the medians of their p50s and p99s. */
+export const mergeSlices = (rs: LoadResult[]): LoadResult => ({
+  rps: rs.reduce((n, r) => n + r.rps, 0) / rs.length,
+  p50ms: median(rs.map((r) => r.p50ms)),
+  p99ms: median(rs.map((r) => r.p99ms)),
+  errors: rs.reduce((n, r) => n + r.errors, 0),
+})
 
 export function hasWrk(): boolean {
   return Bun.which('wrk') !== null
