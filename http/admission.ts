@@ -6,7 +6,7 @@ import type { Ctx } from '../services/context'
 import { log } from '../obs/log'
 import { asJson, boundedRequest, tooLarge } from './body'
 import { authorized, countForCaller, sameCaller } from './caller'
-import { errorResponse } from './errors'
+import { UNAUTHORIZED, errorResponse } from './errors'
 import type { BodyRule, RouteTable } from './route-table'
 
 /** The request as its handler gets it (size-bounded, labelled JSON), or the early answer when refused (401, 413). */
@@ -29,7 +29,7 @@ export function admission(ctx: Ctx, table: RouteTable): Admit {
   }
 
   return (request, path, rule) => {
-    if (!authorized(ctx, request, path)) return errorResponse(401, 'invalid or missing bearer token')
+    if (!authorized(ctx, request, path)) return errorResponse(401, UNAUTHORIZED)
     const declared = request.headers.get('content-length')
     let admitted = request
     // A request without a body needs no rule: most requests, and every read (no GET route reads a body).

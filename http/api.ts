@@ -9,7 +9,7 @@ import { requestObserver } from './observe'
 import { apiDocs } from './openapi'
 import { admission, type Admit } from './admission'
 import { pathOf, withOrigin } from './url'
-import { errorAnswer } from './errors'
+import { errorAnswer, thrownResponse } from './errors'
 import { auditFailure } from './audit'
 import { RouteTable, type BodyRule } from './route-table'
 
@@ -89,7 +89,11 @@ function fastHandler(app: AnyElysia, route: FastRoute, rule: BodyRule, admit: Ad
   const observe = observer.route(route.method, route.pattern)
   const answer = (request: Request, path: string) => {
     const admitted = admit(request, path, rule)
-    return admitted instanceof Response ? admitted : route.handle(admitted, path)
+    if (admitted instanceof Response) return admitted
+    const answered = route.handle(admitted, path)
+    // What the route did not answer itself (a read on an unreachable database) is mapped as the error hook maps it,
+    // not left to Bun's plain-text 500; a Response stays a Response, so Bun still answers a cached read at once.
+    return answered instanceof Promise ? answered.catch((err) => thrownResponse(err, admitted)) : answered
   }
   return (request) => {
     const url = request.url

@@ -13,7 +13,11 @@ export const STATUS: Record<ErrorKind, number> = {
   conflict: 409,
   precondition: 412,
   too_large: 413,
+  unavailable: 503,
 }
+
+/** Seconds a client waits before retrying while the database is unreachable (the pool reconnects by itself). */
+const RETRY_AFTER_SECONDS = '1'
 
 /** The error kind an HTTP status stands for (STATUS read backwards), e.g. to re-raise an in-process call's error. */
 export const kindOfStatus = (status: number): ErrorKind | undefined =>
@@ -21,6 +25,10 @@ export const kindOfStatus = (status: number): ErrorKind | undefined =>
 
 /** The Content-Type of every error answer, whichever path gave it (Elysia's onError sets the same). */
 const ERROR_HEADERS = { 'content-type': 'application/json' }
+
+/** The message of a 401 and of a 405, wherever they are answered (the dashboard rebuilds the API's). */
+export const UNAUTHORIZED = 'invalid or missing bearer token'
+export const methodNotAllowed = (method: string) => `method ${method} not allowed`
 
 export function errorResponse(status: number, message: string, extra: Record<string, unknown> = {}): Response {
   return new Response(JSON.stringify({ error: message, code: status, ...extra }), { status, headers: ERROR_HEADERS })
@@ -78,11 +86,16 @@ export function errorAnswer(
   } else if (appError) {
     message = appError.message
     extra = appError.extra
+    if (appError.kind === 'unavailable') {
+      set.headers['retry-after'] = RETRY_AFTER_SECONDS
+      // An outage fails every request: one line each, naming the database's error, no stack.
+      log.warn({ method: request.method, url: request.url }, message)
+    }
   } else if (code === 'NOT_FOUND') {
     const allowed = allowedMethods(urlOf(request).pathname).filter((m) => m !== request.method)
     if (allowed.length) {
       status = 405
-      message = `method ${request.method} not allowed`
+      message = methodNotAllowed(request.method)
       set.headers['allow'] = allowed.join(', ')
     } else {
       status = 404

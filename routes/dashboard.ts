@@ -6,7 +6,7 @@ import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
 import { authorized } from '../http/caller'
 import { urlOf, withOrigin } from '../http/url'
-import { errorAnswer, errorResponse } from '../http/errors'
+import { UNAUTHORIZED, errorAnswer, errorResponse, methodNotAllowed } from '../http/errors'
 import { SERVER_OPTIONS } from '../http/body'
 import { healthRoutes } from './health'
 import { subscribeSocket } from './events'
@@ -31,10 +31,23 @@ export async function forward(ctx: Ctx, request: Request): Promise<Response> {
     const out = new Headers(upstream.headers)
     out.delete('content-length')
     out.delete('transfer-encoding')
+    if (request.method === 'TRACE') return traceAnswer(upstream.status, out)
     return new Response(upstream.body, { status: upstream.status, headers: out })
   } catch (err) {
     return errorResponse(502, `API unreachable: ${(err as Error).message}`)
   }
+}
+
+/**
+ * The API takes no TRACE, so its answer is an {error, code}, but Bun's fetch reads an
+ * answer to TRACE as bodyless (as for HEAD) and drops it: rebuilt here with the
+ * API's status and headers (a 405's Allow).
+ */
+function traceAnswer(status: number, headers: Headers): Response {
+  const message = status === 405 ? methodNotAllowed('TRACE') : status === 401 ? UNAUTHORIZED : 'not found'
+  const body = JSON.stringify({ error: message, code: status })
+  headers.set('content-type', 'application/json')
+  return new Response(body, { status, headers })
 }
 
 // The UI loads only its own files and talks only to this origin.
@@ -62,7 +75,7 @@ function eventsStream(ctx: Ctx) {
   return new Elysia().ws('/api/events/subscribe', {
     ...socket,
     beforeHandle({ request, query }) {
-      if (!authorized(ctx, request, urlOf(request).pathname)) return errorResponse(401, 'invalid or missing bearer token')
+      if (!authorized(ctx, request, urlOf(request).pathname)) return errorResponse(401, UNAUTHORIZED)
       return socket.beforeHandle({ query })
     },
   })
@@ -71,10 +84,12 @@ function eventsStream(ctx: Ctx) {
 /** The dashboard app. Its event streams are bus subscriptions: they end with the others at shutdown. */
 export function createDashboard(ctx: Ctx) {
   const app = new Elysia(SERVER_OPTIONS).wrap(withOrigin)
+    // The API's error answers (no 405s: /api/* takes every method). First: Elysia applies the hook only to the
+    // routes mounted after it, and the event stream's bad after_id must be its 400, not a plain-text 500.
+    .onError(({ code, error, set, request }) => errorAnswer(code, error, set, request, () => []))
     .use(healthRoutes(ctx.startedAt))
     .use(eventsStream(ctx))
     .all('/api/*', ({ request }) => forward(ctx, request), { parse: 'none' })
   for (const [path, file] of Object.entries(assets)) app.get(path, () => serveAsset(file))
-  // The API's error answers (a bad after_id on the event stream is 400 here too); no 405s: /api/* takes every method.
-  return app.onError(({ code, error, set, request }) => errorAnswer(code, error, set, request, () => []))
+  return app
 }

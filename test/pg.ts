@@ -58,6 +58,10 @@ export function pgBinaries(): { initdb: string; pgCtl: string } | null {
 export interface Cluster {
   url: string
   stop(): Promise<void>
+  /** Stops PostgreSQL at once (as a crash would: without `durable`, its last commits may be lost), keeping its data dir: an outage, until up(). */
+  down(): Promise<void>
+  /** Starts it again on the same port and data. */
+  up(): Promise<void>
 }
 
 /** Runs a command as the `postgres` user when we are root (PostgreSQL refuses to run as root). */
@@ -86,11 +90,15 @@ export async function startCluster(bins: { initdb: string; pgCtl: string }, opts
   // `durable`: PostgreSQL's defaults, as in production.
   const fast = opts.durable ? '' : ' -c fsync=off -c synchronous_commit=off -c full_page_writes=off'
   const flags = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=64MB${fast}`
-  await run([bins.pgCtl, '-D', data, '-o', flags, '-l', join(dir, 'log'), '-w', 'start'])
+  const up = () => run([bins.pgCtl, '-D', data, '-o', flags, '-l', join(dir, 'log'), '-w', 'start'])
+  const down = () => run([bins.pgCtl, '-D', data, '-m', 'immediate', 'stop'])
+  await up()
   return {
     url: `postgres://postgres@127.0.0.1:${port}`,
+    down,
+    up,
     async stop() {
-      await run([bins.pgCtl, '-D', data, '-m', 'immediate', 'stop']).catch(() => {})
+      await down().catch(() => {})
       rmSync(dir, { recursive: true, force: true })
     },
   }

@@ -8,7 +8,7 @@ import { Database } from 'bun:sqlite'
 import { basename, dirname } from 'node:path'
 import { openDatabase } from '../sqlite/db'
 import { checkBackup, removeTemp } from '../backup'
-import { IDENTITY_TABLES, WRITE_LOCK } from './db'
+import { IDENTITY_TABLES, WRITE_LOCK, rethrow } from './db'
 import { int } from '../runner'
 import { ANCHOR_EVERY } from '../versioned'
 
@@ -75,7 +75,7 @@ export async function pgSnapshot(sql: SQL, target: string): Promise<void> {
       const [{ value }] = await tx.unsafe('SELECT value FROM event_counter')
       out.run("INSERT OR REPLACE INTO sqlite_sequence (name, seq) VALUES ('events', ?)", [int(value)])
       out.exec('COMMIT')
-    })
+    }).catch(rethrow)
     out.close()
   } catch (err) {
     out.close()
@@ -120,7 +120,7 @@ export async function pgRestore(sql: SQL, file: string): Promise<void> {
       const seq = src.query<{ seq: number }, []>("SELECT seq FROM sqlite_sequence WHERE name = 'events'").get()?.seq ?? 0
       await tx.unsafe('UPDATE event_counter SET value = (SELECT GREATEST($1::bigint, COALESCE(MAX(id), 0)) FROM events)', [seq])
       await tx.unsafe(`SELECT pg_notify('${RESET_CHANNEL}', '')`)
-    })
+    }).catch(rethrow)
   } finally {
     src.close()
     removeTemp(file)

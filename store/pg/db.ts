@@ -175,12 +175,45 @@ export function q<Row = Record<string, unknown>>(text: string) {
 // Bun's client sends booleans as PostgreSQL booleans; our columns are integers (as in SQLite).
 const param = (v: unknown) => (typeof v === 'boolean' ? (v ? 1 : 0) : v === undefined ? null : v)
 
-/** A NUL byte in text is a client mistake on every backend (SQLite would store it; PostgreSQL refuses it): 400, never 500. */
+/**
+ * A statement's error as the API should see it: a NUL byte in text is a client mistake on every
+ * backend (SQLite would store it; PostgreSQL refuses it), 400, never 500; an unreachable database is 503.
+ */
 export function rethrow(err: unknown): never {
   const e = err as { errno?: string; code?: string; message?: string }
   // The HTTP layer refuses NUL in paths, queries and parsed bodies (http/body.ts) on both backends; this catches any other way in.
   if (e?.errno === '22021' || e?.errno === '22P05') throw new AppError('invalid', 'text must not contain NUL bytes')
-  throw err
+  throw unavailableOr(err)
+}
+
+/** Bun's codes for a connection that could not be made or was lost. */
+const CONNECTION_LOST = new Set([
+  'ERR_POSTGRES_CONNECTION_REFUSED',
+  'ERR_POSTGRES_CONNECTION_FAILED',
+  'ERR_POSTGRES_CONNECTION_CLOSED',
+  'ERR_POSTGRES_CONNECTION_TIMEOUT',
+  'ERR_POSTGRES_IDLE_TIMEOUT',
+  'ERR_POSTGRES_LIFETIME_TIMEOUT',
+])
+/**
+ * PostgreSQL's own: a connection exception (class 08, but a protocol violation, which is no outage),
+ * shutting down or starting up (57P01-57P03), no connection slot left (53300).
+ */
+const SERVER_UNAVAILABLE = /^(0800[0-7]|57P0[123]|53300)$/
+
+/**
+ * A database that cannot be reached is an outage, not a fault of the request or of
+ * Muster: the API answers 503 with Retry-After (http/errors.ts), and the pool
+ * reconnects by itself once PostgreSQL is back. Any other error is returned as it is.
+ */
+export function unavailableOr(err: unknown): unknown {
+  const e = err as { code?: unknown; errno?: unknown; message?: string }
+  const lost = (typeof e?.code === 'string' && CONNECTION_LOST.has(e.code)) || (typeof e?.errno === 'string' && SERVER_UNAVAILABLE.test(e.errno))
+  if (!lost) return err
+  const unavailable = new AppError('unavailable', `database unavailable: ${e.message} (${e.errno ?? e.code})`)
+  // Where it was made says nothing about an outage: logged as its message alone, as Bun's own error is.
+  unavailable.stack = `${unavailable.name}: ${unavailable.message}`
+  return unavailable
 }
 
 /**
@@ -243,7 +276,7 @@ export class PgUnits {
           }))
         } catch (err) {
           // The COMMIT failed (or the lone unit threw): nothing of the batch is durable.
-          for (const p of batch) p.reject(err)
+          for (const p of batch) p.reject(unavailableOr(err))
           continue
         } finally {
           this.inTx = null
