@@ -3,7 +3,7 @@
 // (413 before a byte of the body is read), JSON bodies whatever their label, and
 // the agent metric count of the calling instance.
 import type { Ctx } from '../services/context'
-import { log } from '../obs/log'
+import { logFailure } from '../obs/log'
 import { asJson, boundedRequest, tooLarge } from './body'
 import { authorized, countForCaller, sameCaller } from './caller'
 import { UNAUTHORIZED, errorResponse } from './errors'
@@ -25,7 +25,7 @@ export function admission(ctx: Ctx, table: RouteTable): Admit {
    */
   const countCall = (request: Request, path: string) => {
     const metric = path === '/mcp' ? 'mcp_calls' : path.startsWith('/api/') ? 'rest_calls' : null
-    if (metric && request.headers.has('x-instance-token')) ctx.background.track(countForCaller(ctx, request, metric).catch((err) => log.error({ err }, 'agent metric count failed')))
+    if (metric && request.headers.has('x-instance-token')) ctx.background.track(countForCaller(ctx, request, metric).catch((err) => logFailure('agent metric count failed', err)))
   }
 
   return (request, path, rule) => {

@@ -2,7 +2,7 @@
 // request's AuditScope (`audit` in its context) to hand to its service, which
 // commits the entry with the change. What the service did not write (an error
 // answer, or a route that changes nothing durable) is written here after the response.
-import { log } from '../obs/log'
+import { logFailure } from '../obs/log'
 import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
 import type { AuditScope } from '../services/audit'
@@ -52,7 +52,7 @@ async function writeLeftover(ctx: Ctx, request: Request, action: string, status:
       }),
     )
   } catch (err) {
-    log.error({ err }, 'audit append failed')
+    logFailure('audit append failed', err)
   }
 }
 

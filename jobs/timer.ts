@@ -3,7 +3,7 @@
 // run in progress (up to STOP_WAIT_MS), so shutdown does not close the store under a job. Every run is
 // logged: at info for jobs that run at most twice a minute, at debug for the
 // frequent ones (metrics flush, TTL expiry), which would drown the log at info.
-import { log } from '../obs/log'
+import { isOutage, log, logFailure } from '../obs/log'
 import type { Ctx } from '../services/context'
 
 const QUIET_BELOW_MS = 30_000
@@ -12,15 +12,20 @@ const STOP_WAIT_MS = 3_000
 
 export function every(name: string, ms: number, task: () => Promise<unknown> | unknown): () => Promise<void> {
   let running: Promise<void> | null = null
+  // During a database outage every run fails alike: said once, and once more when a run succeeds again.
+  let inOutage = false
   const run = async () => {
     const started = performance.now()
     try {
       await task()
       const entry = { job: name, duration_ms: Math.round(performance.now() - started) }
-      if (ms < QUIET_BELOW_MS) log.debug(entry, `job ${name} ran`)
+      if (inOutage) log.info(entry, `job ${name} ran again: the database is back`)
+      else if (ms < QUIET_BELOW_MS) log.debug(entry, `job ${name} ran`)
       else log.info(entry, `job ${name} ran`)
+      inOutage = false
     } catch (err) {
-      log.error({ err, job: name }, `job ${name} failed`)
+      if (!(inOutage && isOutage(err))) logFailure(`job ${name} failed`, err, { job: name })
+      inOutage = isOutage(err)
     } finally {
       running = null
     }

@@ -13,6 +13,7 @@ import type pino from 'pino'
 import { writeSync } from 'node:fs'
 import { isoEachMs } from '../lib/time'
 import type { LogFormat, LogLevel } from '../lib/config'
+import { AppError } from '../lib/errors'
 
 
 /**
@@ -221,4 +222,17 @@ export let log: Logger = build('pretty', 'info')
 
 export function configureLog(format: LogFormat, level: LogLevel): void {
   log = build(format, level)
+}
+
+/** Whether `err` is the database being unreachable (an outage, not a bug). */
+export const isOutage = (err: unknown): boolean => err instanceof AppError && err.kind === 'unavailable'
+
+/**
+ * A failure of work no request waits for (an audit entry, an agent metric count, an
+ * implicit heartbeat, a job run): during a database outage a warning naming it, since
+ * every such write fails until the database is back; anything else an error with its stack.
+ */
+export function logFailure(what: string, err: unknown, fields: object = {}): void {
+  if (isOutage(err)) log.warn(fields, `${what}: ${(err as Error).message}`)
+  else log.error({ ...fields, err }, what)
 }

@@ -3,7 +3,7 @@
 // Written at most once per TOUCH_EVERY_MS per instance (never slower than half
 // the stale timeout), so an agent's burst of calls costs one write, not one each.
 // One throttle per server (app.ts puts it on the Ctx): servers in one process keep apart.
-import { log } from '../obs/log'
+import { logFailure } from '../obs/log'
 import type { Ctx } from './context'
 import { heartbeat } from './instances'
 
@@ -26,6 +26,6 @@ export class ImplicitHeartbeats {
     if (last !== undefined && now - last < this.every) return
     if (this.lastTouched.size >= MAX_REMEMBERED) this.lastTouched.clear()
     this.lastTouched.set(instanceId, now)
-    ctx.background.track(heartbeat(ctx, undefined, instanceId).catch((err) => log.error({ err, instance_id: instanceId }, 'implicit heartbeat failed')))
+    ctx.background.track(heartbeat(ctx, undefined, instanceId).catch((err) => logFailure('implicit heartbeat failed', err, { instance_id: instanceId })))
   }
 }
