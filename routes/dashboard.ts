@@ -44,7 +44,8 @@ export async function forward(ctx: Ctx, request: Request): Promise<Response> {
  * API's status and headers (a 405's Allow).
  */
 function traceAnswer(status: number, headers: Headers): Response {
-  const message = status === 405 ? methodNotAllowed('TRACE') : status === 401 ? UNAUTHORIZED : 'not found'
+  const message =
+    status === 405 ? methodNotAllowed('TRACE') : status === 401 ? UNAUTHORIZED : status === 404 ? 'not found' : `TRACE refused with status ${status}`
   const body = JSON.stringify({ error: message, code: status })
   headers.set('content-type', 'application/json')
   return new Response(body, { status, headers })
