@@ -17,10 +17,10 @@ const BATCH_ROWS = 500
 
 /** The tables a backup holds, and their columns, as this build's SQLite schema has them. */
 function tablesOf(db: Database): { name: string; columns: string[] }[] {
-  const names = db
-    .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
-    .all()
-    .map((r) => r.name)
+  const all = db.query<{ name: string; sql: string }, []>("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all()
+  // A full-text table (and its shadow tables) is SQLite's index of another table, filled by trigger as its rows are copied in.
+  const virtual = all.filter((t) => /^CREATE VIRTUAL TABLE/i.test(t.sql)).map((t) => t.name)
+  const names = all.map((t) => t.name).filter((n) => !virtual.some((v) => n === v || n.startsWith(`${v}_`)))
   return names.map((name) => ({ name, columns: db.query<{ name: string }, []>(`PRAGMA table_info(${name})`).all().map((c) => c.name) }))
 }
 

@@ -168,6 +168,55 @@ export const MIGRATIONS: string[] = [
     FROM (SELECT id, MAX(created_at) OVER (ORDER BY id) AS time FROM events) AS risen
     WHERE risen.id = events.id AND risen.time > events.created_at;
   `,
+  // The inbox (messages addressed by agent name; a receipt per named recipient, and per name
+  // that was shown or acked a broadcast; word search over subject and body), what each hook
+  // session has shown, hook sessions, task hand-off (a task's files and notes), and the
+  // reservation index: each reservation's literal leading path segments, so a check reads only
+  // the reservations that could overlap (rows written before the index have prefix '', which
+  // every check reads).
+  `
+  CREATE TABLE messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, from_name TEXT NOT NULL, from_instance_id TEXT,
+    recipients TEXT NOT NULL, broadcast INTEGER NOT NULL, subject TEXT NOT NULL, body TEXT NOT NULL,
+    thread TEXT NOT NULL, reply_to INTEGER, importance TEXT NOT NULL, ack_required INTEGER NOT NULL,
+    ack_within_ms INTEGER, created_at TEXT NOT NULL
+  );
+  CREATE INDEX messages_thread ON messages (thread, id);
+  CREATE INDEX messages_from ON messages (from_name, id);
+  CREATE INDEX messages_broadcast ON messages (id) WHERE broadcast = 1;
+  CREATE TABLE message_receipts (
+    name TEXT NOT NULL, message_id INTEGER NOT NULL, delivered_at TEXT, acked_at TEXT, due_at TEXT,
+    PRIMARY KEY (name, message_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX message_receipts_message ON message_receipts (message_id, name);
+  CREATE INDEX message_receipts_due ON message_receipts (due_at) WHERE due_at IS NOT NULL;
+  CREATE VIRTUAL TABLE messages_fts USING fts5(subject, body, content = 'messages', content_rowid = 'id', tokenize = 'unicode61');
+  CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts (rowid, subject, body) VALUES (new.id, new.subject, new.body);
+  END;
+  CREATE TABLE hook_sessions (
+    session_id TEXT PRIMARY KEY, agent TEXT NOT NULL, instance_id TEXT NOT NULL, name TEXT NOT NULL,
+    token TEXT NOT NULL, root TEXT NOT NULL, project TEXT NOT NULL, started_at TEXT NOT NULL, ended_at TEXT
+  ) WITHOUT ROWID;
+  CREATE INDEX hook_sessions_instance ON hook_sessions (instance_id);
+  CREATE TABLE session_shown (
+    session_id TEXT NOT NULL, message_id INTEGER NOT NULL, PRIMARY KEY (session_id, message_id)
+  ) WITHOUT ROWID;
+  ALTER TABLE tasks ADD COLUMN project TEXT;
+  ALTER TABLE tasks ADD COLUMN paths TEXT;
+  ALTER TABLE tasks ADD COLUMN reservation_id TEXT;
+  CREATE TABLE task_notes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, task_id INTEGER NOT NULL, at TEXT NOT NULL, by_name TEXT NOT NULL,
+    attempt INTEGER NOT NULL, text TEXT NOT NULL
+  );
+  CREATE INDEX task_notes_task ON task_notes (task_id, id);
+  CREATE TABLE reservation_paths (
+    project TEXT NOT NULL, prefix TEXT NOT NULL, reservation_id TEXT NOT NULL,
+    PRIMARY KEY (project, prefix, reservation_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX reservation_paths_reservation ON reservation_paths (reservation_id);
+  INSERT INTO reservation_paths (project, prefix, reservation_id) SELECT project, '', id FROM reservations;
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
