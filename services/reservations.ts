@@ -24,7 +24,7 @@ export interface NewReservation {
 }
 
 /** One overlap in the way: the caller's path, the held path and whose reservation it is. */
-interface Overlap {
+export interface Overlap {
   path: string
   held_path: string
   holding: Holding
@@ -47,6 +47,21 @@ export function checkPaths(paths: unknown): string[] {
   return paths
 }
 
+/**
+ * What stands in the way of `paths` in `project` inside a unit (or on committed reads):
+ * every overlap with a reservation of another instance than `self` where at least one
+ * side is exclusive. Task claims and agent hooks decide with this too.
+ */
+export async function overlapsIn(
+  reads: Pick<Tx['reservations'], 'holdings'>,
+  project: string,
+  paths: string[],
+  exclusive: boolean,
+  self: string | null,
+): Promise<Overlap[]> {
+  return overlapsWith(await reads.holdings(project), paths, exclusive, self)
+}
+
 /** Overlaps between `paths` and the reservations of others where at least one side is exclusive. */
 function overlapsWith(held: Holding[], paths: string[], exclusive: boolean, self: string | null): Overlap[] {
   const out: Overlap[] = []
@@ -58,9 +73,9 @@ function overlapsWith(held: Holding[], paths: string[], exclusive: boolean, self
 }
 
 /** The 409 body's conflicts, with each reservation's expiry and reason as read in the deciding unit. */
-type Found = { path: string; held_path: string; reservation: Reservation }[]
+export type Found = { path: string; held_path: string; reservation: Reservation }[]
 
-async function withReservations(get: (id: string) => Promise<Reservation | null>, found: Overlap[]): Promise<Found> {
+export async function withReservations(get: (id: string) => Promise<Reservation | null>, found: Overlap[]): Promise<Found> {
   const out: Found = []
   for (const o of found) {
     const reservation = await get(o.holding.id)
@@ -69,7 +84,7 @@ async function withReservations(get: (id: string) => Promise<Reservation | null>
   return out
 }
 
-async function conflictsBody(ctx: Ctx, found: Found) {
+export async function conflictsBody(ctx: Ctx, found: Found) {
   const rows = found.map(({ path, held_path, reservation: r }) => ({
     path,
     held_path,
@@ -92,26 +107,39 @@ export const reservationReleaser: Releaser = {
   gone: async (tx, instance, reason) => released(tx, await tx.reservations.removeInstance(instance.id), reason),
 }
 
+/** Writes a grant inside the caller's unit (which has found nothing in the way), with its reservation.granted event. */
+export async function grantIn(tx: Tx, holder: Instance, input: NewReservation): Promise<Reservation> {
+  const r: Reservation = {
+    id: crypto.randomUUID(),
+    project: input.project,
+    instance_id: holder.id,
+    paths: input.paths,
+    exclusive: input.exclusive,
+    fence: await tx.holders.nextFence(),
+    reason: input.reason,
+    created_at: nowIso(),
+    expires_at: expiresAt(input.ttl),
+  }
+  await tx.reservations.insert(r)
+  await tx.emit('reservation.granted', { id: r.id, project: r.project, instance_id: r.instance_id, paths: r.paths, exclusive: r.exclusive }, SOURCE)
+  return r
+}
+
+/** Ends a reservation inside the caller's unit, with its reservation.released event; null when it was gone already. */
+export async function releaseIn(tx: Tx, id: string, reason: ReleaseReason): Promise<Reservation | null> {
+  const gone = await tx.reservations.remove(id)
+  if (gone) await released(tx, [gone], reason)
+  return gone
+}
+
 /** Grants every path or none: 409 naming each overlap with another instance's reservation. */
 export async function reserve(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, input: NewReservation): Promise<Reservation> {
   const result = await ctx.store.write(async (tx): Promise<{ found: Found } | { granted: Reservation }> => {
     await touch(tx, holder.id)
-    const found = overlapsWith(await tx.reservations.holdings(input.project), input.paths, input.exclusive, holder.id)
+    const found = await overlapsIn(tx.reservations, input.project, input.paths, input.exclusive, holder.id)
     // The refusal commits too: the call still counts as a heartbeat.
     if (found.length) return { found: await withReservations((id) => tx.reservations.get(id), found) }
-    const r: Reservation = {
-      id: crypto.randomUUID(),
-      project: input.project,
-      instance_id: holder.id,
-      paths: input.paths,
-      exclusive: input.exclusive,
-      fence: await tx.holders.nextFence(),
-      reason: input.reason,
-      created_at: nowIso(),
-      expires_at: expiresAt(input.ttl),
-    }
-    await tx.reservations.insert(r)
-    await tx.emit('reservation.granted', { id: r.id, project: r.project, instance_id: r.instance_id, paths: r.paths, exclusive: r.exclusive }, SOURCE)
+    const r = await grantIn(tx, holder, input)
     await recordAudit(tx, audit, `${r.project}: ${r.paths.join(', ')} (fence ${r.fence})`)
     return { granted: r }
   })
@@ -141,9 +169,8 @@ export function renewReservation(ctx: Ctx, audit: AuditScope | undefined, holder
 export function releaseReservation(ctx: Ctx, audit: AuditScope | undefined, holder: Instance | null, id: string): Promise<void> {
   return ctx.store.write(async (tx) => {
     if (holder) await own(tx, holder, id)
-    const gone = await tx.reservations.remove(id)
+    const gone = await releaseIn(tx, id, holder ? 'released' : 'forced')
     if (!gone) throw notFound('reservation not found')
-    await released(tx, [gone], holder ? 'released' : 'forced')
     await recordAudit(tx, audit, holder ? '' : 'forced')
   })
 }
@@ -151,7 +178,7 @@ export function releaseReservation(ctx: Ctx, audit: AuditScope | undefined, hold
 /** The pre-commit check: overlaps with what others (everyone, without a caller) hold exclusively. */
 export async function checkPathsFree(ctx: Ctx, caller: Instance | null, project: string, paths: string[]) {
   if (caller) await ctx.store.write((tx) => touch(tx, caller.id))
-  const overlapping = overlapsWith(await ctx.store.reservations.holdings(project), paths, false, caller?.id ?? null)
+  const overlapping = await overlapsIn(ctx.store.reservations, project, paths, false, caller?.id ?? null)
   // Read apart from the list: one released in between no longer counts.
   const found = await withReservations((id) => ctx.store.reservations.get(id), overlapping)
   if (found.length) throw conflict('paths are reserved', { conflicts: await conflictsBody(ctx, found) })
