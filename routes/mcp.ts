@@ -33,21 +33,27 @@ const REST_ENDPOINTS = {
   rules: 'POST /api/rules/propose, GET /api/rules?status=proposed',
   llm: 'POST /api/llm/usage',
   tasks:
-    'POST /api/queues/{queue}/tasks {title, payload?, priority?, depends_on?, requires?, max_attempts?, dedupe_key?}, ' +
-    'POST /api/queues/{queue}/claim {wait_ms?, visibility_ms?} (X-Instance-Token), POST /api/tasks/{id}/ack|nack|extend {claim_id}, ' +
-    'GET /api/queues, GET /api/queues/{queue}/tasks?status=, GET|DELETE /api/tasks/{id}',
+    'POST /api/queues/{queue}/tasks {title, payload?, priority?, depends_on?, requires?, max_attempts?, dedupe_key?, project?, paths?}, ' +
+    'POST /api/queues/{queue}/claim {wait_ms?, visibility_ms?} (X-Instance-Token; reserves the task\'s paths), POST /api/tasks/{id}/ack|nack|extend {claim_id}, ' +
+    'POST /api/tasks/{id}/notes {text}, GET /api/queues, GET /api/queues/{queue}/tasks?status=, GET|DELETE /api/tasks/{id}',
+  inbox:
+    'POST /api/messages {to: [name…] or ["*"], subject, body?, thread?, reply_to?, importance?, ack_required?, ack_within_ms?}; ' +
+    'GET /api/inbox?after=ID&unacked=1&wait=30s (X-Instance-Token; {messages, cursor}, does not consume), POST /api/messages/{id}/ack (X-Instance-Token)',
+  messages: 'GET /api/messages?q=words&from=&to=&thread=&limit= (newest first), GET /api/messages/{id} (with receipts), GET /api/threads/{thread}',
+  hooks: 'POST /api/hooks/{agent} (agent claude-code or codex): the agent\'s lifecycle hook events; `muster init claude-code|codex` writes the hook config',
   docs: 'GET /openapi.json',
 }
 
 /** Sent once in the `initialize` answer: how an agent should use Muster at all. */
 const instructions = (origin: string) =>
   [
-    `Muster (${origin}) coordinates AI coding agents that share one server: versioned state, specs, API contracts, events, validation rules.`,
+    `Muster (${origin}) coordinates AI coding agents that share one server: versioned state, specs, API contracts, events, validation rules, locks, file reservations, a task queue and an inbox.`,
     'This MCP endpoint is only the discovery door: move data over REST or the `muster` CLI, never through MCP, so payloads cost no tokens.',
     '1. Call register_instance first (workspace = your project). Keep the token and send it as the X-Instance-Token header on every REST call (the CLI does after `muster register`): it names you in the audit log and counts as your heartbeat.',
     '2. Call get_endpoints for the REST routes (full reference: GET /openapi.json) and the CLI commands.',
     '3. discover_instances shows the other agents and their intents; set_intent tells them what you work on now.',
     '4. propose_rule suggests a validation rule; a human accepts or rejects it.',
+    'Coordinate over REST (routes in get_endpoints): locks (PUT /api/locks/{name}), file reservations before you edit (POST /api/reservations), the task queue (POST /api/queues/{queue}/claim), and your inbox: messages to you by name (GET /api/inbox?wait=30s, POST /api/messages/{id}/ack; send with POST /api/messages). Agent hooks post to POST /api/hooks/{agent}.',
     'While idle, keep alive with POST /api/instances/{id}/heartbeat (or `muster heartbeat --every 1m`).',
   ].join('\n')
 
@@ -65,6 +71,8 @@ const CLI_COMMANDS = [
   'muster reserve <project> <glob...> [--shared] [--ttl D]; muster release <id>; muster reservations',
   'muster check <project> <path...> (exit 1 on a conflict)',
   'muster state watch <key>; muster events wait [--topic T]',
+  "muster send <name...|'*'> --subject S [--body B | -] [--ack] [--thread T] [--reply-to ID]",
+  'muster inbox [--wait D] [--unacked] [--after ID]; muster ack <id>; muster thread <thread>; muster messages [word...]',
 ]
 
 function result(data: Record<string, unknown>, isError = false): CallToolResult {
