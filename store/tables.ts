@@ -13,6 +13,7 @@ import { metricsStore, metricsWrites } from './metrics'
 import { queueStore, queueWrites } from './queue'
 import { reservationsStore, reservationsWrites } from './reservations'
 import { rulesStore, rulesWrites } from './rules'
+import { sessionsStore, sessionsWrites } from './sessions'
 import { specsStore, specsWrites } from './specs'
 import { stateStore, stateWrites } from './state'
 import { templatesStore, templatesWrites } from './templates'
@@ -69,6 +70,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       queue: queueStore(r, d),
       locks: locksStore(r),
       reservations: reservationsStore(r),
+      sessions: sessionsStore(r),
     },
     writes: {
       state: stateWrites(docs),
@@ -86,6 +88,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       queue: queueWrites(w, d),
       locks: locksWrites(w),
       reservations: reservationsWrites(w),
+      sessions: sessionsWrites(w),
     },
   }
 }
