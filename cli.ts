@@ -17,6 +17,7 @@ import { extractGlobals } from './cli/globals'
 import { instanceCommands } from './cli/instances'
 import { llmCommands } from './cli/llm'
 import { lockCommands } from './cli/locks'
+import { messageCommands } from './cli/messages'
 import { reservationCommands } from './cli/reservations'
 import { metricsCommands } from './cli/metrics'
 import { EXIT, reportError, setDebug, setPretty } from './cli/output'
@@ -65,6 +66,7 @@ export function buildProgram(): Command {
     taskCommands,
     lockCommands,
     reservationCommands,
+    messageCommands,
   ])
     register(program)
   addExamples(program)
