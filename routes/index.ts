@@ -23,6 +23,7 @@ import { templatesRoutes } from './templates'
 import { queueRoutes } from './queue'
 import { locksRoutes } from './locks'
 import { reservationsRoutes } from './reservations'
+import { messagesRoutes } from './messages'
 import { prometheusRoutes } from './prometheus'
 export { createDashboard } from './dashboard'
 
@@ -49,6 +50,7 @@ export function apiApp(ctx: Ctx) {
     queueRoutes(ctx),
     locksRoutes(ctx),
     reservationsRoutes(ctx),
+    messagesRoutes(ctx),
     prometheusRoutes(ctx),
   ]
   return createApi(ctx, routes, stateFastRoutes(ctx))

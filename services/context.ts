@@ -29,6 +29,8 @@ export interface Ctx {
   lockLines: LockLines
   /** Claims held with wait_ms, by queue. */
   claimWaiters: Waiters
+  /** Inbox reads held with wait, by agent name. */
+  inboxWaiters: Waiters
   /** Long polls on state keys and event history. */
   watches: Watches
   /** Each webhook's latest delivery attempts. */

@@ -50,6 +50,10 @@ export interface Dialect {
   total(expr: string): string
   /** A float rounded to `digits` decimals. */
   round(expr: string, digits: number): string
+  /** True for the message `m` whose subject and body hold every word bound (through `words`) at `param`: each database's full-text index. */
+  matches(param: string): string
+  /** How `matches` wants its words bound. */
+  words(words: string[]): string
 }
 
 /** BIGINT (and COUNT, SUM) columns come back from PostgreSQL as strings; ours never exceed 2^53. */

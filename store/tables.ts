@@ -18,6 +18,7 @@ import { specsStore, specsWrites } from './specs'
 import { stateStore, stateWrites } from './state'
 import { templatesStore, templatesWrites } from './templates'
 import { webhooksStore, webhooksWrites } from './webhooks'
+import { messagesStore, messagesWrites } from './messages'
 
 export interface Backend {
   /** Reads: committed data only. */
@@ -70,6 +71,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       queue: queueStore(r, d),
       locks: locksStore(r),
       reservations: reservationsStore(r),
+      messages: messagesStore(r, d),
       sessions: sessionsStore(r),
     },
     writes: {
@@ -88,6 +90,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       queue: queueWrites(w, d),
       locks: locksWrites(w),
       reservations: reservationsWrites(w),
+      messages: messagesWrites(w, d),
       sessions: sessionsWrites(w),
     },
   }

@@ -27,4 +27,7 @@ export const PG: Dialect = {
   total: (e) => `COALESCE(SUM(${e}), 0)::float8`,
   // Through the shortest text of the float: a plain ::numeric cast would keep only 15 significant digits.
   round: (e, digits) => `ROUND(${e}::text::numeric, ${digits})::float8`,
+  // plainto_tsquery takes plain text: every word ANDed, no operator syntax.
+  matches: (p) => `m.search @@ plainto_tsquery('simple', ${p})`,
+  words: (words) => words.join(' '),
 }

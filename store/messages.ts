@@ -1,0 +1,272 @@
+// The inbox: messages addressed by agent name (or "*" for every agent), and a receipt
+// per (name, message) saying when that name was first shown it and when it acked it.
+// Named recipients get their receipt row at send; a broadcast gets one per name the
+// first time that name is shown or acks it. Reads go through the indexes: a name's
+// receipts by (name, message_id), broadcasts by messages_broadcast, due acks by due_at.
+import { nowIso } from '../lib/time'
+import { int, intOrNull, stmt, type Dialect, type Runner } from './runner'
+
+export type Importance = 'low' | 'normal' | 'high' | 'urgent'
+
+export interface Message {
+  id: number
+  from: string
+  from_instance_id: string | null
+  to: string[]
+  subject: string
+  body: string
+  thread: string
+  reply_to: number | null
+  importance: Importance
+  ack_required: boolean
+  ack_within_ms: number | null
+  created_at: string
+}
+
+/** A message as one name's inbox shows it: with that name's receipt. */
+export interface InboxMessage extends Message {
+  delivered_at: string | null
+  acked_at: string | null
+}
+
+export interface Receipt {
+  to: string
+  delivered_at: string | null
+  acked_at: string | null
+}
+
+export interface NewMessage {
+  from: string
+  from_instance_id: string | null
+  /** Distinct names, or ["*"]. */
+  to: string[]
+  subject: string
+  body: string
+  /** Null: the new message's id. */
+  thread: string | null
+  reply_to: number | null
+  importance: Importance
+  ack_required: boolean
+  ack_within_ms: number | null
+  created_at: string
+}
+
+export interface InboxQuery {
+  after: number
+  limit: number
+  unacked: boolean
+}
+
+export interface MessageFilter {
+  /** Words that must all appear (whole words, any case) in subject and body together. */
+  words?: string[]
+  from?: string
+  /** A name: messages naming it; "*": broadcasts. */
+  to?: string
+  thread?: string
+  limit: number
+}
+
+/** A recipient whose ack came due unanswered. */
+export interface Overdue {
+  id: number
+  to: string
+  from: string
+}
+
+export interface MessagesStore {
+  /** Messages for `name` (named, or broadcast by someone else) with id > after, oldest first. */
+  inbox(name: string, q: InboxQuery): Promise<InboxMessage[]>
+  get(id: number): Promise<Message | null>
+  /** Every receipt row of a message, by name. */
+  receipts(id: number): Promise<Receipt[]>
+  /** A thread's messages, oldest first. */
+  thread(thread: string): Promise<Message[]>
+  /** Newest first. */
+  list(filter: MessageFilter): Promise<Message[]>
+  /** The earliest ack deadline still open, or null. */
+  nextDue(): Promise<string | null>
+}
+
+export interface MessagesWrites {
+  insert(m: NewMessage): Promise<Message>
+  get(id: number): Promise<Message | null>
+  /** Sets delivered_at (once) for `name` on each of `ids` it may see; a broadcast gets its receipt row. */
+  markDelivered(name: string, ids: number[], at: string): Promise<void>
+  /** Acks `message` for `name` (once; delivered too when it was not): the acked_at it has, and whether this call set it. */
+  ack(name: string, message: Message, at: string): Promise<{ acked_at: string; first: boolean }>
+  /** For the hooks: messages for `name` that it has not acked and session `sessionId` has not shown, oldest first. */
+  unshown(name: string, sessionId: string, limit: number): Promise<InboxMessage[]>
+  /** For the hooks: `ids` count as shown in the session, and as delivered to `name`. */
+  markShown(name: string, sessionId: string, ids: number[]): Promise<void>
+  /** Receipts whose ack deadline is at or before `now`: their due_at is cleared, so each is raised once. */
+  raiseDue(now: string): Promise<Overdue[]>
+}
+
+type Row = {
+  id: number | string
+  from_name: string
+  from_instance_id: string | null
+  recipients: string
+  subject: string
+  body: string
+  thread: string
+  reply_to: number | string | null
+  importance: Importance
+  ack_required: number | string
+  ack_within_ms: number | string | null
+  created_at: string
+}
+type InboxRow = Row & { delivered_at: string | null; acked_at: string | null }
+
+const COLUMNS =
+  'm.id AS id, m.from_name, m.from_instance_id, m.recipients, m.subject, m.body, m.thread, m.reply_to, m.importance, m.ack_required, m.ack_within_ms, m.created_at'
+const WITH_RECEIPT = `${COLUMNS}, r.delivered_at, r.acked_at`
+
+const toMessage = (r: Row): Message => ({
+  id: int(r.id),
+  from: r.from_name,
+  from_instance_id: r.from_instance_id,
+  to: JSON.parse(r.recipients),
+  subject: r.subject,
+  body: r.body,
+  thread: r.thread,
+  reply_to: intOrNull(r.reply_to),
+  importance: r.importance,
+  ack_required: int(r.ack_required) === 1,
+  ack_within_ms: intOrNull(r.ack_within_ms),
+  created_at: r.created_at,
+})
+const maybe = (r: Row | null) => (r ? toMessage(r) : null)
+const toInbox = (r: InboxRow): InboxMessage => ({ ...toMessage(r), delivered_at: r.delivered_at ?? null, acked_at: r.acked_at ?? null })
+
+/**
+ * A name's messages: its named receipts (primary key order) and the broadcasts of
+ * others (partial index), each side limited before they are merged, so a page reads
+ * about `limit` rows of each whatever is stored. Broadcast receipts are left out of
+ * the named side: the broadcast side shows them.
+ * Parameters: name, [session], after, limit, name, after, name, [session], limit, limit.
+ */
+function inboxSql(extra: string): string {
+  return `SELECT * FROM (SELECT ${WITH_RECEIPT} FROM message_receipts r JOIN messages m ON m.id = r.message_id
+      WHERE r.name = ? AND m.broadcast = 0 ${extra} AND r.message_id > ? ORDER BY r.message_id LIMIT ?) AS named
+    UNION ALL
+    SELECT * FROM (SELECT ${WITH_RECEIPT} FROM messages m LEFT JOIN message_receipts r ON r.name = ? AND r.message_id = m.id
+      WHERE m.broadcast = 1 AND m.id > ? AND m.from_name <> ? ${extra} ORDER BY m.id LIMIT ?) AS wide
+    ORDER BY id LIMIT ?`
+}
+const NOT_ACKED = 'AND r.acked_at IS NULL'
+const INBOX = stmt<InboxRow>(inboxSql(''))
+const INBOX_UNACKED = stmt<InboxRow>(inboxSql(NOT_ACKED))
+const UNSHOWN = stmt<InboxRow>(
+  inboxSql(`${NOT_ACKED} AND NOT EXISTS (SELECT 1 FROM session_shown s WHERE s.session_id = ? AND s.message_id = m.id)`),
+)
+
+const ONE = stmt<Row>(`SELECT ${COLUMNS} FROM messages m WHERE m.id = ?`)
+const THREAD = stmt<Row>(`SELECT ${COLUMNS} FROM messages m WHERE m.thread = ? ORDER BY m.id`)
+const RECEIPTS = stmt<Receipt>('SELECT name AS "to", delivered_at, acked_at FROM message_receipts WHERE message_id = ? ORDER BY name')
+const NEXT_DUE = stmt<{ at: string | null }>('SELECT MIN(due_at) AS at FROM message_receipts WHERE due_at IS NOT NULL')
+const INSERT = stmt<{ id: number | string }>(
+  `INSERT INTO messages (from_name, from_instance_id, recipients, broadcast, subject, body, thread, reply_to, importance, ack_required,
+   ack_within_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+)
+const SET_THREAD = stmt('UPDATE messages SET thread = ? WHERE id = ?')
+const ACK_WIDE = stmt('INSERT INTO message_receipts (name, message_id, delivered_at, acked_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING')
+const ACK = stmt(
+  `UPDATE message_receipts SET acked_at = ?, delivered_at = COALESCE(delivered_at, ?), due_at = NULL
+   WHERE name = ? AND message_id = ? AND acked_at IS NULL`,
+)
+const ACKED_AT = stmt<{ acked_at: string | null }>('SELECT acked_at FROM message_receipts WHERE name = ? AND message_id = ?')
+const DUE = stmt<{ name: string; message_id: number | string; from_name: string }>(
+  `SELECT r.name, r.message_id, m.from_name FROM message_receipts r JOIN messages m ON m.id = r.message_id
+   WHERE r.due_at IS NOT NULL AND r.due_at <= ? ORDER BY r.due_at, r.message_id, r.name`,
+)
+const CLEAR_DUE = stmt('UPDATE message_receipts SET due_at = NULL WHERE due_at IS NOT NULL AND due_at <= ?')
+
+const inboxArgs = (name: string, after: number, limit: number, session?: string) =>
+  session === undefined
+    ? [name, after, limit, name, after, name, limit, limit]
+    : [name, session, after, limit, name, after, name, session, limit, limit]
+
+export function messagesWrites(w: Runner, d: Dialect): MessagesWrites {
+  const ids = `(SELECT CAST(x.value AS BIGINT) FROM ${d.elements('?')})`
+  const receipts = stmt(
+    `INSERT INTO message_receipts (name, message_id, due_at) SELECT x.value, CAST(? AS BIGINT), CAST(? AS TEXT) FROM ${d.elements('?')} WHERE true`,
+  )
+  const wideReceipts = stmt(
+    `INSERT INTO message_receipts (name, message_id, delivered_at) SELECT CAST(? AS TEXT), m.id, CAST(? AS TEXT) FROM messages m
+     WHERE m.broadcast = 1 AND m.id IN ${ids} ON CONFLICT DO NOTHING`,
+  )
+  const delivered = stmt(`UPDATE message_receipts SET delivered_at = ? WHERE name = ? AND delivered_at IS NULL AND message_id IN ${ids}`)
+  const shown = stmt(
+    `INSERT INTO session_shown (session_id, message_id) SELECT CAST(? AS TEXT), CAST(x.value AS BIGINT) FROM ${d.elements('?')} WHERE true
+     ON CONFLICT DO NOTHING`,
+  )
+  const markDelivered = async (name: string, list: number[], at: string) => {
+    if (!list.length) return
+    const json = JSON.stringify(list)
+    await w.run(wideReceipts, name, at, json)
+    await w.run(delivered, at, name, json)
+  }
+  return {
+    async insert(m) {
+      const broadcast = m.to.length === 1 && m.to[0] === '*'
+      const row = await w.get(
+        INSERT, m.from, m.from_instance_id, JSON.stringify(m.to), broadcast ? 1 : 0, m.subject, m.body, m.thread ?? '', m.reply_to,
+        m.importance, m.ack_required ? 1 : 0, m.ack_within_ms, m.created_at,
+      )
+      const id = int(row!.id)
+      const thread = m.thread ?? String(id)
+      if (m.thread === null) await w.run(SET_THREAD, thread, id)
+      if (!broadcast) {
+        const due = m.ack_within_ms === null ? null : new Date(Date.parse(m.created_at) + m.ack_within_ms).toISOString()
+        await w.run(receipts, id, due, JSON.stringify(m.to))
+      }
+      const { from, from_instance_id, to, subject, body, reply_to, importance, ack_required, ack_within_ms, created_at } = m
+      return { id, from, from_instance_id, to, subject, body, thread, reply_to, importance, ack_required, ack_within_ms, created_at }
+    },
+    get: async (id) => maybe(await w.get(ONE, id)),
+    markDelivered,
+    async ack(name, message, at) {
+      let changed = 0
+      if (message.to[0] === '*') changed += await w.run(ACK_WIDE, name, message.id, at, at)
+      changed += await w.run(ACK, at, at, name, message.id)
+      const row = await w.get(ACKED_AT, name, message.id)
+      if (!row?.acked_at) throw new Error(`no receipt of message ${message.id} for ${name}`)
+      return { acked_at: row.acked_at, first: changed > 0 }
+    },
+    unshown: async (name, sessionId, limit) => (await w.all(UNSHOWN, ...inboxArgs(name, 0, limit, sessionId))).map(toInbox),
+    async markShown(name, sessionId, list) {
+      if (!list.length) return
+      await w.run(shown, sessionId, JSON.stringify(list))
+      await markDelivered(name, list, nowIso())
+    },
+    async raiseDue(now) {
+      const rows = await w.all(DUE, now)
+      if (rows.length) await w.run(CLEAR_DUE, now)
+      return rows.map((r) => ({ id: int(r.message_id), to: r.name, from: r.from_name }))
+    },
+  }
+}
+
+export function messagesStore(r: Runner, d: Dialect): MessagesStore {
+  return {
+    inbox: async (name, q) => (await r.all(q.unacked ? INBOX_UNACKED : INBOX, ...inboxArgs(name, q.after, q.limit))).map(toInbox),
+    get: async (id) => maybe(await r.get(ONE, id)),
+    receipts: (id) => r.all(RECEIPTS, id),
+    thread: async (thread) => (await r.all(THREAD, thread)).map(toMessage),
+    async list(f) {
+      const where: string[] = []
+      const args: (string | number)[] = []
+      if (f.words?.length) where.push(d.matches('?')), args.push(d.words(f.words))
+      if (f.from !== undefined) where.push('m.from_name = ?'), args.push(f.from)
+      if (f.to === '*') where.push('m.broadcast = 1')
+      else if (f.to !== undefined)
+        where.push('m.broadcast = 0 AND m.id IN (SELECT message_id FROM message_receipts WHERE name = ?)'), args.push(f.to)
+      if (f.thread !== undefined) where.push('m.thread = ?'), args.push(f.thread)
+      const text = `SELECT ${COLUMNS} FROM messages m ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY m.id DESC LIMIT ?`
+      return (await r.all(stmt<Row>(text), ...args, f.limit)).map(toMessage)
+    },
+    nextDue: async () => (await r.get(NEXT_DUE))?.at ?? null,
+  }
+}
