@@ -34,6 +34,12 @@ import tasksCss from './css/tasks.css' with { type: 'file' }
 import tasksJs from './js/tasks.js' with { type: 'file' }
 import coordinationJs from './js/coordination.js' with { type: 'file' }
 import coordinationCss from './css/coordination.css' with { type: 'file' }
+import messagesHtml from './messages.html' with { type: 'file' }
+import messagesCss from './css/messages.css' with { type: 'file' }
+import messagesJs from './js/messages.js' with { type: 'file' }
+import streamJs from './js/stream.js' with { type: 'file' }
+import taskDetailJs from './js/task-detail.js' with { type: 'file' }
+import hookPanelsJs from './js/hook-panels.js' with { type: 'file' }
 
 export const assets = {
   '/': index,
@@ -68,4 +74,10 @@ export const assets = {
   '/js/tasks.js': tasksJs,
   '/js/coordination.js': coordinationJs,
   '/css/coordination.css': coordinationCss,
+  '/messages': messagesHtml,
+  '/css/messages.css': messagesCss,
+  '/js/messages.js': messagesJs,
+  '/js/stream.js': streamJs,
+  '/js/task-detail.js': taskDetailJs,
+  '/js/hook-panels.js': hookPanelsJs,
 }

@@ -1,10 +1,14 @@
-// Coordination: held locks and path reservations by project, each with its
-// holder's name and liveness, and a force-release. Redrawn at once when the event
-// stream reports a grant, a release or a change of liveness; polled every 10 s as
-// a fallback (and to age the expiry times).
+// Coordination: the agents with their hook sessions, the edits hooks blocked, held
+// locks and path reservations by project, each with its holder's name and liveness,
+// and a force-release. Redrawn at once when the event stream reports a grant, a
+// release, a blocked edit or a change of liveness; polled every 10 s as a fallback
+// (and to age the expiry times). #reservation=ID marks that reservation (the task
+// board links here).
 
-import { api, onTokenChange, socketUrl } from './api.js'
+import { api, onTokenChange } from './api.js'
 import { startShell } from './shell.js'
+import { follow } from './stream.js'
+import { agentsPanel, blockedPanel } from './hook-panels.js'
 import { cell, changed, every, failure, fill, h, loading, stateBox, timeAgo } from './ui.js'
 
 const REFRESH_ON = /^(lock|reservation)\.|^instance\.(stale|deregistered|registered)$/
@@ -103,7 +107,7 @@ function reservationsPanel() {
       return failure(body, err, 'GET /api/reservations', () => poll.now())
     }
     const who = new Map(instances.map((i) => [i.id, i]))
-    if (!changed(drawn, { list, who: [...who.values()].map((i) => [i.id, i.name, i.status]) })) return
+    if (!changed(drawn, { list, who: [...who.values()].map((i) => [i.id, i.name, i.status]), marked: markedReservation() })) return
     const projects = [...new Set(list.map((r) => r.project))].sort()
     meta.textContent = list.length ? `${list.length} in ${projects.length} project${projects.length === 1 ? '' : 's'}` : ''
     if (!list.length)
@@ -116,7 +120,8 @@ function reservationsPanel() {
           h('thead', {}, h('tr', {}, ['Paths', 'Holder', 'Grant', ''].map((t) => h('th', { text: t })))),
           h('tbody', {}, mine.map((r) => {
             const holder = who.get(r.instance_id)
-            return h('tr', { class: holder?.status === 'active' ? null : 'stale', dataset: { id: r.id } },
+            const marked = r.id === markedReservation()
+            return h('tr', { class: [holder?.status === 'active' ? null : 'stale', marked ? 'selected' : null].filter(Boolean).join(' ') || null, dataset: { id: r.id } },
               cell('Paths', { class: 'wrap-any' },
                 r.paths.map((p) => h('span', { class: 'chip mono', text: p })),
                 h('div', { class: 'sub' }, h('span', { class: `badge ${r.exclusive ? 'accent' : ''}`, text: r.exclusive ? 'exclusive' : 'shared' }))),
@@ -131,44 +136,29 @@ function reservationsPanel() {
               })))
           }))))
     }))
+    const marked = body.querySelector('tr.selected')
+    if (marked && !scrolled) (scrolled = true), marked.scrollIntoView({ block: 'center' })
   })
   return poll
 }
 
-/** The event stream from now on: any grant, release or liveness change redraws both panels. */
-function follow(refresh) {
-  const status = document.getElementById('stream-status')
-  const set = (cls, text, title = '') => Object.assign(status, { className: `pill ${cls}`, textContent: text, title })
-  let socket = null
-  let retry = null
-  let backoff = 1000
-  const connect = () => {
-    clearTimeout(retry)
-    if (socket) (socket.onclose = null), socket.close()
-    const ws = new WebSocket(socketUrl('/api/events/subscribe', { pattern: '*' }))
-    socket = ws
-    ws.onopen = () => {
-      backoff = 1000
-      set('ok live', 'Live', 'Following lock, reservation and liveness events')
-      refresh() // whatever happened while the socket was down
-    }
-    ws.onmessage = (msg) => {
-      try {
-        if (REFRESH_ON.test(JSON.parse(msg.data).topic)) refresh()
-      } catch {}
-    }
-    ws.onclose = () => {
-      set('warn', 'Reconnecting…', 'The event stream closed; the panels still refresh every 10 s')
-      retry = setTimeout(connect, backoff)
-      backoff = Math.min(15_000, backoff * 2)
-    }
-  }
-  onTokenChange(connect)
-  connect()
-}
+/** The reservation named by #reservation=ID, scrolled to once when it first shows. */
+const markedReservation = () => new URLSearchParams(location.hash.slice(1)).get('reservation')
+let scrolled = false
 
 startShell()
-const panels = [locksPanel(), reservationsPanel()]
+const blocked = blockedPanel()
+const panels = [agentsPanel(), blocked, locksPanel(), reservationsPanel()]
 const refresh = () => panels.forEach((p) => p.now())
 onTokenChange(refresh)
-follow(refresh)
+follow({
+  pattern: '*',
+  live: 'Following lock, reservation, blocked-edit and liveness events',
+  fallback: 'the panels still refresh every 10 s',
+  onOpen: refresh, // whatever happened while the socket was down
+  onEvent: (e) => {
+    if (e.topic === 'edit.blocked') blocked.event(e)
+    else if (REFRESH_ON.test(e.topic)) refresh()
+  },
+})
+window.addEventListener('hashchange', () => ((scrolled = false), panels.at(-1).now()))

@@ -13,6 +13,7 @@ const PAGES = [
   ['/rules', 'Rules'],
   ['/coordination', 'Coordination'],
   ['/tasks', 'Tasks'],
+  ['/messages', 'Messages'],
   ['/admin', 'Admin'],
 ]
 

@@ -3,17 +3,19 @@
 //   one column          GET    /api/queues/{queue}/tasks?status=S&limit=100
 //   claimer liveness    GET    /api/instances (name and status by id)
 //   cancel              DELETE /api/tasks/{id}
+//   one task's detail   GET    /api/tasks/{id} (its files, reservation and notes)
 // Live: every task.* and instance.* event from /api/events/subscribe redraws at
 // once (a dropped socket reconnects with after_id); a slow poll is the safety net.
 
-import { api, onTokenChange, socketUrl } from './api.js'
+import { api, onTokenChange } from './api.js'
 import { startShell } from './shell.js'
+import { follow } from './stream.js'
 import { clock, every, failure, fill, fullTime, h, int, loading, stateBox, timeAgo } from './ui.js'
+import { detailShows, openDetail, refreshDetail } from './task-detail.js'
 
 const STATUSES = ['blocked', 'ready', 'claimed', 'done', 'failed', 'cancelled']
 const PER_COLUMN = 100
 const POLL_MS = 15000
-const MAX_BACKOFF_MS = 15000
 const enc = encodeURIComponent
 
 startShell()
@@ -24,7 +26,6 @@ const els = {
   boardTitle: document.getElementById('board-title'),
   boardMeta: document.querySelector('#board .meta'),
   board: document.querySelector('#board .board-body'),
-  status: document.getElementById('stream-status'),
 }
 
 let queue = new URLSearchParams(location.search).get('queue') || ''
@@ -89,13 +90,18 @@ function card(task, instances) {
   const liveness = who?.status ?? 'gone'
   const open = task.status !== 'done' && task.status !== 'cancelled'
   return h('li', { class: `task-card${fresh.has(task.id) ? ' fresh' : ''}`, dataset: { id: task.id, status: task.status } },
-    h('div', { class: 'title', text: task.title }),
+    h('a', { class: 'title', href: `?queue=${enc(task.queue)}&task=${task.id}`, title: 'Files, reservation, notes and payload', onclick: (e) => (e.preventDefault(), openDetail(task.id)), text: task.title }),
     h('div', { class: 'facts' },
       h('span', { class: 'tid', text: `#${task.id}` }),
       task.priority ? h('span', { class: 'badge accent', text: `priority ${task.priority}` }) : null,
       h('span', { class: 'attempts', title: 'claims so far / max_attempts', text: `attempts ${task.attempts}/${task.max_attempts}` }),
       task.depends_on.length ? h('span', { text: `after ${task.depends_on.map((d) => `#${d}`).join(', ')}` }) : null),
     task.requires.length ? h('div', {}, task.requires.map((c) => h('span', { class: 'chip', title: 'required capability', text: c }))) : null,
+    task.paths?.length
+      ? h('div', { class: 'files', title: `files in project ${task.project}` },
+        h('span', { class: 'project mono', text: task.project }), task.paths.map((p) => h('span', { class: 'chip mono', text: p })))
+      : null,
+    task.notes?.length ? h('div', { class: 'facts' }, h('span', { class: 'badge', text: `${task.notes.length} note${task.notes.length === 1 ? '' : 's'}` })) : null,
     task.claimed_by
       ? h('div', { class: 'claimer', title: `instance ${task.claimed_by}` },
         h('span', { text: task.status === 'claimed' ? 'claimed by' : 'last claimed by' }),
@@ -182,58 +188,19 @@ function refreshSoon() {
   soon = setTimeout(refresh, 80)
 }
 
-let run = 0
-function stream() {
-  const myRun = ++run
-  let lastId = 0
-  let failures = 0
-  const setStatus = (cls, text, title = '') => {
-    els.status.className = `pill ${cls}`
-    els.status.textContent = text
-    els.status.title = title
-  }
-  const connect = () => {
-    if (myRun !== run) return
-    const ws = new WebSocket(socketUrl('/api/events/subscribe', { pattern: '*', after_id: lastId || undefined }))
-    let opened = false
-    ws.onopen = () => {
-      opened = true
-      failures = 0
-      setStatus('ok live', 'Live', 'Task and instance events redraw the board at once')
-      refresh()
-    }
-    ws.onmessage = (msg) => {
-      let event
-      try {
-        event = JSON.parse(msg.data)
-      } catch {
-        return
-      }
-      lastId = Math.max(lastId, event.id)
-      if (event.topic.startsWith('task.')) {
-        if (event.data?.queue === queue) fresh.add(event.data.id)
-        refreshSoon()
-      } else if (event.topic.startsWith('instance.')) refreshSoon()
-    }
-    ws.onclose = (e) => {
-      if (myRun !== run) return
-      if (!opened) failures++
-      const wait = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** failures)
-      setStatus('warn', 'Reconnecting…', `Event stream closed${e.reason ? `: ${e.reason}` : ''}; polling every ${POLL_MS / 1000} s, retrying in ${Math.round(wait / 1000)} s`)
-      setTimeout(connect, wait)
-    }
-    stopSocket = () => {
-      ws.onclose = null
-      ws.close()
-    }
-  }
-  connect()
-}
-let stopSocket = () => {}
-
-onTokenChange(() => {
-  stopSocket()
-  stream()
-  refresh()
+follow({
+  pattern: '*',
+  live: 'Task and instance events redraw the board at once',
+  fallback: `polling every ${POLL_MS / 1000} s`,
+  onOpen: refresh,
+  onEvent: (event) => {
+    if (event.topic.startsWith('task.')) {
+      if (event.data?.queue === queue) fresh.add(event.data.id)
+      if (detailShows(event.data?.id)) refreshDetail()
+      refreshSoon()
+    } else if (event.topic.startsWith('instance.')) refreshSoon()
+  },
 })
-stream()
+const opened = Number(new URLSearchParams(location.search).get('task'))
+if (Number.isInteger(opened) && opened > 0) openDetail(opened)
+onTokenChange(refresh)
