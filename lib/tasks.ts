@@ -13,7 +13,9 @@ export const MAX_ERROR = 10_000
 export const MAX_LIST = 100
 export const MAX_ATTEMPTS = 1000
 export const DEFAULT_MAX_ATTEMPTS = 3
-const MAX_PRIORITY = 1_000_000_000
+export const MAX_PRIORITY = 1_000_000_000
+/** A note's text, in UTF-8 bytes (16 KiB). */
+export const MAX_NOTE_BYTES = 16 * 1024
 const QUEUE_RE = /^[A-Za-z0-9._-]{1,200}$/
 
 /** Why a claim ended without an ack. */
@@ -33,6 +35,8 @@ export interface TaskInput {
   requires?: unknown
   max_attempts?: unknown
   dedupe_key?: unknown
+  project?: unknown
+  paths?: unknown
 }
 
 export interface NewTask {
@@ -44,6 +48,9 @@ export interface NewTask {
   requires: string[]
   max_attempts: number
   dedupe_key: string | null
+  /** The files the task will touch (validated as for reservations by the service); null or absent for none. */
+  project?: string | null
+  paths?: string[] | null
 }
 
 const isInt = (v: unknown, min: number, max: number): v is number => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max
@@ -83,6 +90,13 @@ export function checkError(error: unknown): string | null {
   if (error === undefined || error === null) return null
   if (typeof error !== 'string' || error.length > MAX_ERROR) throw invalid(`invalid error: expected a string of at most ${MAX_ERROR} characters`)
   return error
+}
+
+/** A note's text: 1 to MAX_NOTE_BYTES bytes, not blank. */
+export function checkNote(text: unknown): string {
+  if (typeof text !== 'string' || text.trim() === '') throw invalid('text is required: what the next attempt should know')
+  if (Buffer.byteLength(text) > MAX_NOTE_BYTES) throw invalid(`invalid text: at most ${MAX_NOTE_BYTES} bytes (16 KiB) of UTF-8`)
+  return text
 }
 
 /** What a new task starts as, from the statuses of its dependencies. */

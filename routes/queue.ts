@@ -1,6 +1,7 @@
 // /api/queues and /api/tasks: the task queue. Creating, reading and cancelling
-// need no instance token; claiming, acking, nacking and extending do (the caller
-// is the claimer). claim_id appears only in the claimer's claim and ack answers.
+// need no instance token; claiming, acking, nacking, extending and notes do (the
+// caller is the claimer, or the note's author). claim_id appears only in the
+// claimer's claim and ack answers; every task answer carries its notes.
 import { t } from 'elysia'
 import { IdParams } from '../http/models'
 import type { Ctx } from '../services/context'
@@ -11,12 +12,30 @@ import { notFound } from '../lib/errors'
 import { checkQueue, TASK_STATUSES } from '../lib/tasks'
 import { caller, holderOf, optionalHolder } from '../http/caller'
 import type { Instance } from '../store/instances'
-import type { Task } from '../store/queue'
-import { ackTask, cancelTask, claimTask, createTask, extendTask, hideClaim, nackTask, taskId } from '../services/queue'
+import {
+  ackTask,
+  cancelTask,
+  claimTask,
+  createTask,
+  extendTask,
+  hideClaim,
+  nackTask,
+  noteTask,
+  taskId,
+  withNotes,
+  type ShownTask,
+} from '../services/queue'
 import { readerHeartbeat } from '../services/holders'
 
 const nullable = <T extends Parameters<typeof t.Union>[0][number]>(schema: T, description?: string) =>
   t.Union([schema, t.Null()], description ? { description } : {})
+
+const NoteSchema = t.Object({
+  at: t.String(),
+  by: t.String({ description: 'name of the instance that wrote it' }),
+  attempt: t.Integer({ description: "the task's attempts when it was written" }),
+  text: t.String(),
+})
 
 const TaskSchema = t.Object({
   id: t.Integer(),
@@ -37,6 +56,10 @@ const TaskSchema = t.Object({
   result: t.Unknown({ description: 'the ack result' }),
   last_error: nullable(t.String()),
   dedupe_key: nullable(t.String()),
+  project: nullable(t.String(), 'the project whose paths the task will touch'),
+  paths: nullable(t.Array(t.String()), 'globs of project: claimable only when they can be reserved exclusively for the claimer'),
+  reservation_id: nullable(t.String(), "the reservation the live claim took of paths (kept if that reservation is released by hand)"),
+  notes: t.Array(NoteSchema, { description: 'oldest first: context one attempt leaves for the next' }),
   created_at: t.String(),
   updated_at: t.String(),
 })
@@ -48,7 +71,7 @@ const TAGS = ['tasks']
 export function queueRoutes(ctx: Ctx) {
   /** ack, nack and extend: the holder's call on its claim, through one service helper each. */
   const onClaim =
-    <B extends { claim_id: string }>(change: (ctx: Ctx, audit: AuditScope | undefined, holder: Instance, id: number, body: B) => Promise<Task>) =>
+    <B extends { claim_id: string }>(change: (ctx: Ctx, audit: AuditScope | undefined, holder: Instance, id: number, body: B) => Promise<ShownTask>) =>
     async ({ request, params, body, audit }: { request: Request; params: { id: string }; body: B; audit?: AuditScope }) =>
       change(ctx, audit, await holderOf(ctx, request), taskId(params.id), body)
 
@@ -71,6 +94,12 @@ export function queueRoutes(ctx: Ctx) {
           requires: t.Optional(t.Array(t.String(), { description: "capabilities the claimer must have (all of them)" })),
           max_attempts: t.Optional(t.Integer({ description: 'claims before the task fails, default 3' })),
           dedupe_key: t.Optional(t.String({ description: 'an unfinished task of the queue with this key is returned instead (200)' })),
+          project: t.Optional(t.String({ description: 'the project of paths (alone: recorded only)' })),
+          paths: t.Optional(
+            t.Array(t.String(), {
+              description: 'globs relative to the project root, as for reservations (needs project): a claim takes them as an exclusive reservation',
+            }),
+          ),
         }),
         response: { 200: TaskSchema, 201: TaskSchema },
         audit: 'task.create',
@@ -121,6 +150,26 @@ export function queueRoutes(ctx: Ctx) {
       audit: 'task.extend',
       detail: { summary: 'Push back the visibility timeout of a claim', tags: TAGS },
     })
+    .post(
+      '/api/tasks/:id/notes',
+      async ({ request, params, body, audit, set }) => {
+        const holder = await holderOf(ctx, request)
+        const note = await noteTask(ctx, audit, holder, taskId(params.id), body)
+        set.status = 201
+        return note
+      },
+      {
+        params: IdParams,
+        body: t.Object({ text: t.String({ description: '1 … 16 KiB: what the next attempt should know' }) }),
+        response: { 201: NoteSchema },
+        audit: 'task.note',
+        detail: {
+          summary: 'Leave a note on a task for its next attempt; X-Instance-Token required',
+          tags: TAGS,
+          security: [{ instanceToken: [] }],
+        },
+      },
+    )
     .get(
       '/api/tasks/:id',
       async ({ request, params }) => {
@@ -128,7 +177,7 @@ export function queueRoutes(ctx: Ctx) {
         await readerHeartbeat(ctx, await caller(ctx, request))
         const task = await ctx.store.queue.get(id)
         if (!task) throw notFound('task not found')
-        return hideClaim(task)
+        return (await withNotes(ctx.store.queue, [hideClaim(task)]))[0]!
       },
       { params: IdParams, response: { 200: TaskSchema }, detail: { summary: 'One task', tags: TAGS } },
     )
@@ -174,7 +223,7 @@ export function queueRoutes(ctx: Ctx) {
         const status = enumParam(query.status, 'status', TASK_STATUSES, undefined)
         const limit = query.limit === undefined ? undefined : intParam(query.limit, 'limit', 0, 1)
         await readerHeartbeat(ctx, await caller(ctx, request))
-        return (await ctx.store.queue.list(queue, status, limit)).map(hideClaim)
+        return withNotes(ctx.store.queue, (await ctx.store.queue.list(queue, status, limit)).map(hideClaim))
       },
       {
         params: QueueParams,

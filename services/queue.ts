@@ -3,17 +3,21 @@
 // audit entry, so a task has at most one live claim whatever the concurrency.
 // Claims end without an ack when the claimer goes stale or deregisters or its
 // visibility timeout passes (claimReleaser).
+// Hand-off: a task that names its files (project, paths) is claimed together with an
+// exclusive reservation of them, and only when that could be granted; every way the
+// claim ends releases it. Notes carry context from one attempt to the next.
 import { nowIso, nowMs } from '../lib/time'
 import { randomUUID } from 'node:crypto'
 import type { Bus } from './bus'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
-import type { Task } from '../store/queue'
+import type { ClaimCursor, Note, Task } from '../store/queue'
 import { AppError, conflict, forbidden, invalid, notFound } from '../lib/errors'
 import {
   afterRequeue,
   checkError,
+  checkNote,
   checkQueue,
   checkTask,
   dependencyError,
@@ -26,22 +30,64 @@ import { Waiters } from '../lib/waiters'
 import { recordAudit, type AuditScope } from './audit'
 import { SOURCE, touch, TTL_MAX_MS, TTL_MIN_MS, waitMsParam } from './holders'
 import type { Releaser } from './releasers'
+import { checkPaths, checkProject, grantIn, overlapsIn, releaseIn } from './reservations'
+import type { ReleaseReason } from './holders'
 
 /** Events after whose COMMIT a task may have become claimable: held claims of that queue try again. */
 const WAKE_TOPICS = new Set(['task.created', 'task.requeued', 'task.unblocked'])
 
-/** The server's claims held with wait_ms (ctx.claimWaiters), by queue; woken by the events of the writes themselves. */
+/**
+ * The waiter key of a project's reservation releases: a claim whose tasks were held back
+ * by reservations of `project` waits on it too. Queue names never contain ':'.
+ */
+const releasesOf = (project: string) => `project:${project}`
+
+/**
+ * The server's claims held with wait_ms (ctx.claimWaiters), by queue, and by project for
+ * claims that found tasks held back by reservations; woken by the events of the writes
+ * themselves (a released reservation may make a held-back task claimable).
+ */
 export function claimWaiters(bus: Bus, shutdown: AbortSignal): Waiters {
   const waiters = new Waiters(shutdown)
   bus.listen((event) => {
-    const data = event.data as { queue?: string; status?: string }
+    const data = event.data as { queue?: string; status?: string; project?: string }
     if (WAKE_TOPICS.has(event.topic) && data.status === 'ready' && data.queue) waiters.wake(data.queue)
+    else if (event.topic === 'reservation.released' && typeof data.project === 'string') waiters.wake(releasesOf(data.project))
   })
   return waiters
 }
 
 /** The task as anyone but its claimer's claim and ack calls sees it: no claim_id. */
 export const hideClaim = (task: Task): Task => ({ ...task, claim_id: null })
+
+/** A task as every answer shows it: with its notes, oldest first. */
+export type ShownTask = Task & { notes: Note[] }
+
+/** Tasks with their notes, read in one query for the lot (committed reads, or inside a unit). */
+export async function withNotes(reads: { notes(ids: number[]): Promise<Map<number, Note[]>> }, tasks: Task[]): Promise<ShownTask[]> {
+  const notes = await reads.notes(tasks.map((t) => t.id))
+  return tasks.map((t) => ({ ...t, notes: notes.get(t.id) ?? [] }))
+}
+
+const withNotesOne = async (tx: Tx, task: Task): Promise<ShownTask> => (await withNotes(tx.queue, [task]))[0]!
+
+/** A task's project and paths from a create body: globs checked as for reservations; paths need a project. */
+function checkFiles(body: TaskInput): { project: string | null; paths: string[] | null } {
+  const hasPaths = body.paths !== undefined && body.paths !== null
+  if (hasPaths && (body.project === undefined || body.project === null))
+    throw invalid('project is required with paths: the paths are globs relative to that project\'s root')
+  const project = body.project === undefined || body.project === null ? null : checkProject(body.project)
+  return { project, paths: hasPaths ? checkPaths(body.paths) : null }
+}
+
+/**
+ * Ends the reservation a claim took of its task's paths, inside the unit that ends the
+ * claim: `released`, or the holder's reason when it went away. One released by hand
+ * meanwhile is gone already: nothing more happens.
+ */
+async function releaseFiles(tx: Tx, task: Task, reason: ReleaseReason = 'released'): Promise<void> {
+  if (task.reservation_id) await releaseIn(tx, task.reservation_id, reason)
+}
 
 async function announce(tx: Tx, topic: string, task: Task, instanceId?: string | null, reason?: string): Promise<void> {
   const data: Record<string, unknown> = { id: task.id, queue: task.queue, status: task.status }
@@ -70,6 +116,7 @@ async function settleDependents(tx: Tx, task: Task): Promise<void> {
 /** A claim ends without an ack: back to ready (after `delayMs`), or failed once its attempts are spent. */
 async function endClaim(tx: Tx, task: Task, reason: RequeueReason, error: string | null = null, delayMs = 0): Promise<Task> {
   const lastError = requeueError(reason, error)
+  await releaseFiles(tx, task, reason === 'holder_stale' || reason === 'holder_deregistered' ? reason : 'released')
   if (afterRequeue(task.attempts, task.max_attempts) === 'failed') {
     const failed = await tx.queue.fail(task.id, lastError)
     await announce(tx, 'task.failed', failed, task.claimed_by, reason)
@@ -136,12 +183,12 @@ export function createTask(
   caller: Instance | null,
   queue: string,
   body: TaskInput,
-): Promise<{ task: Task; created: boolean }> {
-  const input = checkTask(queue, body)
+): Promise<{ task: ShownTask; created: boolean }> {
+  const input = { ...checkTask(queue, body), ...checkFiles(body) }
   return asHolder(ctx, caller, async (tx) => {
     if (input.dedupe_key !== null) {
       const existing = await tx.queue.byDedupeKey(queue, input.dedupe_key)
-      if (existing) return { task: hideClaim(existing), created: false }
+      if (existing) return { task: await withNotesOne(tx, hideClaim(existing)), created: false }
     }
     const deps = await tx.queue.statuses(queue, input.depends_on)
     const unknown = input.depends_on.find((id) => !deps.some((d) => d.id === id))
@@ -151,23 +198,62 @@ export function createTask(
     await announce(tx, 'task.created', task, caller?.id)
     if (task.status === 'failed') await announce(tx, 'task.failed', task, null, 'dependency')
     await recordAudit(tx, audit, `task ${task.id}: ${task.title}`)
-    return { task, created: true }
+    return { task: { ...task, notes: [] }, created: true }
   })
 }
 
-/** One claim attempt, in one unit: the first claimable task in claim order, or when a delayed one becomes available. */
+/** Candidates read per query while a claim skips held-back tasks: most claims take the first. */
+const SCAN_BATCH = 32
+
+interface Attempt {
+  task: ShownTask | null
+  /** When a delayed task such a claimer could take becomes available. */
+  next: string | null
+  /** Projects whose reservations held back a task the claimer could otherwise take. */
+  heldBy: string[]
+}
+
+/**
+ * One claim attempt, in one unit: the first task in claim order that is ready, available,
+ * needs no capability the claimer lacks and, when it names paths, whose paths could be
+ * reserved exclusively for the claimer now (they are, in the same unit). Held-back tasks
+ * stay ready; the scan goes on down the order a batch at a time.
+ */
 function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, queue: string, visibilityMs: number | undefined) {
-  return asHolder(ctx, holder, async (tx, holderNow): Promise<{ task: Task | null; next: string | null }> => {
+  return asHolder(ctx, holder, async (tx, holderNow): Promise<Attempt> => {
     const me = holderNow!
     const at = nowIso()
-    const found = await tx.queue.nextClaimable(queue, me.capabilities, at)
-    if (!found) return { task: null, next: await tx.queue.nextAvailable(queue, me.capabilities, at) }
+    const heldBy = new Set<string>()
+    let found: Task | null = null
+    for (let after: ClaimCursor | null = null; !found; ) {
+      const batch = await tx.queue.claimable(queue, me.capabilities, at, after, SCAN_BATCH)
+      for (const t of batch) {
+        if (!t.paths || !(await overlapsIn(tx.reservations, t.project!, t.paths, true, me.id)).length) {
+          found = t
+          break
+        }
+        heldBy.add(t.project!)
+      }
+      if (batch.length < SCAN_BATCH) break
+      after = batch[batch.length - 1]!
+    }
+    if (!found) return { task: null, next: await tx.queue.nextAvailable(queue, me.capabilities, at), heldBy: [...heldBy] }
     const fence = await tx.holders.nextFence()
-    const task = await tx.queue.claim(found.id, { instanceId: me.id, claimId: randomUUID(), fence, visibilityMs: visibilityMs ?? null })
+    const reservation = found.paths
+      ? await grantIn(tx, me, { project: found.project!, paths: found.paths, exclusive: true, reason: `task ${found.id}` })
+      : null
+    const claim = { instanceId: me.id, claimId: randomUUID(), fence, visibilityMs: visibilityMs ?? null, reservationId: reservation?.id ?? null }
+    const task = await tx.queue.claim(found.id, claim)
     await announce(tx, 'task.claimed', task, me.id)
-    await recordAudit(tx, audit, `task ${task.id}, fence ${fence}`)
-    return { task, next: null }
+    await recordAudit(tx, audit, `task ${task.id}, fence ${fence}${reservation ? `, reservation ${reservation.id}` : ''}`)
+    return { task: await withNotesOne(tx, task), next: null, heldBy: [] }
   })
+}
+
+/** Several waits as one: resolves with the first of them; cancel ends them all. */
+function waitAny(waiters: Waiters, keys: string[], ms: number) {
+  const waits = keys.map((key) => waiters.wait(key, ms))
+  return { done: Promise.race(waits.map((w) => w.done)), cancel: () => waits.forEach((w) => w.cancel()) }
 }
 
 /**
@@ -180,20 +266,29 @@ export async function claimTask(
   holder: Instance,
   queue: string,
   body: { wait_ms?: unknown; visibility_ms?: unknown },
-): Promise<Task | null> {
+): Promise<ShownTask | null> {
   checkQueue(queue)
   const waitMs = waitMsParam(body.wait_ms)
   const visibilityMs = visibilityParam(body.visibility_ms)
   const deadline = Date.now() + waitMs
   const waiters = ctx.claimWaiters
+  // Wake-up keys: the queue, and each project whose reservations held a task back.
+  const keys = [queue]
   for (;;) {
     const remaining = deadline - Date.now()
-    // Registered before the attempt: a task committed during it still wakes this claim.
-    const wait = remaining > 0 ? waiters.wait(queue, remaining) : null
-    const { task, next } = await tryClaim(ctx, audit, holder, queue, visibilityMs)
+    // Registered before the attempt: a task committed (or a reservation released) during it still wakes this claim.
+    const wait = remaining > 0 ? waitAny(waiters, keys, remaining) : null
+    const { task, next, heldBy } = await tryClaim(ctx, audit, holder, queue, visibilityMs)
     if (task || !wait) {
       wait?.cancel()
       return task
+    }
+    const fresh = heldBy.map(releasesOf).filter((key) => !keys.includes(key))
+    if (fresh.length) {
+      // A release before these waits are registered would be missed: register them, then check again.
+      keys.push(...fresh)
+      wait.cancel()
+      continue
     }
     // A delayed task becomes claimable at a known instant: sleep until then at most.
     const untilNext = next === null ? Infinity : Date.parse(next) - nowMs()
@@ -213,19 +308,26 @@ export async function claimTask(
  * task; 409 `claim lost` when `claimId` is not the live claim (nothing changes);
  * 403 when the live claim is another instance's.
  */
-function withClaim(ctx: Ctx, holder: Instance, id: number, claimId: string, change: (tx: Tx, task: Task) => Promise<Task>): Promise<Task> {
+function withClaim(
+  ctx: Ctx,
+  holder: Instance,
+  id: number,
+  claimId: string,
+  change: (tx: Tx, task: Task) => Promise<Task>,
+): Promise<ShownTask> {
   return asHolder(ctx, holder, async (tx) => {
     const task = await tx.queue.get(id)
     if (!task) throw notFound('task not found')
     if (task.status !== 'claimed' || task.claim_id !== claimId) throw conflict('claim lost')
     if (task.claimed_by !== holder.id) throw forbidden('the claim belongs to another instance')
-    return change(tx, task)
+    return withNotesOne(tx, await change(tx, task))
   })
 }
 
 /** Done, with its result; dependents whose dependencies are all done turn ready. Shows the claim_id used. */
 export function ackTask(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, id: number, body: { claim_id: string; result?: unknown }) {
   return withClaim(ctx, holder, id, body.claim_id, async (tx, task) => {
+    await releaseFiles(tx, task)
     const done = await tx.queue.complete(task.id, body.result ?? null)
     await announce(tx, 'task.done', done, holder.id)
     await settleDependents(tx, done)
@@ -262,16 +364,34 @@ export function extendTask(ctx: Ctx, audit: AuditScope | undefined, holder: Inst
 }
 
 /** Cancelled (a live claim ends with it; dependents fail). A done task: 409; a cancelled one is returned as it is. */
-export function cancelTask(ctx: Ctx, audit: AuditScope | undefined, caller: Instance | null, id: number): Promise<Task> {
+export function cancelTask(ctx: Ctx, audit: AuditScope | undefined, caller: Instance | null, id: number): Promise<ShownTask> {
   return asHolder(ctx, caller, async (tx) => {
     const task = await tx.queue.get(id)
     if (!task) throw notFound('task not found')
     if (task.status === 'done') throw conflict('task is done')
-    if (task.status === 'cancelled') return hideClaim(task)
+    if (task.status === 'cancelled') return withNotesOne(tx, hideClaim(task))
+    await releaseFiles(tx, task)
     const cancelled = await tx.queue.cancel(id)
     await announce(tx, 'task.cancelled', cancelled, task.status === 'claimed' ? task.claimed_by : null)
     await settleDependents(tx, cancelled)
     await recordAudit(tx, audit, `task ${id} (was ${task.status})`)
-    return hideClaim(cancelled)
+    return withNotesOne(tx, hideClaim(cancelled))
+  })
+}
+
+/**
+ * A note on a task for whoever takes it next (any status; 404 unknown task): `by` the
+ * caller's name, `attempt` the task's attempts now. Event task.noted; audit task.note.
+ */
+export function noteTask(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, id: number, body: { text?: unknown }): Promise<Note> {
+  const text = checkNote(body.text)
+  return asHolder(ctx, holder, async (tx, me) => {
+    const task = await tx.queue.get(id)
+    if (!task) throw notFound('task not found')
+    const note: Note = { at: nowIso(), by: me!.name, attempt: task.attempts, text }
+    await tx.queue.addNote(id, note)
+    await tx.emit('task.noted', { id, queue: task.queue }, SOURCE)
+    await recordAudit(tx, audit, `task ${id}, attempt ${task.attempts}`)
+    return note
   })
 }

@@ -1,10 +1,10 @@
-// Task queue tables: tasks and their dependency edges. Claim order is priority
-// (higher first), then creation (id). SQL only: which transition is allowed is
-// decided by services/queue.ts inside one unit of work.
+// Task queue tables: tasks, their dependency edges and their notes. Claim order is
+// priority (higher first), then creation (id). SQL only: which transition is allowed
+// is decided by services/queue.ts inside one unit of work.
 import { nowIso } from '../lib/time'
 import { int, intOrNull, stmt, type Dialect, type Runner } from './runner'
 import { afterMs } from '../lib/time'
-import type { NewTask, TaskStatus } from '../lib/tasks'
+import { MAX_PRIORITY, type NewTask, type TaskStatus } from '../lib/tasks'
 
 export interface Task {
   id: number
@@ -26,8 +26,27 @@ export interface Task {
   result: unknown
   last_error: string | null
   dedupe_key: string | null
+  /** The files the task will touch: a claim reserves `paths` of `project` for the claimer (null: none). */
+  project: string | null
+  paths: string[] | null
+  /** The reservation the live claim took of `paths` (null when not claimed, or the task names no paths). */
+  reservation_id: string | null
   created_at: string
   updated_at: string
+}
+
+/** Context one attempt leaves for the next: `by` is the instance name, `attempt` the task's attempts when written. */
+export interface Note {
+  at: string
+  by: string
+  attempt: number
+  text: string
+}
+
+/** Where claims resume scanning: after this task in claim order. */
+export interface ClaimCursor {
+  priority: number
+  id: number
 }
 
 export type QueueCounts = Record<TaskStatus, number>
@@ -38,6 +57,8 @@ export interface QueueStore {
   list(queue: string, status?: TaskStatus, limit?: number): Promise<Task[]>
   /** Every queue that has tasks, by name, with its count per status. */
   queues(): Promise<{ queue: string; counts: QueueCounts }[]>
+  /** The notes of each of `ids`, oldest first (one query for a page of tasks; tasks without notes are absent). */
+  notes(ids: number[]): Promise<Map<number, Note[]>>
 }
 
 export interface Claim {
@@ -46,6 +67,8 @@ export interface Claim {
   fence: number
   /** visible_until is this long after the claim's updated_at (one instant for both); null for none. */
   visibilityMs: number | null
+  /** The reservation the claim took of the task's paths. */
+  reservationId?: string | null
 }
 
 export interface QueueWrites {
@@ -57,6 +80,8 @@ export interface QueueWrites {
   statuses(queue: string, ids: number[]): Promise<{ id: number; status: TaskStatus }[]>
   /** The first task in claim order that is ready, available at `at`, and needs no capability outside `capabilities`. */
   nextClaimable(queue: string, capabilities: string[], at: string): Promise<Task | null>
+  /** Up to `limit` such tasks in claim order, after `after` (from the start when null). */
+  claimable(queue: string, capabilities: string[], at: string, after: ClaimCursor | null, limit: number): Promise<Task[]>
   /** The earliest instant after `at` when a delayed task of `queue` such a claimer could take becomes available. */
   nextAvailable(queue: string, capabilities: string[], at: string): Promise<string | null>
   claim(id: number, claim: Claim): Promise<Task>
@@ -75,20 +100,25 @@ export interface QueueWrites {
   claimedBy(instanceId: string): Promise<Task[]>
   /** Claimed tasks whose visible_until is at or before `at`. */
   timedOut(at: string): Promise<Task[]>
+  addNote(taskId: number, note: Note): Promise<void>
+  notes(ids: number[]): Promise<Map<number, Note[]>>
 }
 
-type Row = Omit<Task, 'payload' | 'depends_on' | 'requires' | 'result' | 'fence'> & {
+type Row = Omit<Task, 'payload' | 'depends_on' | 'requires' | 'result' | 'fence' | 'paths'> & {
   payload: string
   depends_on: string
   requires: string
   result: string | null
   fence: number | string | null
+  paths: string | null
 }
 
 const COLUMNS = `id, queue, title, payload, priority, status, depends_on, requires, attempts, max_attempts, claimed_by,
-  claim_id, fence, visible_until, available_at, result, last_error, dedupe_key, created_at, updated_at`
+  claim_id, fence, visible_until, available_at, result, last_error, dedupe_key, project, paths, reservation_id, created_at, updated_at`
 const RETURNING = `RETURNING ${COLUMNS}`
 const CLAIM_ORDER = 'ORDER BY priority DESC, id'
+/** Before the first task in claim order: above every allowed priority. */
+const START: ClaimCursor = { priority: MAX_PRIORITY + 1, id: 0 }
 
 const toTask = (r: Row): Task => ({
   ...r,
@@ -97,7 +127,9 @@ const toTask = (r: Row): Task => ({
   requires: JSON.parse(r.requires),
   fence: intOrNull(r.fence),
   result: r.result === null ? null : JSON.parse(r.result),
+  paths: r.paths === null ? null : JSON.parse(r.paths),
 })
+const many = async (rows: Promise<Row[]>) => (await rows).map(toTask)
 const maybe = (r: Row | null): Task | null => (r ? toTask(r) : null)
 const must = (r: Row | null): Task => {
   if (!r) throw new Error('task vanished inside its unit')
@@ -105,30 +137,31 @@ const must = (r: Row | null): Task => {
 }
 
 const INSERT = stmt<Row>(
-  `INSERT INTO tasks (queue, title, payload, priority, status, depends_on, requires, max_attempts, last_error, dedupe_key, created_at, updated_at)
-   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ${RETURNING}`,
+  `INSERT INTO tasks (queue, title, payload, priority, status, depends_on, requires, max_attempts, last_error, dedupe_key, project, paths,
+   created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ${RETURNING}`,
 )
 const ONE = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE id = ?`)
 const DEDUPE = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE queue = ? AND dedupe_key = ? AND status IN ('blocked', 'ready', 'claimed')`)
 const CLAIM = stmt<Row>(
   `UPDATE tasks SET status = 'claimed', attempts = attempts + 1, claimed_by = ?, claim_id = ?, fence = ?, visible_until = ?,
-   available_at = NULL, updated_at = ? WHERE id = ? ${RETURNING}`,
+   available_at = NULL, reservation_id = ?, updated_at = ? WHERE id = ? ${RETURNING}`,
 )
-// Finished tasks keep claimed_by (who had it last) and fence; the live-claim columns are cleared.
+// Finished tasks keep claimed_by (who had it last) and fence; the live-claim columns (its reservation too) are cleared.
 const COMPLETE = stmt<Row>(
-  `UPDATE tasks SET status = 'done', result = ?, claim_id = NULL, visible_until = NULL, updated_at = ? WHERE id = ? ${RETURNING}`,
-)
-const FAIL = stmt<Row>(
-  `UPDATE tasks SET status = 'failed', last_error = ?, claim_id = NULL, visible_until = NULL, available_at = NULL, updated_at = ?
+  `UPDATE tasks SET status = 'done', result = ?, claim_id = NULL, visible_until = NULL, reservation_id = NULL, updated_at = ?
    WHERE id = ? ${RETURNING}`,
 )
+const FAIL = stmt<Row>(
+  `UPDATE tasks SET status = 'failed', last_error = ?, claim_id = NULL, visible_until = NULL, available_at = NULL, reservation_id = NULL,
+   updated_at = ? WHERE id = ? ${RETURNING}`,
+)
 const CANCEL = stmt<Row>(
-  `UPDATE tasks SET status = 'cancelled', claim_id = NULL, visible_until = NULL, available_at = NULL, updated_at = ?
+  `UPDATE tasks SET status = 'cancelled', claim_id = NULL, visible_until = NULL, available_at = NULL, reservation_id = NULL, updated_at = ?
    WHERE id = ? ${RETURNING}`,
 )
 const REQUEUE = stmt<Row>(
   `UPDATE tasks SET status = 'ready', claimed_by = NULL, claim_id = NULL, visible_until = NULL, available_at = ?, last_error = ?,
-   updated_at = ? WHERE id = ? ${RETURNING}`,
+   reservation_id = NULL, updated_at = ? WHERE id = ? ${RETURNING}`,
 )
 const UNBLOCK = stmt<Row>(`UPDATE tasks SET status = 'ready', updated_at = ? WHERE id = ? ${RETURNING}`)
 const EXTEND = stmt<Row>(`UPDATE tasks SET visible_until = ?, updated_at = ? WHERE id = ? ${RETURNING}`)
@@ -142,9 +175,31 @@ const CLAIMED_BY = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE status = 'claim
 const TIMED_OUT = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE status = 'claimed' AND visible_until IS NOT NULL AND visible_until <= ? ORDER BY id`)
 const ALL = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE queue = ? ${CLAIM_ORDER} LIMIT ?`)
 const BY_STATUS = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE queue = ? AND status = ? ${CLAIM_ORDER} LIMIT ?`)
+const ADD_NOTE = stmt('INSERT INTO task_notes (task_id, at, by_name, attempt, text) VALUES (?, ?, ?, ?, ?)')
 const COUNTS = stmt<{ queue: string; status: TaskStatus; n: number | string }>(
   'SELECT queue, status, COUNT(*) AS n FROM tasks GROUP BY queue, status ORDER BY queue',
 )
+
+type NoteRow = { task_id: number | string; at: string; by_name: string; attempt: number | string; text: string }
+
+/** The notes of a page of tasks in one query, grouped by task, oldest first. */
+function notesReader(r: Runner, d: Dialect) {
+  const q = stmt<NoteRow>(
+    `SELECT task_id, at, by_name, attempt, text FROM task_notes
+     WHERE task_id IN (SELECT CAST(x.value AS INTEGER) FROM ${d.elements('?')}) ORDER BY task_id, id`,
+  )
+  return async (ids: number[]): Promise<Map<number, Note[]>> => {
+    const out = new Map<number, Note[]>()
+    if (!ids.length) return out
+    for (const n of await r.all(q, JSON.stringify([...new Set(ids)]))) {
+      const id = int(n.task_id)
+      let list = out.get(id)
+      if (!list) out.set(id, (list = []))
+      list.push({ at: n.at, by: n.by_name, attempt: int(n.attempt), text: n.text })
+    }
+    return out
+  }
+}
 
 export function queueWrites(w: Runner, d: Dialect): QueueWrites {
   const edges = stmt(`INSERT INTO task_deps (task_id, depends_on) SELECT ?, CAST(x.value AS INTEGER) FROM ${d.elements('?')}`)
@@ -154,20 +209,24 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
   )
   // Every entry of the task's `requires` is among the capabilities (a JSON array parameter).
   const capable = d.within('tasks.requires', '?')
+  // Keyset paging in claim order: after (priority, id) means a lower priority, or the same one and a later id.
   const next = stmt<Row>(
     `SELECT ${COLUMNS} FROM tasks WHERE queue = ? AND status = 'ready' AND (available_at IS NULL OR available_at <= ?) AND ${capable}
-     ${CLAIM_ORDER} LIMIT 1`,
+     AND (priority < ? OR (priority = ? AND id > ?)) ${CLAIM_ORDER} LIMIT ?`,
   )
+  const claimable = (queue: string, caps: string[], at: string, after: ClaimCursor | null, limit: number) => {
+    const c = after ?? START
+    return many(w.all(next, queue, at, JSON.stringify(caps), c.priority, c.priority, c.id, limit))
+  }
   const nextAvailable = stmt<{ at: string | null }>(
     `SELECT MIN(available_at) AS at FROM tasks WHERE queue = ? AND status = 'ready' AND available_at > ? AND ${capable}`,
   )
-  const many = async (rows: Promise<Row[]>) => (await rows).map(toTask)
   return {
     async insert(t, st, lastError) {
       const at = nowIso()
       const row = await w.get(
         INSERT, t.queue, t.title, JSON.stringify(t.payload), t.priority, st, JSON.stringify(t.depends_on), JSON.stringify(t.requires),
-        t.max_attempts, lastError, t.dedupe_key, at, at,
+        t.max_attempts, lastError, t.dedupe_key, t.project ?? null, t.paths ? JSON.stringify(t.paths) : null, at, at,
       )
       const task = must(row)
       if (t.depends_on.length) await w.run(edges, task.id, JSON.stringify(t.depends_on))
@@ -176,11 +235,13 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
     get: async (id) => maybe(await w.get(ONE, id)),
     byDedupeKey: async (queue, key) => maybe(await w.get(DEDUPE, queue, key)),
     statuses: async (queue, ids) => (ids.length ? w.all(statuses, JSON.stringify(ids), queue) : []),
-    nextClaimable: async (queue, caps, at) => maybe(await w.get(next, queue, at, JSON.stringify(caps))),
+    nextClaimable: async (queue, caps, at) => (await claimable(queue, caps, at, null, 1))[0] ?? null,
+    claimable,
     nextAvailable: async (queue, caps, at) => (await w.get(nextAvailable, queue, at, JSON.stringify(caps)))?.at ?? null,
     async claim(id, c) {
       const at = nowIso()
-      return must(await w.get(CLAIM, c.instanceId, c.claimId, c.fence, c.visibilityMs === null ? null : afterMs(at, c.visibilityMs), at, id))
+      const visibleUntil = c.visibilityMs === null ? null : afterMs(at, c.visibilityMs)
+      return must(await w.get(CLAIM, c.instanceId, c.claimId, c.fence, visibleUntil, c.reservationId ?? null, at, id))
     },
     complete: async (id, result) => must(await w.get(COMPLETE, JSON.stringify(result ?? null), nowIso(), id)),
     fail: async (id, lastError) => must(await w.get(FAIL, lastError, nowIso(), id)),
@@ -195,6 +256,8 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
     pendingDependencies: async (id) => int((await w.get(PENDING, id))!.n),
     claimedBy: (instanceId) => many(w.all(CLAIMED_BY, instanceId)),
     timedOut: (at) => many(w.all(TIMED_OUT, at)),
+    addNote: async (taskId, n) => void (await w.run(ADD_NOTE, taskId, n.at, n.by, n.attempt, n.text)),
+    notes: notesReader(w, d),
   }
 }
 
@@ -214,5 +277,6 @@ export function queueStore(r: Runner, d: Dialect): QueueStore {
       }
       return [...out].map(([queue, counts]) => ({ queue, counts }))
     },
+    notes: notesReader(r, d),
   }
 }

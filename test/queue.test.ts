@@ -55,6 +55,10 @@ describe('create', () => {
       result: null,
       last_error: null,
       dedupe_key: null,
+      project: null,
+      paths: null,
+      reservation_id: null,
+      notes: [],
       created_at: r.body.created_at,
       updated_at: r.body.created_at,
     })
