@@ -23,6 +23,7 @@ import { templatesRoutes } from './templates'
 import { queueRoutes } from './queue'
 import { locksRoutes } from './locks'
 import { reservationsRoutes } from './reservations'
+import { hooksRoutes } from './hooks'
 import { messagesRoutes } from './messages'
 import { prometheusRoutes } from './prometheus'
 export { createDashboard } from './dashboard'
@@ -50,6 +51,7 @@ export function apiApp(ctx: Ctx) {
     queueRoutes(ctx),
     locksRoutes(ctx),
     reservationsRoutes(ctx),
+    hooksRoutes(ctx),
     messagesRoutes(ctx),
     prometheusRoutes(ctx),
   ]

@@ -5,6 +5,7 @@
 import { nowMs } from '../lib/time'
 import { randomBytes } from 'node:crypto'
 import type { Ctx } from './context'
+import type { Tx } from '../store'
 import type { Instance, NewInstance } from '../store/instances'
 import { hashToken } from '../lib/token'
 import { invalid, notFound } from '../lib/errors'
@@ -36,13 +37,18 @@ export function registerInstance(ctx: Ctx, scope: AuditScope | undefined, body: 
   if (!body.name?.trim()) throw invalid('name is required')
   for (const field of ['name', 'workspace', 'intent', 'stack'] as const) checkText(field, body[field])
   const input = { ...body, capabilities: checkCapabilities(body.capabilities) }
-  const token = randomBytes(32).toString('hex')
-  return ctx.store.write(async (tx) => {
-    const instance = await tx.instances.register(input, hashToken(token))
-    await tx.emit('instance.registered', { id: instance.id, name: instance.name, workspace: instance.workspace, stack: instance.stack }, 'instances')
-    await recordAudit(tx, scope, `${instance.id} (${instance.name})`)
-    return { ...instance, token }
-  })
+  const token = newToken()
+  return ctx.store.write(async (tx) => ({ ...(await registerIn(tx, scope, input, token)), token }))
+}
+
+export const newToken = () => randomBytes(32).toString('hex')
+
+/** Registers inside the caller's unit (input already checked), with its event; audited when `scope` is given. */
+export async function registerIn(tx: Tx, scope: AuditScope | undefined, input: NewInstance, token: string): Promise<Instance> {
+  const instance = await tx.instances.register(input, hashToken(token))
+  await tx.emit('instance.registered', { id: instance.id, name: instance.name, workspace: instance.workspace, stack: instance.stack }, 'instances')
+  await recordAudit(tx, scope, `${instance.id} (${instance.name})`)
+  return instance
 }
 
 /** A sign of life: refreshes last_seen and turns stale into active. */
@@ -83,12 +89,19 @@ export function setIntent(ctx: Ctx, scope: AuditScope | undefined, id: string, i
 /** Deregisters: what it held is released in the same unit, then instance.deregistered. */
 export function deregisterInstance(ctx: Ctx, scope: AuditScope | undefined, id: string): Promise<Instance> {
   return ctx.store.write(async (tx) => {
-    const gone = found(await tx.instances.delete(id))
-    await releaseHeld(ctx, tx, gone, 'holder_deregistered')
-    await tx.emit('instance.deregistered', { id: gone.id, name: gone.name }, 'instances')
+    const gone = found(await deregisterIn(ctx, tx, id))
     await recordAudit(tx, scope)
     return gone
   })
+}
+
+/** Deregisters inside the caller's unit, releasing what it held; null when it was gone already. */
+export async function deregisterIn(ctx: Ctx, tx: Tx, id: string): Promise<Instance | null> {
+  const gone = await tx.instances.delete(id)
+  if (!gone) return null
+  await releaseHeld(ctx, tx, gone, 'holder_deregistered')
+  await tx.emit('instance.deregistered', { id: gone.id, name: gone.name }, 'instances')
+  return gone
 }
 
 /** One liveness check (the job and POST /api/liveness/check): returns the newly stale instances. */

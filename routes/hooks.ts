@@ -1,0 +1,70 @@
+// /api/hooks/{agent}: the endpoint Claude Code's http hooks and `muster hook codex` post
+// each lifecycle event to; /api/sessions: the hook sessions (for the dashboard).
+import { t } from 'elysia'
+import type { Ctx } from '../services/context'
+import { handleHook, hookHeaders, HOOK_AGENTS, type HookEvent } from '../services/hooks'
+import type { HookAgent } from '../store/sessions'
+import { invalid, notFound } from '../lib/errors'
+import { Nullable } from '../http/models'
+import { audited } from '../http/audit'
+
+const SessionSchema = t.Object({
+  session_id: t.String(),
+  agent: t.String({ description: 'claude-code | codex' }),
+  instance_id: t.String({ description: 'the instance the session acts as (after SessionEnd: the one it was)' }),
+  name: t.String(),
+  root: t.String(),
+  project: t.String(),
+  started_at: t.String(),
+  ended_at: Nullable(t.String()),
+})
+
+const MAX_ID = 1000
+
+/** The event as the agent sent it: a JSON object with a session_id and a hook_event_name (else 400). */
+function hookEvent(body: unknown): HookEvent {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw invalid('the hook event must be a JSON object')
+  const e = body as Record<string, unknown>
+  for (const field of ['session_id', 'hook_event_name'] as const) {
+    const v = e[field]
+    if (typeof v !== 'string' || v.trim() === '') throw invalid(`${field} is required: a non-empty string, as the agent sends it`)
+    if (v.length > MAX_ID) throw invalid(`invalid ${field}: at most ${MAX_ID} characters`)
+  }
+  return e as HookEvent
+}
+
+export function hooksRoutes(ctx: Ctx) {
+  return audited(ctx)
+    .post(
+      '/api/hooks/:agent',
+      async ({ params, body, request }) => {
+        const agent = HOOK_AGENTS.find((a) => a === params.agent)
+        if (!agent) throw notFound(`unknown agent "${params.agent}": expected ${HOOK_AGENTS.join(' or ')}`)
+        return handleHook(ctx, agent as HookAgent, hookEvent(body), hookHeaders(request.headers))
+      },
+      {
+        params: t.Object({ agent: t.String() }),
+        body: t.Unknown({ description: 'the hook event exactly as the agent sends it: {session_id, hook_event_name, cwd, …}' }),
+        response: { 200: t.Record(t.String(), t.Unknown(), { description: '{} (no opinion), hookSpecificOutput, or {decision: "block", reason}' }) },
+        detail: {
+          summary: 'A Claude Code or Codex hook event',
+          description:
+            'A session is an instance (registered on its first event, each event a heartbeat, deregistered on SessionEnd). PreToolUse of a file-writing tool is denied when another instance holds the file exclusively; SessionStart answers a briefing; UserPromptSubmit, PostToolUse and Stop deliver new messages. Headers: X-Muster-Agent, X-Muster-Project, X-Muster-Root, X-Muster-Reserve (edit-reserve mode), X-Muster-Capabilities. Never answers allow.',
+          tags: ['hooks'],
+        },
+      },
+    )
+    .get(
+      '/api/sessions',
+      async ({ query }) => {
+        const limit = query.limit === undefined ? 1000 : Number(query.limit)
+        if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw invalid('invalid limit: expected an integer from 1 to 10000')
+        return ctx.store.sessions.list(limit)
+      },
+      {
+        query: t.Object({ limit: t.Optional(t.String({ description: '1 … 10000, default 1000' })) }),
+        response: { 200: t.Array(SessionSchema) },
+        detail: { summary: 'Agent hook sessions, newest first (tokens never shown)', tags: ['hooks'] },
+      },
+    )
+}

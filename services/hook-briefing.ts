@@ -1,0 +1,105 @@
+// What a hook answer puts in the model's context: the SessionStart briefing (who it is,
+// who else is here and what they hold, its claims, its messages) and the messages that
+// arrived since. Both are held to a character budget; what does not fit is counted, and
+// a message counts as shown only when it was put in the text.
+import type { Tx } from '../store'
+import type { Instance } from '../store/instances'
+import type { Reservation } from '../store/reservations'
+import type { Session } from './hook-session'
+import { formatMessages, markShown, pendingForSession } from './messages'
+
+export const BRIEFING_MAX = 8_000
+/** Messages read per answer: what does not fit waits for the next one. */
+const MESSAGES_READ = 50
+
+/** Lines added while they fit in `budget`; the rest counted as left out. */
+export class Budget {
+  readonly lines: string[] = []
+  left = 0
+  constructor(private room: number) {}
+  add(line: string): boolean {
+    if (line.length + 1 > this.room) {
+      this.left++
+      return false
+    }
+    this.lines.push(line)
+    this.room -= line.length + 1
+    return true
+  }
+}
+
+type Pending = Awaited<ReturnType<typeof pendingForSession>>
+
+/** The unshown messages that fit in `budget`, marked shown for this session; how many wait besides. */
+async function showMessages(tx: Tx, session: Session, budget: Budget): Promise<{ shown: number; waiting: number }> {
+  const { name, session_id } = session.row
+  const pending: Pending = await pendingForSession(tx, name, session_id, MESSAGES_READ)
+  const shown: Pending = []
+  // A blank line after each message, as formatMessages separates them.
+  for (const m of pending) if (budget.add(`${formatMessages([m])}\n`)) shown.push(m)
+  if (shown.length) await markShown(tx, name, session_id, shown.map((m) => m.id))
+  return { shown: shown.length, waiting: pending.length - shown.length }
+}
+
+/** UserPromptSubmit, PostToolUse, Stop: the new messages as text (null when none), marked shown. */
+export async function newMessages(tx: Tx, session: Session): Promise<string | null> {
+  const budget = new Budget(BRIEFING_MAX - 200)
+  const { shown, waiting } = await showMessages(tx, session, budget)
+  if (!shown) return null
+  const head = `Muster: ${shown} new message${shown === 1 ? '' : 's'} for ${session.row.name}. Ack one that asks for it with \`muster ack <id>\`; reply with \`muster send <name> --subject … --reply-to <id>\`.`
+  const tail = waiting ? [`(${waiting} more waiting: they follow in your next turns.)`] : []
+  return [head, ...budget.lines, ...tail].join('\n')
+}
+
+/** What the briefing shows of others, read from committed data once the unit is done. */
+export interface BriefingReads {
+  instances: Instance[]
+  reservations: Reservation[]
+}
+
+/**
+ * The briefing's first part, inside the SessionStart unit: who the agent is, its
+ * messages (marked shown) and its claimed tasks. `finishBriefing` adds the others.
+ */
+export async function startBriefing(tx: Tx, session: Session): Promise<Budget> {
+  const { row, instance } = session
+  // Room kept for the messages' heading and the left-out line, added last.
+  const budget = new Budget(BRIEFING_MAX - 160)
+  budget.add(`Muster coordination: you are "${row.name}" (instance ${instance.id}) in project "${row.project}", root ${row.root || '(unknown)'}.`)
+  budget.add(`Your instance token (send it as X-Instance-Token, or save it for the muster CLI): ${row.token}`)
+  budget.add(
+    'Edits of files another agent reserved are denied; reserve what you will work on (`muster reserve`), read your inbox (`muster inbox`), and ask a holder with `muster send`.',
+  )
+  budget.add('')
+  const at = budget.lines.length
+  const { shown, waiting } = await showMessages(tx, session, budget)
+  budget.lines.splice(at, 0, shown ? `Messages for you (${shown}${waiting ? ` of ${shown + waiting}` : ''}):` : 'Messages for you: none.')
+  budget.left += waiting
+  section(budget, 'Tasks you have claimed', await tx.queue.claimedBy(instance.id), (t) => `- task ${t.id} in queue ${t.queue}: ${t.title}`)
+  return budget
+}
+
+/** The briefing's text: the unit's part, then the other agents and what they hold in the project. */
+export function finishBriefing(budget: Budget, session: Session, reads: BriefingReads): string {
+  const self = session.instance.id
+  const names = new Map(reads.instances.map((i) => [i.id, i]))
+  const held = reads.reservations.filter((r) => r.instance_id !== self)
+  section(budget, `Reservations others hold in ${session.row.project}`, held, (r) => {
+    const who = names.get(r.instance_id)
+    const holder = who ? `${who.name} (${who.status})` : r.instance_id
+    const expiry = r.expires_at ? `expires ${r.expires_at}` : 'no expiry'
+    return `- ${r.paths.join(', ')}: ${holder}, ${r.exclusive ? 'exclusive' : 'shared'}, ${expiry}${r.reason ? `, reason "${r.reason}"` : ''}`
+  })
+  const others = reads.instances.filter((i) => i.id !== self)
+  section(budget, 'Other agents registered', others, (i) => `- ${i.name} (${i.status})${i.intent ? `: ${i.intent}` : ''}`)
+  const lines = [...budget.lines]
+  if (budget.left) lines.push(`(${budget.left} item${budget.left === 1 ? '' : 's'} left out to keep this briefing under ${BRIEFING_MAX} characters.)`)
+  return lines.join('\n')
+}
+
+function section<T>(budget: Budget, title: string, items: T[], line: (item: T) => string): void {
+  budget.add('')
+  if (!items.length) return void budget.add(`${title}: none.`)
+  if (!budget.add(`${title} (${items.length}):`)) return void (budget.left += items.length)
+  for (const item of items) budget.add(line(item))
+}

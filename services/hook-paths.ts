@@ -1,0 +1,57 @@
+// Which files a tool call of a coding agent is about to write, as paths relative to the
+// session's root: Claude Code's Write/Edit/MultiEdit (file_path) and NotebookEdit
+// (notebook_path), Codex's apply_patch (the patch names its files) and Codex's
+// Write/Edit aliases. Pure functions: the edit check (services/hook-edits.ts) decides.
+import { isAbsolute, relative, resolve } from 'node:path'
+
+const FILE_PATH_TOOLS = new Set(['Write', 'Edit', 'MultiEdit'])
+/** `*** Add File: P`, `*** Update File: P`, `*** Delete File: P`, `*** Move to: P` (apply_patch's envelope). */
+const PATCH_LINE = /^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$/gm
+
+/** True for the tools whose calls are checked against reservations. */
+export const writesFiles = (tool: string) => FILE_PATH_TOOLS.has(tool) || tool === 'NotebookEdit' || tool === 'apply_patch'
+
+/** The file names a tool call writes, as the agent gave them (absolute or relative to its cwd). */
+export function namedFiles(tool: string, input: unknown): string[] {
+  if (!input || typeof input !== 'object') return []
+  const fields = input as Record<string, unknown>
+  const one = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? [v] : [])
+  if (FILE_PATH_TOOLS.has(tool)) return one(fields.file_path)
+  if (tool === 'NotebookEdit') return one(fields.notebook_path)
+  if (tool === 'apply_patch') return patchFiles(fields)
+  return []
+}
+
+/** The files an apply_patch envelope names, from any string field of its input (Codex sends it as `command`). */
+function patchFiles(value: unknown, out: string[] = [], depth = 0): string[] {
+  if (typeof value === 'string') {
+    if (value.includes('*** ')) for (const m of value.matchAll(PATCH_LINE)) out.push(m[1])
+  } else if (value && typeof value === 'object' && depth < 4) {
+    for (const v of Object.values(value)) patchFiles(v, out, depth + 1)
+  }
+  return out
+}
+
+/**
+ * `file` relative to `root` (a relative file is taken from `cwd`), with '/' separators;
+ * null when it lies outside the root (the root itself included): such a path is not checked.
+ */
+export function underRoot(root: string, cwd: string, file: string): string | null {
+  const abs = isAbsolute(file) ? resolve(file) : resolve(cwd || root, file)
+  const rel = relative(resolve(root), abs)
+  if (rel === '' || rel === '..' || rel.startsWith('../') || isAbsolute(rel)) return null
+  return rel.split('\\').join('/')
+}
+
+/** A file name as a reservation pattern that matches only that file: glob characters escaped (`app/[id]/page.tsx`). */
+export const literalPattern = (path: string) => path.replace(/[\\*?[\]{}()!@+]/g, '\\$&')
+
+/** The distinct root-relative files a tool call writes, in the order named. */
+export function editedFiles(tool: string, input: unknown, root: string, cwd: string): string[] {
+  const out = new Set<string>()
+  for (const file of namedFiles(tool, input)) {
+    const rel = underRoot(root, cwd, file)
+    if (rel !== null) out.add(rel)
+  }
+  return [...out]
+}

@@ -1,0 +1,110 @@
+// A hook session is an instance: the first event of an unknown session_id registers one
+// (inside the event's unit, with the instances service's own registration), later events
+// act as it and each is a heartbeat, SessionStart of a still-registered instance resumes
+// it, and SessionEnd deregisters it (releasing what it held, as any deregistration does).
+import { basename } from 'node:path'
+import { nowIso, parseDuration } from '../lib/time'
+import { invalid } from '../lib/errors'
+import type { Ctx } from './context'
+import type { Tx } from '../store'
+import type { Instance } from '../store/instances'
+import type { HookAgent, HookSession } from '../store/sessions'
+import { checkCapabilities, deregisterIn, newToken, registerIn } from './instances'
+import { holderScope, TTL_MAX_MS, TTL_MIN_MS } from './holders'
+import { recordAudit } from './audit'
+
+/** What the hook config says about the session (X-Muster-* headers), checked once per request. */
+export interface HookHeaders {
+  agentName?: string
+  project?: string
+  root?: string
+  /** Edit-reserve mode: the TTL of each edit's reservation. */
+  reserveMs?: number
+  capabilities?: string[]
+}
+
+const text = (name: string, value: string | null, max = 1000): string | undefined => {
+  const v = value?.trim()
+  if (!v) return undefined
+  if (v.length > max) throw invalid(`invalid ${name}: at most ${max} characters`)
+  return v
+}
+
+/** The X-Muster-* headers of a hook request: 400 naming the header when one is malformed. */
+export function hookHeaders(headers: Headers): HookHeaders {
+  const out: HookHeaders = {
+    agentName: text('X-Muster-Agent', headers.get('x-muster-agent')),
+    project: text('X-Muster-Project', headers.get('x-muster-project'), 1024),
+    root: text('X-Muster-Root', headers.get('x-muster-root'), 4096),
+  }
+  const reserve = text('X-Muster-Reserve', headers.get('x-muster-reserve'))
+  if (reserve !== undefined) {
+    const ms = parseDuration(reserve)
+    if (ms === null || ms < TTL_MIN_MS || ms > TTL_MAX_MS)
+      throw invalid(`invalid X-Muster-Reserve: expected a duration from 1s to 168h, like 30m (got "${reserve}")`)
+    out.reserveMs = ms
+  }
+  const caps = text('X-Muster-Capabilities', headers.get('x-muster-capabilities'), 20_000)
+  if (caps !== undefined) out.capabilities = checkCapabilities(caps.split(',').map((c) => c.trim()).filter(Boolean))
+  return out
+}
+
+/** The event fields every hook sends, checked by the route. */
+export interface HookEvent {
+  session_id: string
+  hook_event_name: string
+  cwd?: string
+  [field: string]: unknown
+}
+
+/** The session an event acts as, inside its unit. */
+export interface Session {
+  row: HookSession
+  instance: Instance
+  /** Registered by this event (its first, or the first after the instance went away). */
+  registered: boolean
+  /** SessionStart of a known session whose instance was still registered. */
+  resumed: boolean
+}
+
+const resource = (sessionId: string) => `sessions/${sessionId}`
+
+/**
+ * Opens the event's session inside `tx`: the known instance with a heartbeat, or a new
+ * registration (audited hook.session, as is a resume).
+ */
+export async function openSession(tx: Tx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<Session> {
+  const row = await tx.sessions.get(event.session_id)
+  if (row && row.ended_at === null) {
+    const instance = await tx.instances.heartbeat(row.instance_id)
+    if (instance) {
+      const resumed = event.hook_event_name === 'SessionStart'
+      if (resumed) await recordAudit(tx, holderScope(instance, 'hook.session', resource(row.session_id)), `resumed ${instance.name}`)
+      return { row, instance, registered: false, resumed }
+    }
+  }
+  const root = headers.root ?? row?.root ?? (typeof event.cwd === 'string' ? event.cwd : '')
+  const name = headers.agentName ?? row?.name ?? `${agent}-${event.session_id.slice(0, 8)}`
+  const token = newToken()
+  const instance = await registerIn(tx, undefined, { name, workspace: root, capabilities: headers.capabilities }, token)
+  await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.session_id)), `registered ${name} (${agent})`)
+  const fresh: HookSession = {
+    session_id: event.session_id,
+    agent,
+    instance_id: instance.id,
+    name,
+    token,
+    root,
+    project: headers.project ?? row?.project ?? (basename(root) || 'default'),
+    started_at: nowIso(),
+    ended_at: null,
+  }
+  await tx.sessions.put(fresh)
+  return { row: fresh, instance, registered: true, resumed: false }
+}
+
+/** SessionEnd: the instance deregisters (its grants released, reason holder_deregistered) and the session ends. */
+export async function endSession(ctx: Ctx, tx: Tx, session: Session): Promise<void> {
+  await deregisterIn(ctx, tx, session.instance.id)
+  await tx.sessions.end(session.row.session_id, nowIso())
+}

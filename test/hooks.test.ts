@@ -1,0 +1,287 @@
+// Agent hooks over real HTTP with the documented payloads (test/fixtures/hooks): a
+// session is an instance, edits are checked against reservations (and reserved in
+// edit-reserve mode), new messages reach the model once per session, SessionEnd
+// deregisters. Never an `allow`.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { call, register, startServer, type Agent, type TestServer } from './helpers'
+import claude from './fixtures/hooks/claude-code.json'
+import codex from './fixtures/hooks/codex.json'
+
+let s: TestServer
+beforeAll(async () => (s = await startServer()))
+afterAll(() => s.cleanup())
+
+let n = 0
+/** A fresh session: its own id and root (/tmp/hooks-N/<project>), so tests keep apart. */
+function session(agent: 'claude-code' | 'codex' = 'claude-code', headers: Record<string, string> = {}) {
+  const id = `${agent === 'codex' ? '019a' : '0089'}${++n}-${crypto.randomUUID()}`
+  const project = `proj${n}${Math.random().toString(36).slice(2, 6)}`
+  const root = `/tmp/hooks-${n}/${project}`
+  const fixtures: Record<string, any> = agent === 'codex' ? codex : claude
+  const event = (name: string, extra: Record<string, unknown> = {}) => {
+    const e = JSON.parse(JSON.stringify(fixtures[name]).replaceAll('/work/repo', root))
+    return { ...e, session_id: id, ...extra }
+  }
+  const send = async (name: string, extra: Record<string, unknown> = {}, h: Record<string, string> = {}) => {
+    const r = await call(s.api, 'POST', `/api/hooks/${agent}`, event(name, extra), { ...headers, ...h })
+    expect(r.status).toBe(200)
+    expect(r.text).not.toContain('"allow"')
+    return r.body
+  }
+  return { id, project, root, event, send }
+}
+
+const events = async (topic: string) => (await call(s.api, 'GET', `/api/events/history?topic=${topic}&after_id=0&last=500`)).body as any[]
+const audit = async (action: string, actor: string) => (await call(s.api, 'GET', `/api/audit?action=${action}&actor=${actor}`)).body as any[]
+const sessionRow = async (id: string) => ((await call(s.api, 'GET', '/api/sessions')).body as any[]).find((x) => x.session_id === id)
+const reservationsOf = async (instanceId: string) => (await call(s.api, 'GET', `/api/reservations?instance_id=${instanceId}`)).body as any[]
+const reserve = async (a: Agent, project: string, paths: string[], extra: Record<string, unknown> = {}) => {
+  const r = await call(s.api, 'POST', '/api/reservations', { project, paths, ...extra }, a.h)
+  expect(r.status).toBe(201)
+  return r.body
+}
+const contextOf = (answer: any) => answer.hookSpecificOutput.additionalContext as string
+const deny = (answer: any) => answer.hookSpecificOutput as { hookEventName: string; permissionDecision: string; permissionDecisionReason: string }
+
+describe('endpoint', () => {
+  test('unknown agent 404; body not a JSON object or without session_id / hook_event_name 400, registering nothing', async () => {
+    const before = (await call(s.api, 'GET', '/api/sessions')).body.length
+    expect((await call(s.api, 'POST', '/api/hooks/cursor', claude.SessionStart)).status).toBe(404)
+    for (const body of ['[1]', '"x"', 'not json', '{"hook_event_name":"Stop"}', '{"session_id":"a"}', '{"session_id":"","hook_event_name":"Stop"}', '{"session_id":1,"hook_event_name":"Stop"}']) {
+      const r = await call(s.api, 'POST', '/api/hooks/claude-code', body, { 'content-type': 'application/json' })
+      expect(r.status).toBe(400)
+      expect(r.body).toMatchObject({ error: expect.any(String), code: 400 })
+    }
+    const bad = await call(s.api, 'POST', '/api/hooks/codex', codex.Stop, { 'x-muster-reserve': 'soon' })
+    expect(bad.status).toBe(400)
+    expect(bad.body.error).toContain('X-Muster-Reserve')
+    expect((await call(s.api, 'GET', '/api/sessions')).body.length).toBe(before)
+  })
+
+  test('an event this contract does not handle: {} and the session is registered', async () => {
+    const c = session()
+    expect(await c.send('Notification')).toEqual({})
+    const row = await sessionRow(c.id)
+    expect(row).toEqual({
+      session_id: c.id,
+      agent: 'claude-code',
+      instance_id: expect.any(String),
+      name: `claude-code-${c.id.slice(0, 8)}`,
+      root: c.root,
+      project: c.project,
+      started_at: expect.any(String),
+      ended_at: null,
+    })
+    expect(JSON.stringify((await call(s.api, 'GET', '/api/sessions')).body)).not.toContain('token')
+  })
+})
+
+describe('sessions', () => {
+  test('SessionStart registers from the headers and briefs: name, instance id, a working token; hook.session audited', async () => {
+    const c = session('claude-code', { 'x-muster-agent': 'ada', 'x-muster-project': 'shared-proj', 'x-muster-capabilities': 'ts, review' })
+    const answer = await c.send('SessionStart')
+    expect(answer.hookSpecificOutput.hookEventName).toBe('SessionStart')
+    const row = await sessionRow(c.id)
+    expect(row).toMatchObject({ name: 'ada', project: 'shared-proj', root: c.root })
+    const instance = (await call(s.api, 'GET', `/api/instances/${row.instance_id}`)).body
+    expect(instance).toMatchObject({ name: 'ada', workspace: c.root, capabilities: ['ts', 'review'], status: 'active' })
+    const text = contextOf(answer)
+    expect(text).toContain('"ada"')
+    expect(text).toContain(row.instance_id)
+    const token = /token[^:]*: ([0-9a-f]{64})/.exec(text)![1]
+    const r = await call(s.api, 'POST', '/api/reservations', { project: 'shared-proj', paths: ['x/**'] }, { 'x-instance-token': token })
+    expect(r.body.instance_id).toBe(row.instance_id)
+    expect((await audit('hook.session', row.instance_id))[0]).toMatchObject({ outcome: 'success', resource: `sessions/${c.id}` })
+  })
+
+  test('SessionStart of a known session resumes it: same instance, holdings kept, token told again; every event a heartbeat', async () => {
+    const c = session('codex')
+    const first = contextOf(await c.send('SessionStart'))
+    const row = await sessionRow(c.id)
+    const token = /token[^:]*: ([0-9a-f]{64})/.exec(first)![1]
+    const held = await reserve({ h: { 'x-instance-token': token } } as Agent, c.project, ['lib/**'])
+    const q = `hookq${n}`
+    expect((await call(s.api, 'POST', `/api/queues/${q}/tasks`, { title: 'port the lexer' })).status).toBe(201)
+    const task = (await call(s.api, 'POST', `/api/queues/${q}/claim`, {}, { 'x-instance-token': token })).body
+    const seen = (await call(s.api, 'GET', `/api/instances/${row.instance_id}`)).body.last_seen
+    await Bun.sleep(5)
+    const again = contextOf(await c.send('SessionStart', { source: 'resume' }))
+    expect(again).toContain(token)
+    expect(again).toContain(`Tasks you have claimed (1):\n- task ${task.id} in queue ${q}: port the lexer`)
+    expect((await sessionRow(c.id)).instance_id).toBe(row.instance_id)
+    expect((await reservationsOf(row.instance_id)).map((r) => r.id)).toEqual([held.id])
+    expect((await call(s.api, 'GET', `/api/instances/${row.instance_id}`)).body.last_seen > seen).toBe(true)
+    expect((await audit('hook.session', row.instance_id)).length).toBe(2)
+  })
+
+  test('SessionEnd deregisters (holder_deregistered releases); the next event registers a new instance under the same name', async () => {
+    const c = session('claude-code', { 'x-muster-reserve': '10m' })
+    await c.send('SessionStart')
+    await c.send('PreToolUse.Write')
+    const row = await sessionRow(c.id)
+    const [r] = await reservationsOf(row.instance_id)
+    expect(await c.send('SessionEnd')).toEqual({})
+    expect((await call(s.api, 'GET', `/api/instances/${row.instance_id}`)).status).toBe(404)
+    expect((await events('reservation.released')).find((e) => e.data.id === r.id)?.data.reason).toBe('holder_deregistered')
+    expect((await sessionRow(c.id)).ended_at).toEqual(expect.any(String))
+    await c.send('UserPromptSubmit')
+    const next = await sessionRow(c.id)
+    expect(next.instance_id).not.toBe(row.instance_id)
+    expect(next).toMatchObject({ name: row.name, ended_at: null })
+  })
+
+  test('the briefing lists others, their reservations in the project and own claims, and stays within 8,000 characters', async () => {
+    const c = session()
+    const bob = await register(s, { name: 'bob', intent: 'fixing the parser' })
+    await reserve(bob, c.project, ['src/parser/**'], { reason: 'parser rewrite', ttl_ms: 600_000 })
+    const many = Array.from({ length: 120 }, (_, i) => `generated/very/long/path/number/${i}/of/a/reservation/that/fills/the/briefing/**`)
+    await reserve(bob, c.project, many.slice(0, 100))
+    await reserve(bob, c.project, many.slice(100))
+    const text = contextOf(await c.send('SessionStart'))
+    expect(text.length).toBeLessThanOrEqual(8000)
+    expect(text).toContain('src/parser/**: bob (active), exclusive, expires')
+    expect(text).toContain('parser rewrite')
+    expect(text).toMatch(/\(\d+ items? left out/)
+  })
+})
+
+describe('PreToolUse', () => {
+  test('Write, Edit, MultiEdit, NotebookEdit of a file another instance holds exclusively: deny naming path, pattern, holder, reason, expiry, how to ask', async () => {
+    const c = session()
+    await c.send('SessionStart')
+    const holder = await register(s, 'grace')
+    await reserve(holder, c.project, ['src/**', 'notebooks/*.ipynb'], { reason: 'refactor', ttl_ms: 600_000 })
+    for (const tool of ['Write', 'Edit', 'MultiEdit', 'NotebookEdit']) {
+      const answer = deny(await c.send(`PreToolUse.${tool}`))
+      expect(answer.hookEventName).toBe('PreToolUse')
+      expect(answer.permissionDecision).toBe('deny')
+      const file = tool === 'NotebookEdit' ? 'notebooks/eda.ipynb' : 'src/app.ts'
+      const pattern = tool === 'NotebookEdit' ? 'notebooks/*.ipynb' : 'src/**'
+      expect(answer.permissionDecisionReason).toContain(`${file}: reserved as "${pattern}" by grace (active), reason "refactor", until 20`)
+      expect(answer.permissionDecisionReason).toContain('muster send grace --subject')
+    }
+    const row = await sessionRow(c.id)
+    const blocked = (await events('edit.blocked')).filter((e) => e.data.session_id === c.id)
+    expect(blocked.length).toBe(4)
+    expect(blocked[0].data).toMatchObject({
+      session_id: c.id,
+      instance_id: row.instance_id,
+      paths: ['src/app.ts'],
+      conflicts: [{ path: 'src/app.ts', held_path: 'src/**', instance_id: holder.id, instance_name: 'grace', instance_status: 'active', exclusive: true, reason: 'refactor', reservation_id: expect.any(String), expires_at: expect.any(String) }],
+    })
+    expect((await audit('hook.deny', row.instance_id)).length).toBe(4)
+  })
+
+  test('no opinion: shared reservations of others, own reservations, files outside the root, Bash and Read', async () => {
+    const c = session()
+    await c.send('SessionStart')
+    const other = await register(s, 'linus')
+    await reserve(other, c.project, ['src/**'], { exclusive: false })
+    expect(await c.send('PreToolUse.Write')).toEqual({})
+    await reserve(other, c.project, ['notebooks/**'])
+    expect(await c.send('PreToolUse.Bash')).toEqual({})
+    expect(await c.send('PreToolUse.Read', { tool_input: { file_path: `${c.root}/notebooks/eda.ipynb` } })).toEqual({})
+    expect(await c.send('PreToolUse.Write', { tool_input: { file_path: '/etc/hosts', content: '' } })).toEqual({})
+    expect(await c.send('PreToolUse.Write', { tool_input: { file_path: `${c.root}/../elsewhere/notebooks/x`, content: '' } })).toEqual({})
+    expect(deny(await c.send('PreToolUse.NotebookEdit')).permissionDecision).toBe('deny')
+  })
+
+  test('Codex apply_patch: every Add/Update/Delete/Move-to file is checked; Codex Write and a relative Edit as Claude Code\'s', async () => {
+    const c = session('codex')
+    await c.send('SessionStart')
+    const other = await register(s, 'ken')
+    await reserve(other, c.project, ['src/renamed.ts', 'docs/**'], { reason: 'docs sweep' })
+    const reason = deny(await c.send('PreToolUse.apply_patch')).permissionDecisionReason
+    expect(reason).toContain('src/renamed.ts: reserved as "src/renamed.ts" by ken')
+    expect(reason).toContain('docs/hello.md: reserved as "docs/**" by ken')
+    expect(reason).not.toContain('src/app.ts')
+    expect(await c.send('PreToolUse.Write')).toEqual({})
+    await reserve(other, c.project, ['src/app.ts'])
+    expect(deny(await c.send('PreToolUse.Write')).permissionDecisionReason).toContain('src/app.ts')
+    expect(deny(await c.send('PreToolUse.Edit')).permissionDecisionReason).toContain('src/app.ts')
+    // the patch in another string field of tool_input
+    const patch = codex['PreToolUse.apply_patch'].tool_input.command
+    expect(deny(await c.send('PreToolUse.apply_patch', { tool_input: { input: patch } })).permissionDecision).toBe('deny')
+  })
+
+  test('edit-reserve mode: exactly that file, literal; renewed, not doubled; other own reservations left alone; a shared one of another: nothing', async () => {
+    const c = session('claude-code', { 'x-muster-reserve': '2m' })
+    await c.send('SessionStart')
+    const row = await sessionRow(c.id)
+    const odd = `${c.root}/app/[id]/page.tsx`
+    expect(await c.send('PreToolUse.Write', { tool_input: { file_path: odd, content: '' } })).toEqual({})
+    const [r] = await reservationsOf(row.instance_id)
+    expect(r).toMatchObject({ project: c.project, paths: ['app/\\[id\\]/page.tsx'], exclusive: true, reason: 'edit' })
+    expect(Date.parse(r.expires_at) - Date.parse(r.created_at)).toBeGreaterThan(110_000)
+    const other = await register(s, 'barbara')
+    const check = await call(s.api, 'POST', '/api/reservations/check', { project: c.project, paths: ['app/x/page.tsx'] }, other.h)
+    expect(check.status).toBe(200)
+    const literal = await call(s.api, 'POST', '/api/reservations/check', { project: c.project, paths: ['app/\\[id\\]/page.tsx'] }, other.h)
+    expect(literal.status).toBe(409)
+    await Bun.sleep(5)
+    await c.send('PreToolUse.Edit', { tool_input: { file_path: odd, old_string: 'a', new_string: 'b' } })
+    const renewed = await reservationsOf(row.instance_id)
+    expect(renewed.map((x) => x.id)).toEqual([r.id])
+    expect(renewed[0].expires_at > r.expires_at).toBe(true)
+    // a reservation of this instance made by hand covers src/**: left as it is
+    const token = /token[^:]*: ([0-9a-f]{64})/.exec(contextOf(await c.send('SessionStart')))![1]
+    const own = await reserve({ h: { 'x-instance-token': token } } as Agent, c.project, ['src/**'], { reason: 'task 7' })
+    await c.send('PreToolUse.Write')
+    expect((await reservationsOf(row.instance_id)).map((x) => x.id).sort()).toEqual([r.id, own.id].sort())
+    // another instance's shared reservation overlapping: not denied, nothing reserved
+    await reserve(other, c.project, ['notebooks/**'], { exclusive: false })
+    expect(await c.send('PreToolUse.NotebookEdit')).toEqual({})
+    expect((await reservationsOf(row.instance_id)).length).toBe(2)
+    // denied: nothing reserved either
+    await reserve(other, c.project, ['lib/**'])
+    expect(deny(await c.send('PreToolUse.Write', { tool_input: { file_path: `${c.root}/lib/a.ts` } })).permissionDecision).toBe('deny')
+    expect((await reservationsOf(row.instance_id)).length).toBe(2)
+  })
+})
+
+describe('messages', () => {
+  const send = (to: string, subject: string, extra: Record<string, unknown> = {}) =>
+    call(s.api, 'POST', '/api/messages', { to: [to], subject, body: `about ${subject}`, ...extra }).then((r) => {
+      expect(r.status).toBe(201)
+      return r.body
+    })
+
+  test('UserPromptSubmit and PostToolUse add new messages once; Stop blocks once unless stop_hook_active; SessionStart shows them', async () => {
+    const name = `mia${n}`
+    const c = session('claude-code', { 'x-muster-agent': name })
+    const m1 = await send(name, 'first', { ack_required: true })
+    const brief = contextOf(await c.send('SessionStart'))
+    expect(brief).toContain(`Message ${m1.id} from human`)
+    expect(brief).toContain('ack asked')
+    expect(await c.send('UserPromptSubmit')).toEqual({})
+
+    const m2 = await send(name, 'second')
+    const a = await c.send('UserPromptSubmit')
+    expect(a.hookSpecificOutput.hookEventName).toBe('UserPromptSubmit')
+    expect(contextOf(a)).toContain(`Message ${m2.id} from human: second`)
+    expect(contextOf(a)).toContain('about second')
+    expect(await c.send('PostToolUse')).toEqual({})
+
+    const m3 = await send('*', 'to everyone')
+    const p = await c.send('PostToolUse')
+    expect(p.hookSpecificOutput.hookEventName).toBe('PostToolUse')
+    expect(contextOf(p)).toContain(`Message ${m3.id}`)
+
+    const m4 = await send(name, 'before stopping')
+    expect(await c.send('Stop', { stop_hook_active: true })).toEqual({})
+    const stop = await c.send('Stop')
+    expect(stop).toEqual({ decision: 'block', reason: expect.stringContaining(`Message ${m4.id}`) })
+    expect(await c.send('Stop')).toEqual({})
+
+    // Acked messages stay away; a new session under the same name shows the unacked ones again.
+    const row = await sessionRow(c.id)
+    const token = /token[^:]*: ([0-9a-f]{64})/.exec(brief)![1]
+    expect((await call(s.api, 'POST', `/api/messages/${m2.id}/ack`, undefined, { 'x-instance-token': token })).status).toBe(200)
+    const d = session('codex', { 'x-muster-agent': name })
+    const again = contextOf(await d.send('SessionStart'))
+    expect(again).toContain(`Message ${m1.id}`)
+    expect(again).not.toContain(`Message ${m2.id}`)
+    expect(again).toContain(`Message ${m4.id}`)
+    expect(row.name).toBe(name)
+  })
+})
