@@ -1,6 +1,7 @@
-// `task add|claim|ack|nack|extend|get|cancel|list`: the task queue. `claim` saves
+// `task add|claim|ack|nack|extend|note|get|cancel|list`: the task queue. `claim` saves
 // the claim id in ./settings.json beside the instance token (under `claims`, by
-// task id), so `ack`, `nack` and `extend` need only the task id.
+// task id), so `ack`, `nack` and `extend` need only the task id. `note` leaves
+// context for whoever takes the task next (as the registered instance).
 import type { Command } from 'commander'
 import { api, apiPath, readSettings, updateSettings } from './client'
 import { durationArg, integer, jsonFlag } from './input'
@@ -59,11 +60,23 @@ export function taskCommands(program: Command): void {
     .option('--requires <capability...>', 'capabilities the claimer must have')
     .option('--max-attempts <n>', 'claims before the task fails (default 3)', integer(1))
     .option('--dedupe-key <key>', 'return the unfinished task with this key instead of adding one')
+    .option('--project <project>', 'the project whose files the task will touch')
+    .option('--path <glob...>', 'files of --project the task will touch (repeatable); a claim reserves them exclusively')
     .action(
       act(
         (
           queue: string,
-          o: { title: string; payload?: unknown; priority?: number; dependsOn?: string[]; requires?: string[]; maxAttempts?: number; dedupeKey?: string },
+          o: {
+            title: string
+            payload?: unknown
+            priority?: number
+            dependsOn?: string[]
+            requires?: string[]
+            maxAttempts?: number
+            dedupeKey?: string
+            project?: string
+            path?: string[]
+          },
         ) =>
           api.post(apiPath('/api/queues', queue, 'tasks'), {
             title: o.title,
@@ -73,6 +86,8 @@ export function taskCommands(program: Command): void {
             requires: o.requires,
             max_attempts: o.maxAttempts,
             dedupe_key: o.dedupeKey,
+            project: o.project,
+            paths: o.path,
           }),
       ),
     )
@@ -127,6 +142,13 @@ export function taskCommands(program: Command): void {
         api.post(taskPath(id, 'extend'), { claim_id: claimOf(id, o.claim), visibility_ms: o.visibility }),
       ),
     )
+
+  task
+    .command('note')
+    .description('leave a note on a task for its next attempt (needs `register`); prints the note')
+    .argument('<id>')
+    .argument('<text>', "what the next attempt should know, up to 16 KiB; '-' reads it from stdin")
+    .action(act(async (id: string, text: string) => api.post(taskPath(id, 'notes'), { text: text === '-' ? await Bun.stdin.text() : text })))
 
   task
     .command('get')

@@ -86,3 +86,31 @@ describe('muster task', () => {
     expect(unregistered.error).toEqual({ error: 'X-Instance-Token is required', code: 400 })
   })
 })
+
+describe('muster task: hand-off', () => {
+  test('add --project --path (repeatable and variadic); claim reserves them; note from an argument and from stdin', async () => {
+    const dir = workdir({ server: s.api })
+    const cli = (...args: string[]) => runCli(args, { cwd: dir })
+    expect((await cli('task', 'note', '1', 'hi')).error).toEqual({ error: 'X-Instance-Token is required', code: 400 })
+    expect((await cli('register', 'cli-handoff')).code).toBe(0)
+
+    const a = await cli('task', 'add', 'cli-handoff-q', '--title', 'edit', '--project', 'cli-p', '--path', 'src/**', '--path', 'docs/a.md', 'README.md')
+    expect(a.code).toBe(0)
+    expect(a.json).toMatchObject({ project: 'cli-p', paths: ['src/**', 'docs/a.md', 'README.md'], reservation_id: null, notes: [] })
+    const bad = await cli('task', 'add', 'cli-handoff-q', '--title', 'no project', '--path', 'src/**')
+    expect(bad.code).toBe(1)
+    expect(bad.error.error).toContain('project is required')
+
+    const note = await cli('task', 'note', String(a.json.id), 'start with src/cli.ts')
+    expect(note.code).toBe(0)
+    expect(note.json).toMatchObject({ by: 'cli-handoff', attempt: 0, text: 'start with src/cli.ts' })
+    const piped = await runCli(['task', 'note', String(a.json.id), '-'], { cwd: dir, stdin: 'from\nstdin' })
+    expect(piped.json).toMatchObject({ attempt: 0, text: 'from\nstdin' })
+
+    const c = await cli('task', 'claim', 'cli-handoff-q')
+    expect(c.json).toMatchObject({ id: a.json.id, status: 'claimed', notes: [{ text: 'start with src/cli.ts' }, { text: 'from\nstdin' }] })
+    const held = (await call(s.api, 'GET', `/api/reservations/${c.json.reservation_id}`)).body
+    expect(held).toMatchObject({ project: 'cli-p', paths: ['src/**', 'docs/a.md', 'README.md'], exclusive: true, reason: `task ${a.json.id}` })
+    expect((await cli('task', 'note', '999999', 'x')).error).toEqual({ error: 'task not found', code: 404 })
+  })
+})
