@@ -115,3 +115,45 @@ describe('coordination page', () => {
     }
   })
 })
+
+describe('coordination page: agent hooks', () => {
+  const hook = (agent: string, event: Record<string, unknown>, name: string) =>
+    api('POST', `/api/hooks/${agent}`, { cwd: '/work/garden', ...event }, { 'x-muster-agent': name, 'x-muster-project': 'garden', 'x-muster-root': '/work/garden' })
+
+  test('each instance shows its hook session and agent kind; a blocked edit shows up live with who, which paths, held by whom', async () => {
+    expect((await hook('claude-code', { session_id: 'cc-5f2a9e61', hook_event_name: 'SessionStart', source: 'startup' }, 'claude-ivy')).status).toBe(200)
+    expect((await hook('codex', { session_id: 'cx-77d0b3c4', hook_event_name: 'SessionStart', source: 'startup' }, 'codex-oak')).status).toBe(200)
+    const holder = await register(s, 'rowan', AUTH)
+    await api('POST', '/api/reservations', { project: 'garden', paths: ['beds/**'], reason: 'replanting', ttl_ms: 3_600_000 }, holder.h)
+
+    const { page, problems } = await open()
+    await page.locator('#stream-status.live').waitFor()
+    const agents = page.locator('#agents')
+    await agents.locator('tr[data-agent="claude-code"]').waitFor()
+    expect(await agents.locator('tr[data-agent="claude-code"]').innerText()).toMatch(/claude-ivy\s+active[\s\S]*Claude Code[\s\S]*cc-5f2a9e61[\s\S]*\/work\/garden[\s\S]*project garden/)
+    expect(await agents.locator('tr[data-agent="codex"]').innerText()).toMatch(/codex-oak\s+active[\s\S]*Codex/)
+    expect(await agents.locator('tr', { hasText: 'rowan' }).innerText()).toContain('no hook session')
+    await page.locator('#blocked').getByText('No edits blocked').waitFor()
+
+    // The Claude Code session tries to write a file rowan holds: denied, and on the page at once (the poll is every 10 s).
+    const denied = await hook('claude-code', { session_id: 'cc-5f2a9e61', hook_event_name: 'PreToolUse', tool_name: 'Write', tool_input: { file_path: '/work/garden/beds/roses.md', content: 'x' } }, 'claude-ivy')
+    expect(denied.body.hookSpecificOutput.permissionDecision).toBe('deny')
+    const row = page.locator('#blocked tr[data-session="cc-5f2a9e61"]')
+    await row.waitFor({ timeout: 5000 })
+    expect(await row.innerText()).toMatch(/claude-ivy[\s\S]*Claude Code[\s\S]*beds\/roses\.md[\s\S]*beds\/\*\*[\s\S]*held by rowan\s+active[\s\S]*replanting/)
+    expect(await row.locator('[data-holder]').getAttribute('data-holder')).toBe('rowan')
+    await shot(page, 'coordination-5-hooks')
+
+    // The session ends: its instance goes, the page follows; the blocked edit stays in the list.
+    await hook('claude-code', { session_id: 'cc-5f2a9e61', hook_event_name: 'SessionEnd', reason: 'exit' }, 'claude-ivy')
+    await agents.locator('tr[data-agent="claude-code"]').waitFor({ state: 'detached', timeout: 5000 })
+    expect(await page.locator('#blocked tr[data-session="cc-5f2a9e61"] .who-blocked').textContent()).toBe('claude-ivy')
+    const narrow = await open(390)
+    await narrow.page.locator('#blocked tr[data-session="cc-5f2a9e61"]').waitFor()
+    expect(await narrow.page.evaluate(() => document.documentElement.scrollWidth)).toBe(390)
+    await shot(narrow.page, 'coordination-6-hooks-narrow')
+    expect([...problems, ...narrow.problems]).toEqual([])
+    await narrow.page.close()
+    await page.close()
+  })
+})

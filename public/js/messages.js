@@ -52,8 +52,8 @@ const overdue = (m, r) => !r.acked_at && deadline(m) !== null && Date.now() >= d
 
 function duration(ms) {
   const units = [['d', 86_400_000], ['h', 3_600_000], ['min', 60_000], ['s', 1000]]
-  const [unit, size] = units.find(([, size]) => ms >= size && ms % size === 0) ?? ['ms', 1]
-  return `${ms / size} ${unit}`
+  const [unit, size] = units.find(([, size]) => ms >= size) ?? ['ms', 1]
+  return `${Number((ms / size).toFixed(1))} ${unit}`
 }
 
 /** "30s", "10m", "2h", "1d" (or with a space, or "min") in milliseconds; null when it is none of these. */
@@ -87,12 +87,12 @@ function threadItem(t) {
   return h('li', {},
     h('button', { type: 'button', 'aria-current': String(t.thread === selected), dataset: { thread: t.thread }, onclick: () => select(t.thread) },
       h('span', { class: 'subject', text: first.subject }),
+      h('span', { class: 'when' }, timeAgo(t.last)),
       h('span', { class: 'people', text: people.join(', ') }),
       h('span', { class: 'facts' },
         h('span', { text: `${t.messages.length} message${t.messages.length === 1 ? '' : 's'}${query ? ' matching' : ''}` }),
         loudest ? importanceBadge(loudest) : null,
-        t.messages.some((m) => m.ack_required) ? h('span', { class: 'badge accent', text: 'ack asked' }) : null,
-        h('span', { class: 'when' }, timeAgo(t.last)))))
+        t.messages.some((m) => m.ack_required) ? h('span', { class: 'badge', text: 'ack asked' }) : null)))
 }
 
 async function loadThreads() {
@@ -131,7 +131,10 @@ function select(thread, redraw = true) {
 
 function receiptState(m, r) {
   if (r.acked_at) return h('span', { class: 'badge ok', title: fullTime(r.acked_at), text: `acked ${clock(r.acked_at)}` })
-  if (overdue(m, r)) return h('span', { class: 'badge bad', title: `An ack was asked by ${fullTime(new Date(deadline(m)).toISOString())}`, text: 'overdue' })
+  if (overdue(m, r)) {
+    const due = new Date(deadline(m)).toISOString()
+    return h('span', { class: 'badge bad', title: `An ack was asked by ${fullTime(due)}`, text: `overdue since ${clock(due)}` })
+  }
   if (r.delivered_at) return h('span', { class: 'badge accent', title: fullTime(r.delivered_at), text: `delivered ${clock(r.delivered_at)}` })
   return h('span', { class: 'badge', text: 'not delivered yet' })
 }
@@ -280,7 +283,11 @@ els.form.addEventListener('submit', async (e) => {
   try {
     const sent = await api('/api/messages', { method: 'POST', body })
     outcome(resultBox, true, `Sent #${sent.id} to ${recipients(sent)}.`)
-    for (const name of ['subject', 'body', 'ack_within']) field(name).value = ''
+    // A fresh form for the next message; the recipients stay (a follow-up usually goes to the same agents).
+    const to = field('to').value
+    els.form.reset()
+    field('to').value = to
+    field('ack_within').disabled = true
     clearReply()
     select(sent.thread)
   } catch (err) {
