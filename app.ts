@@ -15,6 +15,7 @@ import { startPruneJob } from './jobs/prune'
 import { startWebhookDispatcher } from './jobs/webhooks'
 import { startLivenessJob } from './jobs/liveness'
 import { startExpiryJob } from './jobs/expiry'
+import { startOverdueJob } from './jobs/overdue'
 import { VERSION } from './lib/version'
 import { configureLog, log } from './obs/log'
 
@@ -75,6 +76,7 @@ export async function startServer(config: Config): Promise<Server> {
   stopJobs.push(startWebhookDispatcher(ctx))
   stopJobs.push(startLivenessJob(ctx))
   stopJobs.push(startExpiryJob(ctx))
+  stopJobs.push(startOverdueJob(ctx))
   stopJobs.push(() => ctx.bus.closeSubscriptions())
 
   const api = listenOn(apiApp(ctx), 'API', config.bind)
