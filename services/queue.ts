@@ -28,10 +28,9 @@ import {
 } from '../lib/tasks'
 import { Waiters } from '../lib/waiters'
 import { recordAudit, type AuditScope } from './audit'
-import { SOURCE, touch, TTL_MAX_MS, TTL_MIN_MS, waitMsParam } from './holders'
+import { SOURCE, touch, TTL_MAX_MS, TTL_MIN_MS, waitMsParam, type ReleaseReason } from './holders'
 import type { Releaser } from './releasers'
 import { checkPaths, checkProject, grantIn, overlapsIn, releaseIn } from './reservations'
-import type { ReleaseReason } from './holders'
 
 /** Events after whose COMMIT a task may have become claimable: held claims of that queue try again. */
 const WAKE_TOPICS = new Set(['task.created', 'task.requeued', 'task.unblocked'])
