@@ -6,7 +6,7 @@ import { nowIso } from '../lib/time'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
-import type { Holding, Reservation } from '../store/reservations'
+import type { Holding, HoldingsReads, Reservation } from '../store/reservations'
 import { conflict, forbidden, invalid, notFound } from '../lib/errors'
 import { overlaps, patternProblem } from '../lib/overlap'
 import { recordAudit, type AuditScope } from './audit'
@@ -53,13 +53,14 @@ export function checkPaths(paths: unknown): string[] {
  * side is exclusive. Task claims and agent hooks decide with this too.
  */
 export async function overlapsIn(
-  reads: Pick<Tx['reservations'], 'holdings'>,
+  reads: HoldingsReads,
   project: string,
   paths: string[],
   exclusive: boolean,
   self: string | null,
 ): Promise<Overlap[]> {
-  return overlapsWith(await reads.holdings(project), paths, exclusive, self)
+  // Only the reservations the index says could meet `paths`: the same answer as all of them.
+  return overlapsWith(await reads.holdingsFor(project, paths), paths, exclusive, self)
 }
 
 /** Overlaps between `paths` and the reservations of others where at least one side is exclusive. */

@@ -1,5 +1,6 @@
 // Path reservations: globs of a project held by one instance, exclusive or shared.
-import { int, stmt, type Runner } from './runner'
+import { int, stmt, type Dialect, type Runner } from './runner'
+import { pathPrefixes, prefixQuery } from '../lib/path-prefix'
 
 export interface Reservation {
   id: string
@@ -26,9 +27,18 @@ export interface ReservationFilter {
   instance_id?: string
 }
 
-export interface ReservationsWrites {
-  /** Every reservation of a project (read on the writer: sees this unit's and its batch's changes). */
+/** The reads an overlap check needs: on the writer (a unit) or on committed data. */
+export interface HoldingsReads {
+  /** Every reservation of a project, in grant order. */
   holdings(project: string): Promise<Holding[]>
+  /**
+   * The reservations of a project that could overlap `paths` (lib/path-prefix.ts): those
+   * whose paths' literal prefixes meet the paths' ones; every one when a path has none. Grant order.
+   */
+  holdingsFor(project: string, paths: string[]): Promise<Holding[]>
+}
+
+export interface ReservationsWrites extends HoldingsReads {
   get(id: string): Promise<Reservation | null>
   insert(r: Reservation): Promise<void>
   renew(id: string, expiresAt: string | null): Promise<Reservation | null>
@@ -37,12 +47,10 @@ export interface ReservationsWrites {
   removeExpired(now: string): Promise<Reservation[]>
 }
 
-export interface ReservationsStore {
+export interface ReservationsStore extends HoldingsReads {
   /** Newest first. */
   list(filter: ReservationFilter): Promise<Reservation[]>
   get(id: string): Promise<Reservation | null>
-  /** Every reservation of a project (for checks). */
-  holdings(project: string): Promise<Holding[]>
 }
 
 type Row = Omit<Reservation, 'paths' | 'exclusive' | 'fence'> & { paths: string; exclusive: number; fence: number | string }
@@ -66,6 +74,43 @@ function toHolding(r: HoldingRow): Holding {
 }
 
 const HOLDINGS = stmt<HoldingRow>('SELECT id, instance_id, paths, exclusive FROM reservations WHERE project = ? ORDER BY seq')
+
+/**
+ * The reservation index (reservation_paths: one row per distinct prefix of a reservation's
+ * paths; rows from before the index have prefix '', an ancestor of every path, so they are
+ * always read). Prefixes are compared bytewise (SQLite's BINARY, PostgreSQL's "C"), so
+ * everything below `a/b` lies between `a/b/` and `a/b0` ('0' follows '/').
+ */
+function indexStatements(d: Dialect) {
+  return {
+    add: stmt(`INSERT INTO reservation_paths (project, prefix, reservation_id) SELECT ?, x.value, ? FROM ${d.elements('?')}`),
+    drop: stmt('DELETE FROM reservation_paths WHERE reservation_id = ?'),
+    dropInstance: stmt('DELETE FROM reservation_paths WHERE reservation_id IN (SELECT id FROM reservations WHERE instance_id = ?)'),
+    dropExpired: stmt('DELETE FROM reservation_paths WHERE reservation_id IN (SELECT id FROM reservations WHERE expires_at IS NOT NULL AND expires_at <= ?)'),
+    near: stmt<HoldingRow>(
+      `SELECT id, instance_id, paths, exclusive FROM reservations WHERE id IN (
+         SELECT reservation_id FROM reservation_paths WHERE project = ? AND prefix IN (SELECT x.value FROM ${d.elements('?')})
+         UNION ALL
+         SELECT p.reservation_id FROM ${d.elements('?')} JOIN reservation_paths p
+           ON p.project = ? AND p.prefix > x.value || '/' AND p.prefix < x.value || '0'
+       ) ORDER BY seq`,
+    ),
+  }
+}
+
+/** holdings and holdingsFor over one runner (the unit's or committed reads). */
+function holdingsReads(r: Runner, d: Dialect): HoldingsReads {
+  const near = indexStatements(d).near
+  const holdings = async (project: string) => (await r.all(HOLDINGS, project)).map(toHolding)
+  return {
+    holdings,
+    async holdingsFor(project, paths) {
+      const q = prefixQuery(paths)
+      if (!q) return holdings(project)
+      return (await r.all(near, project, JSON.stringify(q.exact), JSON.stringify(q.below), project)).map(toHolding)
+    },
+  }
+}
 const ONE = stmt<Row>(`SELECT ${COLUMNS} FROM reservations WHERE id = ?`)
 const INSERT = stmt(`INSERT INTO reservations (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 const RENEW = stmt<Row>(`UPDATE reservations SET expires_at = ? WHERE id = ? ${RETURNING}`)
@@ -73,21 +118,35 @@ const REMOVE = stmt<Row>(`DELETE FROM reservations WHERE id = ? ${RETURNING}`)
 const REMOVE_INSTANCE = stmt<Row>(`DELETE FROM reservations WHERE instance_id = ? ${RETURNING}`)
 const REMOVE_EXPIRED = stmt<Row>(`DELETE FROM reservations WHERE expires_at IS NOT NULL AND expires_at <= ? ${RETURNING}`)
 
-export function reservationsWrites(w: Runner): ReservationsWrites {
+export function reservationsWrites(w: Runner, d: Dialect): ReservationsWrites {
+  const index = indexStatements(d)
   return {
-    holdings: async (project) => (await w.all(HOLDINGS, project)).map(toHolding),
+    ...holdingsReads(w, d),
     get: async (id) => maybe(await w.get(ONE, id)),
-    insert: async (r) =>
-      void (await w.run(INSERT, r.id, r.project, r.instance_id, JSON.stringify(r.paths), r.exclusive ? 1 : 0, r.fence, r.reason, r.created_at, r.expires_at)),
+    async insert(r) {
+      await w.run(INSERT, r.id, r.project, r.instance_id, JSON.stringify(r.paths), r.exclusive ? 1 : 0, r.fence, r.reason, r.created_at, r.expires_at)
+      await w.run(index.add, r.project, r.id, JSON.stringify(pathPrefixes(r.paths)))
+    },
     renew: async (id, expires) => maybe(await w.get(RENEW, expires, id)),
-    remove: async (id) => maybe(await w.get(REMOVE, id)),
-    removeInstance: async (id) => byFence(await w.all(REMOVE_INSTANCE, id)),
-    removeExpired: async (now) => byFence(await w.all(REMOVE_EXPIRED, now)),
+    // Each removal drops the index rows first, in the same unit.
+    async remove(id) {
+      await w.run(index.drop, id)
+      return maybe(await w.get(REMOVE, id))
+    },
+    async removeInstance(id) {
+      await w.run(index.dropInstance, id)
+      return byFence(await w.all(REMOVE_INSTANCE, id))
+    },
+    async removeExpired(now) {
+      await w.run(index.dropExpired, now)
+      return byFence(await w.all(REMOVE_EXPIRED, now))
+    },
   }
 }
 
-export function reservationsStore(r: Runner): ReservationsStore {
+export function reservationsStore(r: Runner, d: Dialect): ReservationsStore {
   return {
+    ...holdingsReads(r, d),
     async list(filter) {
       const where: string[] = []
       const args: string[] = []
@@ -97,6 +156,5 @@ export function reservationsStore(r: Runner): ReservationsStore {
       return (await r.all(stmt<Row>(text), ...args)).map(toReservation)
     },
     get: async (id) => maybe(await r.get(ONE, id)),
-    holdings: async (project) => (await r.all(HOLDINGS, project)).map(toHolding),
   }
 }

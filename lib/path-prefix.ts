@@ -1,0 +1,46 @@
+// The reservation index's key: a pattern's literal leading path segments. Every file
+// a pattern matches starts with those segments, so two patterns can only overlap when
+// one's prefix is a segment-prefix of the other's (lib/overlap.ts aligns literal
+// segments position by position). A check therefore reads only the reservations whose
+// prefix is an ancestor of (or equal to) a path's prefix, or lies below it.
+// Pure: no I/O.
+
+/** Anything that could make a segment mean more than its text: globs, braces, classes, extglobs, escapes. */
+const SPECIAL = /[*?[\]{}()!+@\\]/
+
+/** A segment is literal only when nothing about it is doubtful (`.` and empty segments drop out of a match). */
+const literal = (segment: string) => segment !== '' && segment !== '.' && !SPECIAL.test(segment)
+
+/** `src/lib/*.ts` → `src/lib`; `**` or `{a,b}/x` → '' (every reservation could meet it). */
+export function pathPrefix(pattern: string): string {
+  const parts = pattern.split('/')
+  let n = 0
+  // A literal path is its own prefix (`src/a.ts`): `src/a.ts/**` lies below it and still meets it.
+  while (n < parts.length && literal(parts[n])) n++
+  return parts.slice(0, n).join('/')
+}
+
+/** The distinct prefixes of a reservation's paths (one index row each). */
+export function pathPrefixes(patterns: string[]): string[] {
+  return [...new Set(patterns.map(pathPrefix))]
+}
+
+/** `a/b/c` → ['', 'a', 'a/b', 'a/b/c']: the prefixes a pattern with prefix `p` can meet from above. */
+export function ancestors(prefix: string): string[] {
+  if (prefix === '') return ['']
+  const parts = prefix.split('/')
+  return parts.map((_, i) => parts.slice(0, i).join('/')).concat(prefix)
+}
+
+/**
+ * What a check of `patterns` must read: the ancestor-or-equal prefixes (an `IN` list) and
+ * the prefixes to read everything below (`p/…`, kept minimal: below `a` covers below `a/b`);
+ * null when some pattern has prefix '' and every reservation of the project counts.
+ */
+export function prefixQuery(patterns: string[]): { exact: string[]; below: string[] } | null {
+  const own = [...new Set(patterns.map(pathPrefix))]
+  if (own.includes('')) return null
+  const exact = [...new Set(own.flatMap(ancestors))]
+  const below = own.filter((p) => !own.some((q) => q !== p && p.startsWith(`${q}/`)))
+  return { exact, below }
+}
