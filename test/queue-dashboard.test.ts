@@ -110,3 +110,45 @@ describe('task board', () => {
     }
   })
 })
+
+describe('task board: hand-off', () => {
+  test("a task's detail shows its project, paths, reservation (linked to the coordination page) and notes, live", async () => {
+    const dana = await register(s, 'dana', AUTH)
+    const t = await add('handoff', { title: 'Split the checkout module', project: 'shop', paths: ['src/checkout/**', 'src/cart.ts'] })
+    const c = await claim('handoff', dana.token)
+    expect(c.id).toBe(t.id)
+    await api('POST', `/api/tasks/${t.id}/notes`, { text: 'Cart totals moved to src/cart.ts; tests still red.' }, dana.token)
+
+    const { page, problems } = await open('/tasks?queue=handoff')
+    const card = page.locator(`.task-card[data-id="${t.id}"]`)
+    await card.waitFor()
+    expect(await card.locator('.files').innerText()).toMatch(/shop[\s\S]*src\/checkout\/\*\*[\s\S]*src\/cart\.ts/)
+    await page.screenshot({ path: join(SHOTS, 'handoff-board.png'), fullPage: true })
+    await card.locator('a.title').click()
+    const detail = page.locator('dialog#task-detail[open]')
+    await detail.locator('.notes li').first().waitFor()
+    expect(new URL(page.url()).searchParams.get('task')).toBe(String(t.id))
+    expect(await detail.locator('.detail-section', { hasText: 'Files' }).innerText()).toMatch(/project shop[\s\S]*src\/checkout\/\*\*[\s\S]*src\/cart\.ts/)
+    const link = detail.locator('.reservation a')
+    expect(await link.textContent()).toBe(c.reservation_id)
+    expect(await link.getAttribute('href')).toBe(`/coordination#reservation=${c.reservation_id}`)
+    expect(await detail.locator('.reservation').innerText()).toMatch(/exclusive[\s\S]*held by dana[\s\S]*no TTL[\s\S]*reason: task \d+/)
+    expect(await detail.locator('.notes li').innerText()).toMatch(/attempt 1[\s\S]*dana[\s\S]*Cart totals moved to src\/cart\.ts; tests still red\./)
+
+    // A second attempt's note arrives while the detail is open (the board polls every 15 s: this is the event stream).
+    await api('POST', `/api/tasks/${t.id}/nack`, { claim_id: c.claim_id, error: 'gave up' }, dana.token)
+    const again = await claim('handoff', dana.token)
+    await api('POST', `/api/tasks/${t.id}/notes`, { text: 'Second try: start from the cart tests.' }, dana.token)
+    await detail.locator('.notes li[data-attempt="2"]').waitFor({ timeout: 5000 })
+    expect(await detail.locator('.notes li .badge').allTextContents()).toEqual(['attempt 1', 'attempt 2'])
+    expect(await detail.locator('.reservation a').textContent()).toBe(again.reservation_id)
+    await page.screenshot({ path: join(SHOTS, 'task-detail.png') })
+
+    // The link marks that reservation on the coordination page.
+    await link.click()
+    await page.waitForURL(/\/coordination#reservation=/)
+    await page.locator(`#reservations tr.selected[data-id="${again.reservation_id}"]`).waitFor()
+    expect(problems).toEqual([])
+    await page.close()
+  })
+})
