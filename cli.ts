@@ -14,6 +14,7 @@ import { contractCommands } from './cli/contracts'
 import { eventsCommands } from './cli/events'
 import { addExamples } from './cli/examples'
 import { extractGlobals } from './cli/globals'
+import { hookCommands } from './cli/hooks'
 import { instanceCommands } from './cli/instances'
 import { llmCommands } from './cli/llm'
 import { lockCommands } from './cli/locks'
@@ -66,6 +67,7 @@ export function buildProgram(): Command {
     taskCommands,
     lockCommands,
     reservationCommands,
+    hookCommands,
     messageCommands,
   ])
     register(program)

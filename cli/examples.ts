@@ -145,6 +145,9 @@ export const EXAMPLES: Record<string, string[]> = {
 
   backup: ['muster backup --output muster-backup.db', 'muster backup --output - | gzip > muster-backup.db.gz'],
   restore: ['muster restore --file muster-backup.db', 'gunzip -c muster-backup.db.gz | muster restore --file -'],
+  hook: ['muster hook codex < event.json   # what a Codex command hook runs', 'muster hook claude-code --fail-closed < event.json'],
+  init: ['muster init claude-code --reserve 30m', 'muster init codex --dry-run'],
+  sessions: ['muster sessions --limit 20'],
   completion: [
     'source <(muster completion bash)        # in ~/.bashrc',
     'source <(muster completion zsh)         # in ~/.zshrc, after compinit',

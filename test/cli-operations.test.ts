@@ -62,6 +62,8 @@ const COMMAND_OF: Record<string, string> = {
   'PUT /api/locks/{name}': 'lock acquire',
   'DELETE /api/locks/{name}': 'lock release',
   'POST /api/reservations': 'reserve',
+  'POST /api/hooks/{agent}': 'hook',
+  'GET /api/sessions': 'sessions',
   'GET /api/reservations': 'reservations',
   'POST /api/reservations/check': 'check',
   'GET /api/reservations/{id}': 'reservation',

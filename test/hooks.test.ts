@@ -35,7 +35,7 @@ const events = async (topic: string) => (await call(s.api, 'GET', `/api/events/h
 const audit = async (action: string, actor: string) => (await call(s.api, 'GET', `/api/audit?action=${action}&actor=${actor}`)).body as any[]
 const sessionRow = async (id: string) => ((await call(s.api, 'GET', '/api/sessions')).body as any[]).find((x) => x.session_id === id)
 const reservationsOf = async (instanceId: string) => (await call(s.api, 'GET', `/api/reservations?instance_id=${instanceId}`)).body as any[]
-const reserve = async (a: Agent, project: string, paths: string[], extra: Record<string, unknown> = {}) => {
+const reserve = async (a: Pick<Agent, 'h'>, project: string, paths: string[], extra: Record<string, unknown> = {}) => {
   const r = await call(s.api, 'POST', '/api/reservations', { project, paths, ...extra }, a.h)
   expect(r.status).toBe(201)
   return r.body
@@ -99,7 +99,7 @@ describe('sessions', () => {
     const first = contextOf(await c.send('SessionStart'))
     const row = await sessionRow(c.id)
     const token = /token[^:]*: ([0-9a-f]{64})/.exec(first)![1]
-    const held = await reserve({ h: { 'x-instance-token': token } } as Agent, c.project, ['lib/**'])
+    const held = await reserve({ h: { 'x-instance-token': token } }, c.project, ['lib/**'])
     const q = `hookq${n}`
     expect((await call(s.api, 'POST', `/api/queues/${q}/tasks`, { title: 'port the lexer' })).status).toBe(201)
     const task = (await call(s.api, 'POST', `/api/queues/${q}/claim`, {}, { 'x-instance-token': token })).body
@@ -225,7 +225,7 @@ describe('PreToolUse', () => {
     expect(renewed[0].expires_at > r.expires_at).toBe(true)
     // a reservation of this instance made by hand covers src/**: left as it is
     const token = /token[^:]*: ([0-9a-f]{64})/.exec(contextOf(await c.send('SessionStart')))![1]
-    const own = await reserve({ h: { 'x-instance-token': token } } as Agent, c.project, ['src/**'], { reason: 'task 7' })
+    const own = await reserve({ h: { 'x-instance-token': token } }, c.project, ['src/**'], { reason: 'task 7' })
     await c.send('PreToolUse.Write')
     expect((await reservationsOf(row.instance_id)).map((x) => x.id).sort()).toEqual([r.id, own.id].sort())
     // another instance's shared reservation overlapping: not denied, nothing reserved

@@ -1,0 +1,87 @@
+// `muster hook claude-code|codex`: what a command hook runs. The event comes on stdin and
+// goes to POST /api/hooks/{agent} with the X-Muster-* headers (MUSTER_AGENT,
+// MUSTER_PROJECT, MUSTER_RESERVE, and the git root of the working directory); the answer
+// goes to stdout as the agent expects it. A server that cannot be reached must not stop
+// the agent: one line on stderr, exit 0 — unless --fail-closed (exit 2 blocks the call).
+// `muster init` (cli/init.ts) writes the hook configuration.
+import type { Command } from 'commander'
+import { api, authHeaders, resolveConfig } from './client'
+import { integer } from './input'
+import { Exit, UsageError, act, printJson } from './output'
+import { planInit, writeInit, type InitAgent } from './init'
+
+const AGENTS = ['claude-code', 'codex'] as const
+/** Hooks run on every tool call: a server that does not answer in this long counts as unreachable. */
+const HOOK_TIMEOUT_MS = 8000
+
+function agentArg(value: string): InitAgent {
+  if (!AGENTS.includes(value as InitAgent)) throw new UsageError(`unknown agent "${value}": expected claude-code or codex`)
+  return value as InitAgent
+}
+
+/** The git root of the working directory, or null outside a repository. */
+function gitRoot(cwd = process.cwd()): string | null {
+  try {
+    const r = Bun.spawnSync(['git', 'rev-parse', '--show-toplevel'], { cwd, stdout: 'pipe', stderr: 'ignore' })
+    const root = r.exitCode === 0 ? r.stdout.toString().trim() : ''
+    return root || null
+  } catch {
+    return null
+  }
+}
+
+async function forward(agent: InitAgent, o: { failClosed?: boolean; reserve?: string }): Promise<void> {
+  const event = await Bun.stdin.text()
+  const cfg = resolveConfig()
+  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  const auth = authHeaders(cfg).authorization
+  if (auth) headers.authorization = auth
+  const set = (name: string, value: string | null | undefined) => value && (headers[name] = value)
+  set('x-muster-agent', process.env.MUSTER_AGENT)
+  set('x-muster-project', process.env.MUSTER_PROJECT)
+  set('x-muster-reserve', o.reserve ?? process.env.MUSTER_RESERVE)
+  set('x-muster-root', gitRoot())
+  const fail = (why: string): never => {
+    process.stderr.write(`muster hook: ${why}; ${o.failClosed ? 'blocking (--fail-closed)' : 'the agent goes on without coordination'}\n`)
+    throw new Exit(o.failClosed ? 2 : 0)
+  }
+  let res: Response
+  try {
+    res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(HOOK_TIMEOUT_MS) })
+  } catch (err) {
+    return fail(`cannot reach ${cfg.server} (${(err as Error).message})`)
+  }
+  const text = await res.text()
+  if (!res.ok) return fail(`${cfg.server} answered ${res.status}: ${text.slice(0, 300).replace(/\s+/g, ' ')}`)
+  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
+}
+
+export function hookCommands(program: Command): void {
+  program
+    .command('hook')
+    .description('forward a hook event (stdin) to the server and print its answer: what a Claude Code or Codex command hook runs')
+    .argument('<agent>', 'claude-code | codex', agentArg)
+    .option('--fail-closed', 'exit 2 (the tool call is blocked) when the server cannot be reached; default: exit 0 and go on')
+    .option('--reserve <duration>', 'edit-reserve mode: reserve each edited file for this long (beats MUSTER_RESERVE)')
+    .action((agent: InitAgent, o: { failClosed?: boolean; reserve?: string }) => forward(agent, o))
+
+  program
+    .command('sessions')
+    .description('agent hook sessions, newest first: which instance each Claude Code or Codex session acts as')
+    .option('--limit <n>', '1 … 10000 (default 1000)', integer(1))
+    .action(act((o: { limit?: number }) => api.get('/api/sessions', { limit: o.limit })))
+
+  program
+    .command('init')
+    .description('wire Claude Code or Codex in this repository to Muster: hooks, MCP entry, CLAUDE.md / AGENTS.md section (merged; run twice, nothing changes)')
+    .argument('<agent>', 'claude-code | codex', agentArg)
+    .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
+    .option('--dry-run', 'print what would be written and write nothing')
+    .action((agent: InitAgent, o: { reserve?: string; dryRun?: boolean }) => {
+      const root = gitRoot() ?? process.cwd()
+      const files = planInit({ agent, root, server: resolveConfig().server, reserve: o.reserve })
+      if (o.dryRun) return printJson({ dry_run: true, root, files })
+      writeInit(root, files)
+      printJson({ root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })) })
+    })
+}

@@ -1,0 +1,183 @@
+// `muster init claude-code|codex`: wires an agent of the current repository to Muster.
+// Claude Code gets http hooks in .claude/settings.json (the server token from the
+// environment through allowedEnvVars) and the MCP server in .mcp.json; Codex gets command
+// hooks running `muster hook codex` in .codex/hooks.json and the MCP server in
+// .codex/config.toml; both a short CLAUDE.md / AGENTS.md section. Each file is merged
+// into what is there (other hooks and settings kept), and a second run writes nothing.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { UsageError } from './output'
+
+export type InitAgent = 'claude-code' | 'codex'
+
+export interface InitOptions {
+  agent: InitAgent
+  /** The repository root the files go in. */
+  root: string
+  /** The server URL the hooks and MCP entry point at. */
+  server: string
+  /** Edit-reserve mode: each edited file reserved for this long (a duration like 30m). */
+  reserve?: string
+}
+
+export interface PlannedFile {
+  path: string
+  action: 'create' | 'update' | 'unchanged'
+  content: string
+}
+
+/** The environment variables a Claude Code http hook may put in its headers. */
+export const HOOK_ENV = ['SERVICE_TOKEN', 'MUSTER_AGENT', 'MUSTER_PROJECT'] as const
+const CLAUDE_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'] as const
+// Codex has no SessionEnd hook: its instances go stale and are released by the liveness check.
+const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop'] as const
+const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|MultiEdit|NotebookEdit', codex: 'apply_patch|Write|Edit' }
+const BEGIN = '<!-- muster:begin -->'
+const END = '<!-- muster:end -->'
+
+type Json = Record<string, any>
+type Hook = Json
+type Group = { matcher?: string; hooks: Hook[] }
+
+/** One of our own hook entries, whichever server or options it was written with. */
+const isOurs = (h: Hook) =>
+  (h?.type === 'http' && typeof h.url === 'string' && /\/api\/hooks\/(claude-code|codex)$/.test(h.url)) ||
+  (h?.type === 'command' && typeof h.command === 'string' && /^muster hook (claude-code|codex)\b/.test(h.command))
+
+function ourHook(o: InitOptions): Hook {
+  if (o.agent === 'codex') {
+    const reserve = o.reserve ? ` --reserve ${o.reserve}` : ''
+    return { type: 'command', command: `muster hook codex --server ${o.server}${reserve}`, timeout: 10 }
+  }
+  const headers: Record<string, string> = {
+    Authorization: 'Bearer $SERVICE_TOKEN',
+    'X-Muster-Agent': '$MUSTER_AGENT',
+    'X-Muster-Project': '$MUSTER_PROJECT',
+  }
+  if (o.reserve) headers['X-Muster-Reserve'] = o.reserve
+  return { type: 'http', url: `${o.server}/api/hooks/claude-code`, headers, allowedEnvVars: [...HOOK_ENV], timeout: 10 }
+}
+
+/** `settings.hooks` with our entries replaced (other groups and hooks kept where they are). */
+export function mergeHooks(settings: Json, o: InitOptions): Json {
+  const hooks: Json = { ...(settings.hooks ?? {}) }
+  for (const [event, groups] of Object.entries(hooks)) {
+    if (!Array.isArray(groups)) continue
+    const kept: Group[] = []
+    for (const g of groups as Group[]) {
+      const others = Array.isArray(g?.hooks) ? g.hooks.filter((h) => !isOurs(h)) : null
+      if (!others || others.length === g.hooks.length) kept.push(g)
+      else if (others.length) kept.push({ ...g, hooks: others })
+    }
+    hooks[event] = kept
+  }
+  const events = o.agent === 'codex' ? CODEX_EVENTS : CLAUDE_EVENTS
+  for (const event of events) {
+    const group: Group = event === 'PreToolUse' ? { matcher: EDIT_TOOLS[o.agent], hooks: [ourHook(o)] } : { hooks: [ourHook(o)] }
+    hooks[event] = [...(Array.isArray(hooks[event]) ? hooks[event] : []), group]
+  }
+  for (const [event, groups] of Object.entries(hooks)) if (Array.isArray(groups) && groups.length === 0) delete hooks[event]
+  return { ...settings, hooks }
+}
+
+function readJson(path: string): Json {
+  if (!existsSync(path)) return {}
+  const text = readFileSync(path, 'utf8')
+  if (text.trim() === '') return {}
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (err) {
+    throw new UsageError(`${path} is not valid JSON (${(err as Error).message}): fix it or move it away, then run init again`)
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError(`${path} must hold a JSON object`)
+  return parsed as Json
+}
+
+const jsonText = (value: unknown) => JSON.stringify(value, null, 2) + '\n'
+
+/** `text` with the [mcp_servers.muster] table set to ours (replaced where it is, else appended). */
+export function mergeCodexConfig(text: string, server: string): string {
+  const table = `[mcp_servers.muster]\nurl = "${server}/mcp"\nbearer_token_env_var = "SERVICE_TOKEN"\n`
+  const lines = text.split('\n')
+  const start = lines.findIndex((l) => l.trim() === '[mcp_servers.muster]')
+  if (start === -1) return (text.trim() === '' ? '' : text.replace(/\n*$/, '\n\n')) + table
+  let end = start + 1
+  while (end < lines.length && !/^\s*\[/.test(lines[end])) end++
+  const before = lines.slice(0, start).join('\n')
+  const after = lines.slice(end).join('\n')
+  return (before ? `${before}\n` : '') + table + (after.trim() ? `\n${after.replace(/^\n+/, '')}` : '')
+}
+
+/** The coordination section of CLAUDE.md / AGENTS.md. */
+export function guideSection(o: InitOptions): string {
+  const reserving = o.reserve
+    ? `Each file you start editing is reserved for you for ${o.reserve} (renewed as you keep editing it).`
+    : 'Reserve the files you will work on before editing them: `muster reserve <project> <glob…> --ttl 30m --reason "…"`.'
+  return [
+    BEGIN,
+    '## How this team of agents coordinates (Muster)',
+    '',
+    `Several agents work in this repository at once, coordinated by the Muster server at ${o.server}.`,
+    'Hooks connect each session to it: your session is registered as an instance, and the first',
+    'message of a session tells you your name, instance id and token.',
+    '',
+    `- **Reservations.** An edit of a file another agent reserved is denied, with who holds it, why and until when. ${reserving}`,
+    '  Release what you no longer need (`muster release <id>`). Do not work around a denial: ask the holder.',
+    '- **Inbox.** Messages from other agents and people are shown to you as they arrive. Ask a holder or a teammate',
+    '  with `muster send <name> --subject "…" --body "…"`; acknowledge a message that asks for it with `muster ack <id>`.',
+    '- **Tasks.** Take work from the queue with `muster task claim <queue>`: a task that names its files reserves them',
+    '  for you. Leave notes for whoever takes it next (`POST /api/tasks/{id}/notes`), and ack or nack it when done.',
+    END,
+  ].join('\n')
+}
+
+/** `text` with our section replaced between its markers, or appended. */
+export function mergeGuide(text: string, section: string): string {
+  const start = text.indexOf(BEGIN)
+  const end = text.indexOf(END)
+  if (start !== -1 && end > start) return text.slice(0, start) + section + text.slice(end + END.length)
+  return (text.trim() === '' ? '' : text.replace(/\n*$/, '\n\n')) + section + '\n'
+}
+
+const readText = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8') : '')
+
+/** What `init` would write, each file merged with what is there now. */
+export function planInit(o: InitOptions): PlannedFile[] {
+  if (o.reserve !== undefined && !/^\d+(\.\d+)?(ms|s|m|h)$/.test(o.reserve)) throw new UsageError(`invalid --reserve "${o.reserve}": expected a duration like 30m`)
+  const files: { path: string; content: (current: string) => string }[] =
+    o.agent === 'claude-code'
+      ? [
+          { path: '.claude/settings.json', content: () => jsonText(mergeHooks(readJson(join(o.root, '.claude/settings.json')), o)) },
+          {
+            path: '.mcp.json',
+            content: () => {
+              const mcp = readJson(join(o.root, '.mcp.json'))
+              const muster = { type: 'http', url: `${o.server}/mcp`, headers: { Authorization: 'Bearer ${SERVICE_TOKEN:-}' } }
+              return jsonText({ ...mcp, mcpServers: { ...(mcp.mcpServers ?? {}), muster } })
+            },
+          },
+          { path: 'CLAUDE.md', content: (t) => mergeGuide(t, guideSection(o)) },
+        ]
+      : [
+          { path: '.codex/hooks.json', content: () => jsonText(mergeHooks(readJson(join(o.root, '.codex/hooks.json')), o)) },
+          { path: '.codex/config.toml', content: (t) => mergeCodexConfig(t, o.server) },
+          { path: 'AGENTS.md', content: (t) => mergeGuide(t, guideSection(o)) },
+        ]
+  return files.map(({ path, content }) => {
+    const full = join(o.root, path)
+    const current = readText(full)
+    const next = content(current)
+    return { path, action: !existsSync(full) ? 'create' : next === current ? 'unchanged' : 'update', content: next }
+  })
+}
+
+/** Writes the planned files that change. */
+export function writeInit(root: string, files: PlannedFile[]): void {
+  for (const f of files) {
+    if (f.action === 'unchanged') continue
+    const full = join(root, f.path)
+    mkdirSync(dirname(full), { recursive: true })
+    writeFileSync(full, f.content)
+  }
+}

@@ -1,0 +1,202 @@
+// `muster hook` driven exactly as a command hook runs it (the event on stdin, the answer
+// on stdout), failing open or closed against a dead port; `muster init` merging into a
+// repository's files, idempotently; the Claude Code plugin's manifests against the
+// documented schema.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { call, register, startServer, type TestServer } from './helpers'
+import { removeWorkdirs, runCli, workdir } from './cli-run'
+import codex from './fixtures/hooks/codex.json'
+
+let s: TestServer
+beforeAll(async () => (s = await startServer()))
+afterAll(async () => {
+  await s.cleanup()
+  removeWorkdirs()
+})
+
+/** A scratch git repository (its real path: the git root as git prints it). */
+function repo(): string {
+  const dir = realpathSync(workdir())
+  expect(Bun.spawnSync(['git', 'init', '-q', dir]).exitCode).toBe(0)
+  return dir
+}
+
+const event = (name: keyof typeof codex, root: string, session: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ ...JSON.parse(JSON.stringify(codex[name]).replaceAll('/work/repo', root)), session_id: session, ...extra })
+
+describe('muster hook', () => {
+  test('stdin → server → stdout: headers from MUSTER_* and the git root; a denial printed as the agent reads it', async () => {
+    const root = repo()
+    const sub = join(root, 'pkg')
+    mkdirSync(sub)
+    const session = crypto.randomUUID()
+    const env = { SERVICE_SERVER: s.api, MUSTER_AGENT: 'piper', MUSTER_PROJECT: 'pipes', MUSTER_RESERVE: '5m' }
+    const start = await runCli(['hook', 'codex'], { cwd: sub, env, stdin: event('SessionStart', root, session) })
+    expect(start.code).toBe(0)
+    expect(start.json.hookSpecificOutput).toMatchObject({ hookEventName: 'SessionStart', additionalContext: expect.stringContaining('"piper"') })
+    const row = (await call(s.api, 'GET', '/api/sessions')).body.find((x: any) => x.session_id === session)
+    expect(row).toMatchObject({ agent: 'codex', name: 'piper', project: 'pipes', root })
+
+    // edit-reserve mode from MUSTER_RESERVE: the patch's files are reserved for the session
+    const edit = await runCli(['hook', 'codex'], { cwd: sub, env, stdin: event('PreToolUse.apply_patch', root, session) })
+    expect(edit).toMatchObject({ code: 0, json: {} })
+    const mine = (await call(s.api, 'GET', `/api/reservations?instance_id=${row.instance_id}`)).body
+    expect(mine.map((r: any) => r.paths[0]).sort()).toEqual(['docs/hello.md', 'src/app.ts', 'src/name.ts', 'src/old.ts', 'src/renamed.ts'])
+
+    const other = await register(s, 'olive')
+    await call(s.api, 'POST', '/api/reservations', { project: 'pipes', paths: ['lib/**'], reason: 'lib split' }, other.h)
+    const denied = await runCli(['hook', 'codex'], {
+      cwd: sub,
+      env,
+      stdin: event('PreToolUse.Write', root, session, { tool_input: { file_path: join(root, 'lib/x.ts'), content: '' } }),
+    })
+    expect(denied.code).toBe(0)
+    expect(denied.json.hookSpecificOutput).toMatchObject({ hookEventName: 'PreToolUse', permissionDecision: 'deny' })
+    expect(denied.json.hookSpecificOutput.permissionDecisionReason).toContain('lib/x.ts: reserved as "lib/**" by olive (active), reason "lib split"')
+  })
+
+  test('server unreachable: one stderr line and exit 0; --fail-closed exits 2', async () => {
+    const dead = Bun.serve({ port: 0, fetch: () => new Response() })
+    const url = `http://127.0.0.1:${dead.port}`
+    dead.stop(true)
+    const cwd = repo()
+    const stdin = event('PreToolUse.Bash', cwd, crypto.randomUUID())
+    const open = await runCli(['hook', 'codex'], { cwd, env: { SERVICE_SERVER: url }, stdin })
+    expect(open.code).toBe(0)
+    expect(open.stdout).toBe('')
+    expect(open.stderr.trim().split('\n').length).toBe(1)
+    expect(open.stderr).toContain(`cannot reach ${url}`)
+    const closed = await runCli(['hook', 'codex', '--fail-closed'], { cwd, env: { SERVICE_SERVER: url }, stdin })
+    expect(closed.code).toBe(2)
+    expect(closed.stdout).toBe('')
+    expect(closed.stderr.trim().split('\n').length).toBe(1)
+  })
+})
+
+describe('muster init', () => {
+  const read = (dir: string, path: string) => readFileSync(join(dir, path), 'utf8')
+
+  test('claude-code: http hooks, MCP entry and CLAUDE.md section merged into what is there; twice = same bytes; --dry-run writes nothing', async () => {
+    const dir = repo()
+    mkdirSync(join(dir, '.claude'))
+    const mine = { matcher: 'Bash', hooks: [{ type: 'command', command: './scripts/lint.sh' }] }
+    writeFileSync(join(dir, '.claude/settings.json'), JSON.stringify({ model: 'opus', hooks: { PreToolUse: [mine] } }))
+    writeFileSync(join(dir, 'CLAUDE.md'), '# Project rules\n\nUse tabs.\n')
+    const env = { SERVICE_SERVER: 'http://muster.test:9800' }
+
+    const dry = await runCli(['init', 'claude-code', '--reserve', '30m', '--dry-run'], { cwd: dir, env })
+    expect(dry.code).toBe(0)
+    expect(dry.json.files.map((f: any) => [f.path, f.action])).toEqual([
+      ['.claude/settings.json', 'update'],
+      ['.mcp.json', 'create'],
+      ['CLAUDE.md', 'update'],
+    ])
+    expect(existsSync(join(dir, '.mcp.json'))).toBe(false)
+    expect(read(dir, 'CLAUDE.md')).toBe('# Project rules\n\nUse tabs.\n')
+
+    const first = await runCli(['init', 'claude-code', '--reserve', '30m'], { cwd: dir, env })
+    expect(first.code).toBe(0)
+    const files = ['.claude/settings.json', '.mcp.json', 'CLAUDE.md'].map((p) => read(dir, p))
+    expect(files[0]).toBe(dry.json.files[0].content)
+    const settings = JSON.parse(files[0])
+    expect(settings.model).toBe('opus')
+    expect(settings.hooks.PreToolUse[0]).toEqual(mine)
+    const ours = settings.hooks.PreToolUse[1]
+    expect(ours.matcher).toBe('Write|Edit|MultiEdit|NotebookEdit')
+    expect(ours.hooks[0]).toEqual({
+      type: 'http',
+      url: 'http://muster.test:9800/api/hooks/claude-code',
+      headers: { Authorization: 'Bearer $SERVICE_TOKEN', 'X-Muster-Agent': '$MUSTER_AGENT', 'X-Muster-Project': '$MUSTER_PROJECT', 'X-Muster-Reserve': '30m' },
+      allowedEnvVars: ['SERVICE_TOKEN', 'MUSTER_AGENT', 'MUSTER_PROJECT'],
+      timeout: 10,
+    })
+    expect(Object.keys(settings.hooks)).toEqual(['PreToolUse', 'SessionStart', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'])
+    expect(JSON.parse(files[1]).mcpServers.muster).toMatchObject({ type: 'http', url: 'http://muster.test:9800/mcp' })
+    expect(files[2].startsWith('# Project rules\n\nUse tabs.\n\n<!-- muster:begin -->')).toBe(true)
+
+    const second = await runCli(['init', 'claude-code', '--reserve', '30m'], { cwd: dir, env })
+    expect(second.json.files.every((f: any) => f.action === 'unchanged')).toBe(true)
+    expect(['.claude/settings.json', '.mcp.json', 'CLAUDE.md'].map((p) => read(dir, p))).toEqual(files)
+  })
+
+  test('codex: command hooks running muster hook codex, MCP table in .codex/config.toml, AGENTS.md; idempotent, other content kept', async () => {
+    const dir = repo()
+    mkdirSync(join(dir, '.codex'))
+    writeFileSync(join(dir, '.codex/config.toml'), 'model = "gpt-5-codex"\n\n[mcp_servers.docs]\nurl = "http://docs.test/mcp"\n')
+    writeFileSync(join(dir, '.codex/hooks.json'), JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command: 'notify-send done' }] }] } }))
+    const env = { SERVICE_SERVER: 'http://muster.test:9800' }
+    expect((await runCli(['init', 'codex'], { cwd: dir, env })).code).toBe(0)
+    const files = ['.codex/hooks.json', '.codex/config.toml', 'AGENTS.md'].map((p) => read(dir, p))
+    const hooks = JSON.parse(files[0]).hooks
+    expect(hooks.Stop).toEqual([
+      { hooks: [{ type: 'command', command: 'notify-send done' }] },
+      { hooks: [{ type: 'command', command: 'muster hook codex --server http://muster.test:9800', timeout: 10 }] },
+    ])
+    expect(hooks.PreToolUse[0].matcher).toBe('apply_patch|Write|Edit')
+    expect(files[1]).toBe(
+      'model = "gpt-5-codex"\n\n[mcp_servers.docs]\nurl = "http://docs.test/mcp"\n\n[mcp_servers.muster]\nurl = "http://muster.test:9800/mcp"\nbearer_token_env_var = "SERVICE_TOKEN"\n',
+    )
+    expect(files[2]).toContain('## How this team of agents coordinates (Muster)')
+    await runCli(['init', 'codex'], { cwd: dir, env })
+    expect(['.codex/hooks.json', '.codex/config.toml', 'AGENTS.md'].map((p) => read(dir, p))).toEqual(files)
+    // another server or --reserve replaces our entries instead of adding more
+    await runCli(['init', 'codex', '--reserve', '10m'], { cwd: dir, env: { SERVICE_SERVER: 'http://other.test:1' } })
+    const moved = JSON.parse(read(dir, '.codex/hooks.json')).hooks
+    expect(moved.Stop.length).toBe(2)
+    expect(moved.Stop[1].hooks[0].command).toBe('muster hook codex --server http://other.test:1 --reserve 10m')
+    expect(read(dir, '.codex/config.toml').match(/\[mcp_servers\.muster\]/g)!.length).toBe(1)
+  })
+
+  test('a broken settings file is a usage error that names it, and nothing is written', async () => {
+    const dir = repo()
+    mkdirSync(join(dir, '.claude'))
+    writeFileSync(join(dir, '.claude/settings.json'), '{ nope')
+    const r = await runCli(['init', 'claude-code'], { cwd: dir, env: { SERVICE_SERVER: 'http://muster.test:9800' } })
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain('.claude/settings.json is not valid JSON')
+    expect(existsSync(join(dir, 'CLAUDE.md'))).toBe(false)
+  })
+})
+
+describe('Claude Code plugin', () => {
+  // Required fields from the plugin manifest and marketplace references (code.claude.com/docs/en/plugins-reference,
+  // .../plugin-marketplaces): plugin.json needs a kebab-case `name`; marketplace.json needs `name`, `owner.name`
+  // and `plugins`, each entry a `name` and a `source` (a relative path starts with ./).
+  const dir = join(import.meta.dir, '..', '.claude-plugin')
+  const plugin = JSON.parse(readFileSync(join(dir, 'plugin.json'), 'utf8'))
+  const market = JSON.parse(readFileSync(join(dir, 'marketplace.json'), 'utf8'))
+  const KEBAB = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/
+  const EVENTS = ['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Notification', 'Stop', 'SubagentStop', 'SessionStart', 'SessionEnd', 'PreCompact']
+
+  test('plugin.json: name, semver version, hooks for every handled event, the MCP server', () => {
+    expect(plugin.name).toMatch(KEBAB)
+    expect(plugin.version).toMatch(/^\d+\.\d+\.\d+(-[\w.]+)?$/)
+    expect(typeof plugin.description).toBe('string')
+    expect(typeof plugin.author.name).toBe('string')
+    for (const [event, groups] of Object.entries(plugin.hooks as Record<string, any[]>)) {
+      expect(EVENTS).toContain(event)
+      for (const g of groups) {
+        if (g.matcher !== undefined) expect(typeof g.matcher).toBe('string')
+        for (const h of g.hooks) expect(h).toMatchObject({ type: 'command', command: 'muster hook claude-code' })
+      }
+    }
+    expect(Object.keys(plugin.hooks).sort()).toEqual(['PostToolUse', 'PreToolUse', 'SessionEnd', 'SessionStart', 'Stop', 'UserPromptSubmit'])
+    expect(plugin.hooks.PreToolUse[0].matcher).toBe('Write|Edit|MultiEdit|NotebookEdit')
+    expect(plugin.mcpServers.muster).toMatchObject({ type: 'http', url: expect.stringMatching(/\/mcp$/) })
+  })
+
+  test('marketplace.json: name, owner, plugins naming this plugin with a relative source', () => {
+    expect(market.name).toMatch(KEBAB)
+    expect(typeof market.owner.name).toBe('string')
+    expect(market.plugins.length).toBeGreaterThan(0)
+    for (const p of market.plugins) {
+      expect(p.name).toMatch(KEBAB)
+      expect(typeof p.source === 'string' ? p.source : p.source?.source).toBeTruthy()
+      if (typeof p.source === 'string') expect(p.source.startsWith('./')).toBe(true)
+    }
+    const entry = market.plugins.find((p: any) => p.name === plugin.name)
+    expect(existsSync(join(dir, '..', entry.source, '.claude-plugin/plugin.json'))).toBe(true)
+  })
+})
