@@ -71,6 +71,16 @@ describe('messages page', () => {
     const reply = (await api('POST', '/api/messages', { to: ['human'], subject: 'Re: freeze', body: 'Done.', reply_to: sent.id }, alice.h)).body
     await page.locator(`.message[data-id="${reply.id}"]`).waitFor(LIVE)
     expect(await page.locator('#thread .message').count()).toBe(2)
+
+    // The person answers with Reply: to alice, in the same thread.
+    await page.locator(`.message[data-id="${reply.id}"]`).getByRole('button', { name: 'Reply' }).click()
+    expect(await form.locator('input[name=to]').inputValue()).toBe('alice')
+    expect(await form.locator('input[name=subject]').inputValue()).toBe('Re: freeze')
+    await form.locator('textarea[name=body]').fill('Thanks.')
+    await form.getByRole('button', { name: 'Send' }).click()
+    await page.locator('#thread .message').nth(2).waitFor()
+    const [answer] = (await api('GET', '/api/messages?limit=1')).body
+    expect(answer).toMatchObject({ from: 'human', to: ['alice'], reply_to: reply.id, thread: sent.thread, ack_required: false })
     await shot(page, 'messages-1-thread')
 
     // A bad send changes nothing and says why.
@@ -80,7 +90,7 @@ describe('messages page', () => {
     await form.locator('input[name=ack_within]').fill('1m')
     await form.getByRole('button', { name: 'Send' }).click()
     await form.locator('.inline-error').getByText(/named recipients/).waitFor()
-    expect((await api('GET', '/api/messages')).body).toHaveLength(2)
+    expect((await api('GET', '/api/messages')).body).toHaveLength(3)
     expect(problems).toEqual([])
     await page.close()
   })

@@ -122,6 +122,7 @@ function select(thread, redraw = true) {
   remember()
   if (!redraw) return
   threadMemo.last = null
+  fullReadAt = 0
   for (const b of els.threads.querySelectorAll('button[data-thread]')) b.setAttribute('aria-current', String(b.dataset.thread === thread))
   loading(els.thread)
   refresh()
@@ -193,6 +194,25 @@ function drawThread() {
   armOverdue()
 }
 
+// Receipts come one message at a time (GET /api/messages/{id}). An event re-reads only
+// the message it names; the poll re-reads them all, since a delivery raises no event.
+const RECEIPT_READS = 6
+const withReceiptsOf = new Map() // message id → the message with its receipts
+const stale = new Set() // ids an event named since their last read
+let fullReadAt = 0
+
+async function withReceipts(list) {
+  const all = Date.now() - fullReadAt >= POLL_MS - 1000
+  if (all) fullReadAt = Date.now()
+  const queue = list.filter((m) => all || stale.has(m.id) || !withReceiptsOf.has(m.id))
+  for (const m of queue) stale.delete(m.id) // an event during the read marks it again
+  const worker = async () => {
+    for (let m; (m = queue.shift()); ) withReceiptsOf.set(m.id, await api(`/api/messages/${m.id}`))
+  }
+  await Promise.all(Array.from({ length: RECEIPT_READS }, worker))
+  return list.map((m) => withReceiptsOf.get(m.id))
+}
+
 async function loadThread() {
   if (!selected) {
     threadMemo.last = null
@@ -204,7 +224,7 @@ async function loadThread() {
   let full
   try {
     const list = await api(`/api/threads/${enc(selected)}`)
-    full = await Promise.all(list.map((m) => api(`/api/messages/${m.id}`)))
+    full = await withReceipts(list)
   } catch (err) {
     threadMemo.last = null
     els.threadMeta.textContent = ''
@@ -345,6 +365,7 @@ follow({
   fallback: `the page still polls every ${POLL_MS / 1000} s`,
   onOpen: refresh,
   onEvent: (e) => {
+    if (e.topic === 'message.acked' || e.topic === 'message.overdue') stale.add(e.data?.id)
     if (e.topic.startsWith('message.') || e.topic.startsWith('instance.')) refreshSoon()
   },
 })
