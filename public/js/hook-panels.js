@@ -89,6 +89,7 @@ export function blockedPanel() {
   const events = new Map() // event id → event
   let names = new Map()
   let bySession = new Map()
+  const drawn = {}
   loading(body)
 
   const who = (id, sessionId) => {
@@ -142,13 +143,15 @@ export function blockedPanel() {
     try {
       ;[history, instances, hooks] = await Promise.all([api(`/api/events/history?topic=edit.blocked&last=${KEEP}`), api('/api/instances'), sessions()])
     } catch (err) {
+      drawn.last = null
       meta.textContent = ''
       return failure(body, err, 'GET /api/events/history', () => poll.now())
     }
     names = new Map(instances.map((i) => [i.id, i]))
     bySession = new Map(hooks.map((s) => [s.session_id, s]))
     add(history)
-    draw()
+    // Redrawn when a name, a liveness or the list changed (a live event draws by itself).
+    if (changed(drawn, [[...events.keys()], instances.map((i) => [i.id, i.name, i.status]), hooks.map((s) => [s.session_id, s.agent])])) draw()
   })
 
   return {
