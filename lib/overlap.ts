@@ -16,15 +16,40 @@
 //      a bracket expression match its own text literally, each class counts as
 //      either (more alternatives for rule 1). Dotfiles count as matched
 //      (picomatch's `dot: true`), which only widens the answer.
-// Pure: no I/O. Everything is polynomial in the pattern lengths.
+//   5. A pair whose decision would take more than MAX_STEPS steps counts as
+//      overlapping (wider, never a missed overlap). Patterns within the limits
+//      below (LIMITS) stay far from it in practice; the cap makes the worst
+//      case of one pair a stated constant instead of a product of lengths.
+// Pure: no I/O. The cost of a pair is counted in steps: one per cell of the
+// segment alignment, one per state of a segment intersection; two segments that
+// both hold a `*` meet in linear time (their ends decide), a segment without `*`
+// against one with a `*` in at most (n+1)(m+1) states.
 
 export const MAX_EXPANSIONS = 256
 export const MAX_PATTERN_LENGTH = 1024
+/** The size and shape a reservation or check pattern may have (400 beyond, naming the limit). */
+export const LIMITS = {
+  /** characters in a pattern */
+  length: MAX_PATTERN_LENGTH,
+  /** path segments (parts between `/`) */
+  segments: 64,
+  /** characters in one segment (a file name's usual maximum) */
+  segmentLength: 255,
+  /** `*`, `?` and `[…]` in one segment */
+  wildcards: 16,
+  /** `**` segments */
+  globstars: 16,
+  /** alternatives after expanding braces and reading each class both ways */
+  expansions: MAX_EXPANSIONS,
+} as const
+/** The most steps one pair's decision may take before it counts as an overlap. */
+export const MAX_STEPS = 1 << 16
 
 /** One character position of a segment: a set of characters, or `*` (any run). */
 type Atom = { star: true } | { star: false; ranges: [number, number][]; negated: boolean }
 /** A path segment: `**` (globstar) or a sequence of atoms. */
 type Segment = 'globstar' | Atom[]
+type CharAtom = Atom & { star: false }
 /** A pattern after brace expansion: alternatives, each a list of segments. */
 export type Compiled = Segment[][]
 
@@ -38,7 +63,43 @@ export function patternProblem(pattern: string): string | null {
   if (pattern.startsWith('/')) return `"${pattern}" must be relative to the project root (no leading /)`
   if (pattern.startsWith('!')) return `"${pattern}": negated patterns cannot be reserved`
   if (pattern.split('/').includes('..')) return `"${pattern}" must not contain a .. segment`
+  return limitProblem(pattern)
+}
+
+const short = (p: string) => (p.length > 60 ? `"${p.slice(0, 57)}..."` : `"${p}"`)
+
+/** Which of LIMITS a pattern exceeds (cheap checks first: the text is at most LIMITS.length long here). */
+function limitProblem(pattern: string): string | null {
+  const segments = pattern.split('/')
+  if (segments.length > LIMITS.segments) return `${short(pattern)} has ${segments.length} path segments; at most ${LIMITS.segments}`
+  if (segments.filter((s) => s === '**').length > LIMITS.globstars) return `${short(pattern)} has more than ${LIMITS.globstars} ** segments`
+  for (const seg of segments) {
+    if (seg.length > LIMITS.segmentLength) return `${short(pattern)} has a segment of ${seg.length} characters; at most ${LIMITS.segmentLength}`
+    const wildcards = seg === '**' ? 0 : wildcardCount(seg)
+    if (wildcards > LIMITS.wildcards) return `${short(pattern)} has ${wildcards} wildcards (*, ?, [...]) in one segment; at most ${LIMITS.wildcards}`
+  }
+  const alts = expandBraces(pattern, LIMITS.expansions)?.flatMap((alt) => classReadings(alt, LIMITS.expansions) ?? [null])
+  if (!alts || alts.length > LIMITS.expansions || alts.includes(null))
+    return `${short(pattern)} expands to more than ${LIMITS.expansions} alternatives (braces, and each [...] read two ways)`
   return null
+}
+
+/** `*` runs, `?` and bracket expressions in one segment (escaped characters are literal). */
+function wildcardCount(seg: string): number {
+  let n = 0
+  for (let i = 0; i < seg.length; i++) {
+    const c = seg[i]
+    if (c === '\\') i++
+    else if (c === '*') {
+      n++
+      while (seg[i + 1] === '*') i++
+    } else if (c === '?') n++
+    else if (c === '[') {
+      const end = classEnd(seg, i)
+      if (end > 0) (n++, (i = end))
+    }
+  }
+  return n
 }
 
 /** Expands `{a,b}` and `{1..3}` groups (nested too); null when there would be more than `max` alternatives. */
@@ -205,7 +266,11 @@ export function compile(pattern: string): Compiled {
 /** Do two character atoms (neither `*`) accept a common character? */
 function atomsMeet(a: Atom & { star: false }, b: Atom & { star: false }): boolean {
   if (a.negated && b.negated) return true // two finite exclusions never cover every character
-  if (!a.negated && !b.negated) return a.ranges.some(([l1, h1]) => b.ranges.some(([l2, h2]) => l1 <= h2 && l2 <= h1))
+  if (!a.negated && !b.negated) {
+    // Two literal characters, the common case, without allocating.
+    if (a.ranges.length === 1 && b.ranges.length === 1) return a.ranges[0][0] <= b.ranges[0][1] && b.ranges[0][0] <= a.ranges[0][1]
+    return a.ranges.some(([l1, h1]) => b.ranges.some(([l2, h2]) => l1 <= h2 && l2 <= h1))
+  }
   const [pos, neg] = a.negated ? [b, a] : [a, b]
   // Some character of `pos` that `neg` does not exclude?
   return pos.ranges.some(([lo, hi]) => {
@@ -221,52 +286,106 @@ function atomsMeet(a: Atom & { star: false }, b: Atom & { star: false }): boolea
 }
 
 /**
- * Is there a string both segments match? Reachability in the product of the two
- * patterns' automata: state (i, j) = atoms consumed; a `*` may match nothing or
- * keep consuming while the other side takes one character.
+ * Is there a string both segments match? When both hold a `*`, their ends decide
+ * (endsMeet). Otherwise one side has a fixed length m: run the other side's
+ * automaton over it, a row of n+1 states per character, (n+1)(m+1) steps at most.
  */
 export function segmentsMeet(a: Atom[], b: Atom[]): boolean {
-  const w = b.length + 1
-  const seen = new Uint8Array((a.length + 1) * w)
-  const stack: number[] = [0]
-  while (stack.length) {
-    const key = stack.pop()!
-    const i = Math.floor(key / w)
-    const j = key % w
-    if (i === a.length && j === b.length) return true
-    if (seen[key]) continue
-    seen[key] = 1
-    const x = a[i]
-    const y = b[j]
-    if (x?.star) stack.push(key + w)
-    if (y?.star) stack.push(key + 1)
-    if (x && y) {
-      if (x.star && !y.star) stack.push(key + 1)
-      else if (!x.star && y.star) stack.push(key + w)
-      else if (!x.star && !y.star && atomsMeet(x, y)) stack.push(key + w + 1)
-    }
-  }
-  return false
+  const aStar = a.some(isStar)
+  if (aStar && b.some(isStar)) return endsMeet(a, b)
+  return aStar ? againstFixed(a, b as CharAtom[]) : againstFixed(b, a as CharAtom[])
 }
 
-/** Can two segment sequences match one path? `**` absorbs zero or more segments of the other side. */
+/** Does some string of `fixed`'s characters match `glob`? States: how many atoms of `glob` are consumed. */
+function againstFixed(glob: Atom[], fixed: CharAtom[]): boolean {
+  const n = glob.length
+  let cur = new Uint8Array(n + 1)
+  let next = new Uint8Array(n + 1)
+  cur[0] = 1
+  // A `*` may match nothing: being before it is being after it too.
+  const close = (row: Uint8Array) => {
+    for (let i = 0; i < n; i++) if (row[i] && glob[i].star) row[i + 1] = 1
+  }
+  close(cur)
+  for (let k = 0; k < fixed.length; k++) {
+    const c = fixed[k]
+    // A row's steps at once, before its work: past the budget it stops as step() does.
+    if ((steps += n + 1) > budget) throw ((steps = budget + 1), OVER)
+    next.fill(0)
+    let any = false
+    for (let i = 0; i < n; i++) {
+      if (!cur[i]) continue
+      const g = glob[i]
+      if (g.star) (next[i] = 1), (any = true)
+      else if (atomsMeet(g, c)) (next[i + 1] = 1), (any = true)
+    }
+    if (!any) return false
+    close(next)
+    const t = cur
+    cur = next
+    next = t
+  }
+  return cur[n] === 1
+}
+
+const isStar = (x: Atom) => x.star
+
+/**
+ * Two segments that both hold a `*`: some string matches both exactly when their
+ * leading atoms before the first `*` meet position by position, and so do their
+ * trailing atoms after the last `*`. (Then take the longer head, the middle atoms of
+ * one, the middle atoms of the other and the longer tail: each side's stars absorb
+ * what the other side put there.) Linear, where the product automaton is quadratic.
+ */
+function endsMeet(a: Atom[], b: Atom[]): boolean {
+  // Each loop stops at the first `*` on either side, which both have.
+  for (let i = 0; !a[i].star && !b[i].star; i++) {
+    step()
+    if (!atomsMeet(a[i] as CharAtom, b[i] as CharAtom)) return false
+  }
+  for (let i = a.length - 1, j = b.length - 1; !a[i].star && !b[j].star; i--, j--) {
+    step()
+    if (!atomsMeet(a[i] as CharAtom, b[j] as CharAtom)) return false
+  }
+  return true
+}
+
+/** Steps of the running pair's decision (overlapCost); past its budget the decision stops and counts as an overlap. */
+let steps = 0
+let budget = Infinity
+const OVER = Symbol('over budget')
+function step(): void {
+  if (++steps > budget) throw OVER
+}
+
+/**
+ * Can two segment sequences match one path? `**` absorbs zero or more segments of the
+ * other side. Cell (i, j): the first i segments of `a` and j of `b` can match one run
+ * of path segments; filled row by row, one step per cell reached.
+ */
 function pathsMeet(a: Segment[], b: Segment[]): boolean {
   const w = b.length + 1
-  // 0 unknown, 1 no, 2 yes
-  const memo = new Uint8Array((a.length + 1) * w)
-  const go = (i: number, j: number): boolean => {
-    const key = i * w + j
-    if (memo[key]) return memo[key] === 2
-    let out: boolean
-    if (i === a.length && j === b.length) out = true
-    else if (a[i] === 'globstar') out = go(i + 1, j) || (j < b.length && go(i, j + 1))
-    else if (b[j] === 'globstar') out = go(i, j + 1) || (i < a.length && go(i + 1, j))
-    else if (i === a.length || j === b.length) out = false
-    else out = segmentsMeet(a[i] as Atom[], b[j] as Atom[]) && go(i + 1, j + 1)
-    memo[key] = out ? 2 : 1
-    return out
-  }
-  return go(0, 0)
+  const reach = new Uint8Array((a.length + 1) * w)
+  reach[0] = 1
+  for (let i = 0; i <= a.length; i++)
+    for (let j = 0; j <= b.length; j++) {
+      const key = i * w + j
+      if (!reach[key]) continue
+      step()
+      if (i === a.length && j === b.length) return true
+      const x = a[i]
+      const y = b[j]
+      if (x === 'globstar') {
+        reach[key + w] = 1
+        if (j < b.length) reach[key + 1] = 1
+      }
+      if (y === 'globstar') {
+        reach[key + 1] = 1
+        if (i < a.length) reach[key + w] = 1
+      }
+      if (x && y && x !== 'globstar' && y !== 'globstar' && segmentsMeet(x, y)) reach[key + w + 1] = 1
+    }
+  return false
 }
 
 /** Compiled patterns of recent calls: a grant checks against every held pattern of its project. */
@@ -307,7 +426,22 @@ const headOf = (alt: Segment[]) => {
 
 /** True when some file path could match both patterns (never false for a real overlap). */
 export function overlaps(a: string, b: string): boolean {
+  return overlapCost(a, b).overlaps
+}
+
+/** The decision with the steps it took (at most MAX_STEPS + 1: then it is an overlap by rule 5). */
+export function overlapCost(a: string, b: string): { overlaps: boolean; steps: number } {
   const ca = compiled(a)
   const cb = compiled(b)
-  return ca.some((x) => cb.some((y) => !headsClash(headOf(x), headOf(y)) && pathsMeet(x, y)))
+  steps = 0
+  budget = MAX_STEPS
+  try {
+    const out = ca.some((x) => cb.some((y) => (step(), !headsClash(headOf(x), headOf(y)) && pathsMeet(x, y))))
+    return { overlaps: out, steps }
+  } catch (e) {
+    if (e === OVER) return { overlaps: true, steps }
+    throw e
+  } finally {
+    budget = Infinity
+  }
 }

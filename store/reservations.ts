@@ -1,5 +1,5 @@
 // Path reservations: globs of a project held by one instance, exclusive or shared.
-import { int, stmt, type Dialect, type Runner } from './runner'
+import { int, stmt, type Dialect, type Runner, type Stmt } from './runner'
 import { pathPrefixes, prefixQuery } from '../lib/path-prefix'
 
 export interface Reservation {
@@ -74,6 +74,12 @@ function toHolding(r: HoldingRow): Holding {
 }
 
 const HOLDINGS = stmt<HoldingRow>('SELECT id, instance_id, paths, exclusive FROM reservations WHERE project = ? ORDER BY seq')
+const ONE = stmt<Row>(`SELECT ${COLUMNS} FROM reservations WHERE id = ?`)
+const INSERT = stmt(`INSERT INTO reservations (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+const RENEW = stmt<Row>(`UPDATE reservations SET expires_at = ? WHERE id = ? ${RETURNING}`)
+const REMOVE = stmt<Row>(`DELETE FROM reservations WHERE id = ? ${RETURNING}`)
+const REMOVE_INSTANCE = stmt<Row>(`DELETE FROM reservations WHERE instance_id = ? ${RETURNING}`)
+const REMOVE_EXPIRED = stmt<Row>(`DELETE FROM reservations WHERE expires_at IS NOT NULL AND expires_at <= ? ${RETURNING}`)
 
 /**
  * The reservation index (reservation_paths: one row per distinct prefix of a reservation's
@@ -87,41 +93,47 @@ function indexStatements(d: Dialect) {
     drop: stmt('DELETE FROM reservation_paths WHERE reservation_id = ?'),
     dropInstance: stmt('DELETE FROM reservation_paths WHERE reservation_id IN (SELECT id FROM reservations WHERE instance_id = ?)'),
     dropExpired: stmt('DELETE FROM reservation_paths WHERE reservation_id IN (SELECT id FROM reservations WHERE expires_at IS NOT NULL AND expires_at <= ?)'),
-    near: stmt<HoldingRow>(
-      `SELECT id, instance_id, paths, exclusive FROM reservations WHERE id IN (
-         SELECT reservation_id FROM reservation_paths WHERE project = ? AND prefix IN (SELECT x.value FROM ${d.elements('?')})
-         UNION ALL
-         SELECT p.reservation_id FROM ${d.elements('?')} JOIN reservation_paths p
-           ON p.project = ? AND p.prefix > x.value || '/' AND p.prefix < x.value || '0'
-       ) ORDER BY seq`,
-    ),
   }
 }
 
+/** Lists padded to a power of two (repeating the last element), so a few statement texts serve every check. */
+const padded = (xs: string[]) => {
+  let n = 1
+  while (n < xs.length) n *= 2
+  return xs.concat(Array(n - xs.length).fill(xs.at(-1)))
+}
+
+/**
+ * The reservations whose prefix is one of `exact` or lies below one of `below`: one
+ * index search per arm. Placeholders rather than a JSON table, so both planners see
+ * how few prefixes there are and search the primary key for each.
+ */
+function nearStatement(exact: number, below: number): Stmt<HoldingRow> {
+  const arms = [`SELECT reservation_id FROM reservation_paths WHERE project = ? AND prefix IN (${Array(exact).fill('?').join(', ')})`]
+  for (let i = 0; i < below; i++) arms.push('SELECT reservation_id FROM reservation_paths WHERE project = ? AND prefix > ? AND prefix < ?')
+  return stmt<HoldingRow>(`SELECT id, instance_id, paths, exclusive FROM reservations WHERE id IN (${arms.join(' UNION ALL ')}) ORDER BY seq`)
+}
+
 /** holdings and holdingsFor over one runner (the unit's or committed reads). */
-function holdingsReads(r: Runner, d: Dialect): HoldingsReads {
-  const near = indexStatements(d).near
+function holdingsReads(r: Runner): HoldingsReads {
   const holdings = async (project: string) => (await r.all(HOLDINGS, project)).map(toHolding)
   return {
     holdings,
     async holdingsFor(project, paths) {
       const q = prefixQuery(paths)
       if (!q) return holdings(project)
-      return (await r.all(near, project, JSON.stringify(q.exact), JSON.stringify(q.below), project)).map(toHolding)
+      const exact = padded(q.exact)
+      const below = q.below.length ? padded(q.below) : []
+      const args = [project, ...exact, ...below.flatMap((p) => [project, `${p}/`, `${p}0`])]
+      return (await r.all(nearStatement(exact.length, below.length), ...args)).map(toHolding)
     },
   }
 }
-const ONE = stmt<Row>(`SELECT ${COLUMNS} FROM reservations WHERE id = ?`)
-const INSERT = stmt(`INSERT INTO reservations (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-const RENEW = stmt<Row>(`UPDATE reservations SET expires_at = ? WHERE id = ? ${RETURNING}`)
-const REMOVE = stmt<Row>(`DELETE FROM reservations WHERE id = ? ${RETURNING}`)
-const REMOVE_INSTANCE = stmt<Row>(`DELETE FROM reservations WHERE instance_id = ? ${RETURNING}`)
-const REMOVE_EXPIRED = stmt<Row>(`DELETE FROM reservations WHERE expires_at IS NOT NULL AND expires_at <= ? ${RETURNING}`)
 
 export function reservationsWrites(w: Runner, d: Dialect): ReservationsWrites {
   const index = indexStatements(d)
   return {
-    ...holdingsReads(w, d),
+    ...holdingsReads(w),
     get: async (id) => maybe(await w.get(ONE, id)),
     async insert(r) {
       await w.run(INSERT, r.id, r.project, r.instance_id, JSON.stringify(r.paths), r.exclusive ? 1 : 0, r.fence, r.reason, r.created_at, r.expires_at)
@@ -144,9 +156,9 @@ export function reservationsWrites(w: Runner, d: Dialect): ReservationsWrites {
   }
 }
 
-export function reservationsStore(r: Runner, d: Dialect): ReservationsStore {
+export function reservationsStore(r: Runner): ReservationsStore {
   return {
-    ...holdingsReads(r, d),
+    ...holdingsReads(r),
     async list(filter) {
       const where: string[] = []
       const args: string[] = []

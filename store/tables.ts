@@ -70,7 +70,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       holders: holdersStore(r, d),
       queue: queueStore(r, d),
       locks: locksStore(r),
-      reservations: reservationsStore(r, d),
+      reservations: reservationsStore(r),
       messages: messagesStore(r, d),
       sessions: sessionsStore(r),
     },

@@ -3,7 +3,7 @@
 // path must match both patterns, so the table cannot claim an overlap that isn't.
 import { describe, expect, test } from 'bun:test'
 import picomatch from 'picomatch'
-import { expandBraces, overlaps, patternProblem, segmentsMeet } from '../lib/overlap'
+import { LIMITS, MAX_STEPS, expandBraces, overlapCost, overlaps, patternProblem, segmentsMeet } from '../lib/overlap'
 
 /** [a, b, witness path matching both (checked with picomatch)] */
 const OVERLAP: [string, string, string][] = [
@@ -95,5 +95,63 @@ describe('overlap rule', () => {
     expect(patternProblem('!src/**')).toContain('negated')
     expect(patternProblem('src/**')).toBeNull()
     expect(patternProblem('a..b/c')).toBeNull() // only a whole .. segment escapes the root
+  })
+})
+
+describe('bounded cost', () => {
+  test('each limit on a pattern\'s size and shape is a named refusal', () => {
+    expect(LIMITS).toEqual({ length: 1024, segments: 64, segmentLength: 255, wildcards: 16, globstars: 16, expansions: 256 })
+    expect(patternProblem('a'.repeat(1025))).toContain('at most 1024 characters')
+    expect(patternProblem('**/'.repeat(341) + 'x')).toContain('342 path segments; at most 64')
+    expect(patternProblem('*a'.repeat(512))).toContain('a segment of 1024 characters; at most 255')
+    expect(patternProblem('*a'.repeat(17))).toContain('17 wildcards (*, ?, [...]) in one segment; at most 16')
+    expect(patternProblem('x/' + '**/a/'.repeat(17))).toContain('more than 16 ** segments')
+    expect(patternProblem('{a,b}'.repeat(9))).toContain('more than 256 alternatives')
+    expect(patternProblem('[ab]'.repeat(9))).toContain('more than 256 alternatives') // each class read two ways
+    // At the limits, still fine.
+    expect(patternProblem('*a'.repeat(16))).toBeNull()
+    expect(patternProblem('a\\*'.repeat(20))).toBeNull() // escaped: literal, not wildcards
+    expect(patternProblem(Array.from({ length: 64 }, (_, i) => (i % 4 ? `s${i}` : '**')).join('/'))).toBeNull()
+    expect(patternProblem('{a,b}'.repeat(8))).toBeNull()
+  })
+
+  test('star-heavy segments meet in linear steps (the probe\'s pair: 3 steps, exact)', () => {
+    expect(overlapCost('*a'.repeat(512), '*b'.repeat(512))).toEqual({ overlaps: false, steps: 3 })
+    expect(overlapCost('x*' + 'a*'.repeat(200) + 'q', 'x*' + 'b*'.repeat(200) + 'q')).toEqual({ overlaps: true, steps: 5 })
+    expect(overlapCost('x*' + 'a*'.repeat(200) + 'q', 'x*' + 'b*'.repeat(200) + 'r').overlaps).toBe(false)
+  })
+
+  test('a pair takes at most MAX_STEPS steps; past them it counts as an overlap (never a missed one)', () => {
+    const deep = (end: string) => '**/*' + 'a'.repeat(250) + ('/**/*' + 'a'.repeat(250)).repeat(2) + '/' + end
+    const literal = ('a'.repeat(250) + '/').repeat(3) + 'b'
+    // Both within the limits; they share no path (the last segments differ), but deciding that exceeds the budget.
+    expect(patternProblem(deep('c'))).toBeNull()
+    expect(patternProblem(literal)).toBeNull()
+    expect(overlapCost(deep('c'), literal)).toEqual({ overlaps: true, steps: MAX_STEPS + 1 })
+    // Within the budget the answer is exact.
+    const small = overlapCost('**/*' + 'a'.repeat(100) + '/c', 'a'.repeat(100) + '/' + 'a'.repeat(101) + '/b')
+    expect(small.overlaps).toBe(false)
+    expect(small.steps).toBeLessThan(MAX_STEPS)
+  })
+
+  test('segment intersection agrees with picomatch on every small pattern pair', () => {
+    // Segments over {a, b, *, ?} up to 3 long: a witness needs at most 6 characters.
+    const atoms = ['a', 'b', '*', '?']
+    const segs: string[] = ['']
+    for (let n = 1; n <= 3; n++) for (const s of segs.filter((x) => x.length === n - 1)) for (const c of atoms) segs.push(s + c)
+    const pats = segs.filter((x) => x && x !== '**' && !x.includes('**'))
+    const words: string[] = ['']
+    for (let n = 1; n <= 6; n++) for (const w of words.filter((x) => x.length === n - 1)) words.push(w + 'a', w + 'b')
+    const matchers = new Map(pats.map((p) => [p, picomatch(p, { dot: true })]))
+    let both = 0
+    for (const a of pats)
+      for (const b of pats) {
+        const ma = matchers.get(a)!
+        const mb = matchers.get(b)!
+        const witness = words.some((w) => w && ma(w) && mb(w))
+        if (overlaps(a, b) !== witness) throw new Error(`${a} vs ${b}: overlaps says ${!witness}, picomatch ${witness}`)
+        if (witness) both++
+      }
+    expect(both).toBeGreaterThan(1000)
   })
 })

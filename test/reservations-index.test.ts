@@ -66,13 +66,13 @@ describe('prefixes', () => {
     const r = rng(7)
     const nested = (p: string, q: string) => p === '' || q === '' || p === q || p.startsWith(`${q}/`) || q.startsWith(`${p}/`)
     let overlapping = 0
-    for (let i = 0; i < 20000; i++) {
+    for (let i = 0; i < 10000; i++) {
       const [a, b] = [pattern(r), pattern(r)]
       if (!overlaps(a, b)) continue
       overlapping++
       if (!nested(pathPrefix(a), pathPrefix(b))) throw new Error(`${a} and ${b} overlap but their prefixes do not nest`)
     }
-    expect(overlapping).toBeGreaterThan(200)
+    expect(overlapping).toBeGreaterThan(100)
   })
 })
 

@@ -177,6 +177,26 @@ describe('POST /api/reservations/check', () => {
   })
 })
 
+describe('pattern limits', () => {
+  test('the probe\'s star-heavy patterns are 400 naming the limit, in a reservation and a check; nothing reserved', async () => {
+    const a = await register(s, 'limits')
+    const p = project()
+    const refused = async (r: Promise<{ status: number; body: any }>, limit: string) => {
+      const res = await r
+      expect(res.status).toBe(400)
+      expect(res.body.error).toContain(limit)
+    }
+    await refused(reserve(a, { project: p, paths: Array.from({ length: 100 }, () => '*a'.repeat(512)) }), 'a segment of 1024 characters; at most 255')
+    await refused(check(null, { project: p, paths: Array.from({ length: 100 }, () => '*b'.repeat(512)) }), 'at most 255')
+    await refused(check(null, { project: p, paths: ['**/'.repeat(341) + 'x'] }), '342 path segments; at most 64')
+    await refused(reserve(a, { project: p, paths: ['src/' + '*x'.repeat(17)] }), '17 wildcards')
+    await refused(reserve(a, { project: p, paths: ['ok/a.ts', '{a,b}'.repeat(9)] }), 'more than 256 alternatives')
+    expect((await call(s.api, 'GET', `/api/reservations?project=${p}`)).body).toEqual([])
+    // At the limits, granted.
+    expect((await reserve(a, { project: p, paths: ['src/' + '*x'.repeat(16), '{a,b}'.repeat(8)] })).status).toBe(201)
+  })
+})
+
 describe('races', () => {
   test('12 concurrent callers reserving overlapping paths: exactly one wins', async () => {
     const agents = await Promise.all(Array.from({ length: 12 }, (_, i) => register(s, `rr-${i}`)))
