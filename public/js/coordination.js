@@ -147,9 +147,22 @@ const markedReservation = () => new URLSearchParams(location.hash.slice(1)).get(
 let scrolled = false
 
 startShell()
-const blocked = blockedPanel()
-const panels = [agentsPanel(), blocked, locksPanel(), reservationsPanel()]
-const refresh = () => panels.forEach((p) => p.now())
+const [agents, blocked, locks, reservations] = [agentsPanel(), blockedPanel(), locksPanel(), reservationsPanel()]
+const refresh = () => [agents, blocked, locks, reservations].forEach((p) => p.now())
+
+const due = new Set()
+let soon = null
+/** The events of one unit arrive together (a holder gone stale releases many grants): each panel they concern reads once, after them. */
+function refreshSoon(...panels) {
+  for (const p of panels) due.add(p)
+  clearTimeout(soon)
+  soon = setTimeout(() => {
+    const now = [...due]
+    due.clear()
+    for (const p of now) p.now()
+  }, 40)
+}
+
 onTokenChange(refresh)
 follow({
   pattern: '*',
@@ -157,8 +170,9 @@ follow({
   fallback: 'the panels still refresh every 10 s',
   onOpen: refresh, // whatever happened while the socket was down
   onEvent: (e) => {
-    if (e.topic === 'edit.blocked') blocked.event(e)
-    else if (REFRESH_ON.test(e.topic)) refresh()
+    if (e.topic === 'edit.blocked') return blocked.event(e)
+    if (e.topic.startsWith('instance.')) refreshSoon(agents)
+    if (REFRESH_ON.test(e.topic)) refreshSoon(locks, reservations)
   },
 })
-window.addEventListener('hashchange', () => ((scrolled = false), panels.at(-1).now()))
+window.addEventListener('hashchange', () => ((scrolled = false), reservations.now()))
