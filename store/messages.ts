@@ -121,7 +121,6 @@ type InboxRow = Row & { delivered_at: string | null; acked_at: string | null }
 
 const COLUMNS =
   'm.id AS id, m.from_name, m.from_instance_id, m.recipients, m.subject, m.body, m.thread, m.reply_to, m.importance, m.ack_required, m.ack_within_ms, m.created_at'
-const WITH_RECEIPT = `${COLUMNS}, r.delivered_at, r.acked_at`
 
 const toMessage = (r: Row): Message => ({
   id: int(r.id),
@@ -144,23 +143,33 @@ const toInbox = (r: InboxRow): InboxMessage => ({ ...toMessage(r), delivered_at:
  * A name's messages: its named receipts (primary key order) and the broadcasts of
  * others (partial index), each side limited before they are merged, so a page reads
  * about `limit` rows of each whatever is stored. Broadcast receipts are left out of
- * the named side: the broadcast side shows them.
- * Parameters: name, [session], after, limit, name, after, name, [session], limit, limit.
+ * the named side: the broadcast side shows them, looking each one up by primary key.
+ * The named side says `after` twice: SQLite ranges its primary key on the plain
+ * comparison, and the row comparison keeps PostgreSQL's generic plans on the primary key
+ * too (without it they may range over message_receipts_message and filter by name).
  */
-function inboxSql(extra: string): string {
-  return `SELECT * FROM (SELECT ${WITH_RECEIPT} FROM message_receipts r JOIN messages m ON m.id = r.message_id
-      WHERE r.name = ? AND m.broadcast = 0 ${extra} AND r.message_id > ? ORDER BY r.message_id LIMIT ?) AS named
+function inboxQuery(named: string, wide: string) {
+  const text = `SELECT * FROM (SELECT ${COLUMNS}, r.delivered_at, r.acked_at FROM message_receipts r JOIN messages m ON m.id = r.message_id
+      WHERE r.name = :name AND r.message_id > :after AND (r.name, r.message_id) > (:name, :after) AND m.broadcast = 0 ${named} ORDER BY r.message_id LIMIT :limit) AS named
     UNION ALL
-    SELECT * FROM (SELECT ${WITH_RECEIPT} FROM messages m LEFT JOIN message_receipts r ON r.name = ? AND r.message_id = m.id
-      WHERE m.broadcast = 1 AND m.id > ? AND m.from_name <> ? ${extra} ORDER BY m.id LIMIT ?) AS wide
-    ORDER BY id LIMIT ?`
+    SELECT * FROM (SELECT ${COLUMNS}, ${receipt('delivered_at')} AS delivered_at, ${receipt('acked_at')} AS acked_at FROM messages m
+      WHERE m.broadcast = 1 AND m.id > :after AND m.from_name <> :name ${wide} ORDER BY m.id LIMIT :limit) AS wide
+    ORDER BY id LIMIT :limit`
+  const keys: (keyof InboxArgs)[] = []
+  const s = stmt<InboxRow>(text.replace(/:(name|after|limit|session)\b/g, (_, key) => (keys.push(key), '?')))
+  return { s, args: (a: InboxArgs) => keys.map((k) => a[k] ?? null) }
 }
-const NOT_ACKED = 'AND r.acked_at IS NULL'
-const INBOX = stmt<InboxRow>(inboxSql(''))
-const INBOX_UNACKED = stmt<InboxRow>(inboxSql(NOT_ACKED))
-const UNSHOWN = stmt<InboxRow>(
-  inboxSql(`${NOT_ACKED} AND NOT EXISTS (SELECT 1 FROM session_shown s WHERE s.session_id = ? AND s.message_id = m.id)`),
-)
+type InboxArgs = { name: string; after: number; limit: number; session?: string }
+/**
+ * The name's receipt column of broadcast `m`: a scalar subquery, looked up by primary key
+ * per row (as NOT EXISTS, PostgreSQL would turn it into an anti-join over all the name's receipts).
+ */
+const receipt = (column: string) => `(SELECT x.${column} FROM message_receipts x WHERE x.name = :name AND x.message_id = m.id)`
+const WIDE_NOT_ACKED = `AND ${receipt('acked_at')} IS NULL`
+const NOT_SHOWN = 'AND NOT EXISTS (SELECT 1 FROM session_shown s WHERE s.session_id = :session AND s.message_id = m.id)'
+const INBOX = inboxQuery('', '')
+const INBOX_UNACKED = inboxQuery('AND r.acked_at IS NULL', WIDE_NOT_ACKED)
+const UNSHOWN = inboxQuery(`AND r.acked_at IS NULL ${NOT_SHOWN}`, `${WIDE_NOT_ACKED} ${NOT_SHOWN}`)
 
 const ONE = stmt<Row>(`SELECT ${COLUMNS} FROM messages m WHERE m.id = ?`)
 const THREAD = stmt<Row>(`SELECT ${COLUMNS} FROM messages m WHERE m.thread = ? ORDER BY m.id`)
@@ -182,11 +191,6 @@ const DUE = stmt<{ name: string; message_id: number | string; from_name: string 
    WHERE r.due_at IS NOT NULL AND r.due_at <= ? ORDER BY r.due_at, r.message_id, r.name`,
 )
 const CLEAR_DUE = stmt('UPDATE message_receipts SET due_at = NULL WHERE due_at IS NOT NULL AND due_at <= ?')
-
-const inboxArgs = (name: string, after: number, limit: number, session?: string) =>
-  session === undefined
-    ? [name, after, limit, name, after, name, limit, limit]
-    : [name, session, after, limit, name, after, name, session, limit, limit]
 
 export function messagesWrites(w: Runner, d: Dialect): MessagesWrites {
   const ids = `(SELECT CAST(x.value AS BIGINT) FROM ${d.elements('?')})`
@@ -235,7 +239,7 @@ export function messagesWrites(w: Runner, d: Dialect): MessagesWrites {
       if (!row?.acked_at) throw new Error(`no receipt of message ${message.id} for ${name}`)
       return { acked_at: row.acked_at, first: changed > 0 }
     },
-    unshown: async (name, sessionId, limit) => (await w.all(UNSHOWN, ...inboxArgs(name, 0, limit, sessionId))).map(toInbox),
+    unshown: async (name, session, limit) => (await w.all(UNSHOWN.s, ...UNSHOWN.args({ name, after: 0, limit, session }))).map(toInbox),
     async markShown(name, sessionId, list) {
       if (!list.length) return
       await w.run(shown, sessionId, JSON.stringify(list))
@@ -251,7 +255,10 @@ export function messagesWrites(w: Runner, d: Dialect): MessagesWrites {
 
 export function messagesStore(r: Runner, d: Dialect): MessagesStore {
   return {
-    inbox: async (name, q) => (await r.all(q.unacked ? INBOX_UNACKED : INBOX, ...inboxArgs(name, q.after, q.limit))).map(toInbox),
+    async inbox(name, { after, limit, unacked }) {
+      const q = unacked ? INBOX_UNACKED : INBOX
+      return (await r.all(q.s, ...q.args({ name, after, limit }))).map(toInbox)
+    },
     get: async (id) => maybe(await r.get(ONE, id)),
     receipts: (id) => r.all(RECEIPTS, id),
     thread: async (thread) => (await r.all(THREAD, thread)).map(toMessage),
