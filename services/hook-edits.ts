@@ -3,8 +3,9 @@
 // event's unit (one unit per decision, nothing read apart). A file another instance
 // holds exclusively denies the call; in edit-reserve mode each free file is reserved
 // for the session (or its own `edit` reservation renewed) before the answer.
+import { nowMs } from '../lib/time'
 import type { Tx } from '../store'
-import type { Holding } from '../store/reservations'
+import type { Holding, HoldingsReads, Reservation } from '../store/reservations'
 import type { HolderView } from '../store/holders'
 import { expiresAt, holderScope } from './holders'
 import { recordAudit } from './audit'
@@ -25,56 +26,69 @@ export type EditConflict = HolderView & {
 export type EditDecision = { denied: false } | { denied: true; paths: string[]; conflicts: EditConflict[]; reason: string }
 
 export const EDIT_REASON = 'edit'
+/** An `edit` reservation is renewed when that moves its expiry by more than this: a burst of edits of one file writes once. */
+export const RENEW_SLACK_MS = 1000
 
-/** Decides an edit of `files` (root-relative) by the session inside `tx`; emits edit.blocked and audits hook.deny on a denial. */
-export async function decideEdit(tx: Tx, session: Session, files: string[], reserveMs: number | undefined): Promise<EditDecision> {
-  const { project, session_id } = session.row
-  const self = session.instance.id
-  const patterns = files.map(literalPattern)
-  // Everyone's overlapping reservations, the session's own included (edit-reserve mode renews those).
-  const found = await overlapsIn(tx.reservations, project, patterns, true, null)
-  const blocking = found.filter((o) => o.holding.instance_id !== self && o.holding.exclusive)
-  if (blocking.length) {
-    const conflicts = await conflictsIn(tx, blocking, files, patterns)
-    const paths = [...new Set(conflicts.map((c) => c.path))]
-    if (conflicts.length) {
-      await tx.emit('edit.blocked', { session_id, instance_id: self, paths, conflicts }, 'hooks')
-      await recordAudit(tx, holderScope(session.instance, 'hook.deny', `sessions/${session_id}`), conflicts.map(describe).join('; ').slice(0, 1000))
-      return { denied: true, paths, conflicts, reason: denyReason(session.instance.name, conflicts) }
-    }
-  }
-  if (reserveMs !== undefined) await reserveEdits(tx, session, patterns, found, reserveMs)
-  return { denied: false }
+/** What an edit decision reads: a unit's reservations, or committed ones. */
+type EditReads = HoldingsReads & { get(id: string): Promise<Reservation | null> }
+
+/** What an edit of some files calls for: the overlaps that deny it, else the grants and renewals of edit-reserve mode. */
+export interface EditPlan {
+  blocking: Overlap[]
+  /** Literal patterns to reserve for the session. */
+  grants: string[]
+  /** Ids of the session's own `edit` reservations to renew. */
+  renewals: string[]
 }
 
+/** Whether carrying out `plan` writes anything (else the answer is `{}` and nothing changes). */
+export const writes = (p: EditPlan) => p.blocking.length > 0 || p.grants.length > 0 || p.renewals.length > 0
+
 /**
- * Edit-reserve mode: each file nothing overlaps gets an exclusive reservation of exactly
- * that file; one the session's own `edit` reservation covers has it renewed instead; one
- * another own reservation covers (a task's, one by hand), or another instance's shared
- * one overlaps, is left as it is.
+ * Plans an edit of `patterns` (literal, root-relative) by instance `self`: a file another
+ * instance holds exclusively denies it; in edit-reserve mode each file nothing overlaps
+ * is to be reserved, one the session's own `edit` reservation covers has that renewed,
+ * and one another own reservation covers (a task's, one by hand), or another instance's
+ * shared one overlaps, is left as it is.
  */
-async function reserveEdits(tx: Tx, session: Session, patterns: string[], found: Overlap[], ttl: number): Promise<void> {
-  const self = session.instance.id
+export async function planEdit(reads: EditReads, project: string, self: string, patterns: string[], reserveMs: number | undefined): Promise<EditPlan> {
+  // Everyone's overlapping reservations, the session's own included (edit-reserve mode renews those).
+  const found = await overlapsIn(reads, project, patterns, true, null)
+  const plan: EditPlan = { blocking: found.filter((o) => o.holding.instance_id !== self && o.holding.exclusive), grants: [], renewals: [] }
+  if (plan.blocking.length || reserveMs === undefined) return plan
   const byPath = new Map<string, Holding[]>()
   for (const o of found) (byPath.get(o.path) ?? byPath.set(o.path, []).get(o.path)!).push(o.holding)
-  const renewed = new Set<string>()
+  const due = nowMs() + reserveMs - RENEW_SLACK_MS
   for (const pattern of patterns) {
     const holdings = byPath.get(pattern) ?? []
+    if (holdings.length === 0) plan.grants.push(pattern)
     if (holdings.some((h) => h.instance_id !== self)) continue
-    if (holdings.length === 0) {
-      await grantIn(tx, session.instance, { project: session.row.project, paths: [pattern], exclusive: true, ttl, reason: EDIT_REASON })
-      continue
-    }
     for (const h of holdings) {
-      if (renewed.has(h.id)) break
-      const r = await tx.reservations.get(h.id)
-      if (r?.reason === EDIT_REASON) {
-        await tx.reservations.renew(h.id, expiresAt(ttl))
-        renewed.add(h.id)
-        break
-      }
+      const r = await reads.get(h.id)
+      if (r?.reason !== EDIT_REASON) continue
+      if (r.expires_at !== null && Date.parse(r.expires_at) < due && !plan.renewals.includes(r.id)) plan.renewals.push(r.id)
+      break
     }
   }
+  return plan
+}
+
+/** Decides an edit of `files` (root-relative) by the session inside `tx`: a denial emits edit.blocked and audits hook.deny. */
+export async function decideEdit(tx: Tx, session: Session, files: string[], reserveMs: number | undefined): Promise<EditDecision> {
+  const { project, session_id } = session.row
+  const patterns = files.map(literalPattern)
+  const plan = await planEdit(tx.reservations, project, session.instance.id, patterns, reserveMs)
+  if (plan.blocking.length) {
+    const conflicts = await conflictsIn(tx, plan.blocking, files, patterns)
+    const paths = [...new Set(conflicts.map((c) => c.path))]
+    await tx.emit('edit.blocked', { session_id, instance_id: session.instance.id, paths, conflicts }, 'hooks')
+    await recordAudit(tx, holderScope(session.instance, 'hook.deny', `sessions/${session_id}`), conflicts.map(describe).join('; ').slice(0, 1000))
+    return { denied: true, paths, conflicts, reason: denyReason(session.instance.name, conflicts) }
+  }
+  for (const pattern of plan.grants)
+    await grantIn(tx, session.instance, { project, paths: [pattern], exclusive: true, ttl: reserveMs, reason: EDIT_REASON })
+  for (const id of plan.renewals) await tx.reservations.renew(id, expiresAt(reserveMs))
+  return { denied: false }
 }
 
 /** The conflicts with each reservation and holder as this unit sees them. */

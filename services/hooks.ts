@@ -1,12 +1,14 @@
 // POST /api/hooks/{agent}: one hook event of a Claude Code or Codex session, answered
-// in the JSON the agent acts on. Each event runs in ONE unit: the session opened (or
-// registered) with its heartbeat, and the event's own work (edit decision, messages
-// shown, deregistration). The answer never says `allow`: that would skip the user's own
+// in the JSON the agent acts on. An event that changes something runs in ONE unit: the
+// session opened (or registered) with its heartbeat, and the event's own work (edit
+// decision, messages shown, deregistration). A PreToolUse that changes nothing — most
+// of them — is answered from committed reads without a unit, so decisions run side by
+// side instead of queueing for the single writer. The answer never says `allow`: that would skip the user's own
 // permission rules; `{}` means "no opinion".
 import type { Ctx } from './context'
 import type { HookAgent } from '../store/sessions'
-import { editedFiles, writesFiles } from './hook-paths'
-import { decideEdit } from './hook-edits'
+import { editedFiles, literalPattern, writesFiles } from './hook-paths'
+import { decideEdit, planEdit, writes } from './hook-edits'
 import { finishBriefing, newMessages, startBriefing } from './hook-briefing'
 import { endSession, openSession, type HookEvent, type HookHeaders } from './hook-session'
 
@@ -18,8 +20,31 @@ export type HookAnswer = Record<string, unknown>
 
 const context = (hookEventName: string, additionalContext: string) => ({ hookSpecificOutput: { hookEventName, additionalContext } })
 
+/**
+ * A PreToolUse that changes nothing (another tool, a file nothing of another instance
+ * holds exclusively, an edit-reserve file whose reservation is fresh), decided on
+ * committed reads with no unit at all: `{}`, its heartbeat the throttled one every call
+ * with an instance token counts as. Null when the event needs its unit (a new or ended
+ * session, a denial to record, a reservation to grant or renew).
+ */
+async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): Promise<HookAnswer | null> {
+  if (event.hook_event_name !== 'PreToolUse') return null
+  const row = await ctx.store.sessions.get(event.session_id)
+  const instance = row && row.ended_at === null ? await ctx.store.instances.get(row.instance_id) : null
+  if (!row || !instance) return null
+  const tool = typeof event.tool_name === 'string' ? event.tool_name : ''
+  if (writesFiles(tool)) {
+    const files = editedFiles(tool, event.tool_input, row.root, typeof event.cwd === 'string' ? event.cwd : row.root)
+    if (files.length && writes(await planEdit(ctx.store.reservations, row.project, instance.id, files.map(literalPattern), headers.reserveMs))) return null
+  }
+  ctx.heartbeats.seen(ctx, instance.id)
+  return {}
+}
+
 export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<HookAnswer> {
   const name = event.hook_event_name
+  const quick = await withoutWrites(ctx, event, headers)
+  if (quick) return quick
   if (name === 'SessionStart') {
     const { session, budget } = await ctx.store.write(async (tx) => {
       const session = await openSession(tx, agent, event, headers)

@@ -3,7 +3,7 @@
 // edit-reserve mode), new messages reach the model once per session, SessionEnd
 // deregisters. Never an `allow`.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, register, startServer, type Agent, type TestServer } from './helpers'
+import { call, eventually, register, startServer, type Agent, type TestServer } from './helpers'
 import claude from './fixtures/hooks/claude-code.json'
 import codex from './fixtures/hooks/codex.json'
 
@@ -98,6 +98,11 @@ describe('sessions', () => {
     const c = session('codex')
     const first = contextOf(await c.send('SessionStart'))
     const row = await sessionRow(c.id)
+    const registered = (await call(s.api, 'GET', `/api/instances/${row.instance_id}`)).body.last_seen
+    // an event answered without a unit counts as a sign of life too (the throttled heartbeat of any token call)
+    await Bun.sleep(5)
+    expect(await c.send('PreToolUse.Bash')).toEqual({})
+    await eventually(async () => (await call(s.api, 'GET', `/api/instances/${row.instance_id}`)).body.last_seen > registered)
     const token = /token[^:]*: ([0-9a-f]{64})/.exec(first)![1]
     const held = await reserve({ h: { 'x-instance-token': token } }, c.project, ['lib/**'])
     const q = `hookq${n}`
@@ -218,7 +223,10 @@ describe('PreToolUse', () => {
     expect(check.status).toBe(200)
     const literal = await call(s.api, 'POST', '/api/reservations/check', { project: c.project, paths: ['app/\\[id\\]/page.tsx'] }, other.h)
     expect(literal.status).toBe(409)
-    await Bun.sleep(5)
+    // Within a second the expiry would not move: nothing is written; later the same reservation is renewed.
+    await c.send('PreToolUse.Edit', { tool_input: { file_path: odd, old_string: 'a', new_string: 'b' } })
+    expect(await reservationsOf(row.instance_id)).toEqual([r])
+    await Bun.sleep(1100)
     await c.send('PreToolUse.Edit', { tool_input: { file_path: odd, old_string: 'a', new_string: 'b' } })
     const renewed = await reservationsOf(row.instance_id)
     expect(renewed.map((x) => x.id)).toEqual([r.id])
