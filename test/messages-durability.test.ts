@@ -1,6 +1,7 @@
 // Messages are durable: a server killed -9 while sends and acks are in flight loses
 // none that it answered (201 send, 200 ack), with its message.sent / message.acked
-// event; answers it never gave may or may not have committed.
+// event; answers it never gave may or may not have committed. And pruning events
+// (--event-retention) never takes messages with them.
 import { afterAll, expect, test } from 'bun:test'
 import { call, register, startServer, tempDir, type Agent } from './helpers'
 import { rmSync } from 'node:fs'
@@ -60,5 +61,28 @@ test('kill -9 during concurrent sends and acks: every answered send and ack is t
     expect(sent.size).toBeGreaterThanOrEqual(150)
   } finally {
     await b.stop()
+  }
+})
+
+test('pruning events leaves messages and their receipts alone', async () => {
+  const s = await startServer({ args: ['--prune-interval', '100ms', '--event-retention', '3'] })
+  try {
+    const me = await register(s, 'pruned')
+    const sent: number[] = []
+    for (let i = 0; i < 10; i++) sent.push((await call(s.api, 'POST', '/api/messages', { to: [me.name], subject: `keep ${i}` })).body.id)
+    expect((await call(s.api, 'POST', `/api/messages/${sent[0]}/ack`, undefined, me.h)).status).toBe(200)
+    for (let i = 0; i < 10; i++) await call(s.api, 'POST', '/api/events/publish', { topic: 'filler', data: { i } })
+    // The events of the sends are pruned away...
+    const gone = async () => !(await call(s.api, 'GET', '/api/events/history?after_id=0&last=100&topic=message.*')).body.length
+    const deadline = Date.now() + 5000
+    while (!(await gone()) && Date.now() < deadline) await Bun.sleep(50)
+    expect(await gone()).toBe(true)
+    // ...the messages are not.
+    const page = (await call(s.api, 'GET', '/api/inbox', undefined, me.h)).body
+    expect(page.messages.map((m: any) => m.id)).toEqual(sent)
+    expect(page.messages[0].acked_at).toEqual(expect.any(String))
+    expect((await call(s.api, 'GET', `/api/messages?to=${me.name}`)).body).toHaveLength(10)
+  } finally {
+    await s.cleanup()
   }
 })
