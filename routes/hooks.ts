@@ -22,7 +22,16 @@ const SessionSchema = t.Object({
 const MAX_ID = 1000
 
 /** The event as the agent sent it: a JSON object with a session_id and a hook_event_name (else 400). */
-function hookEvent(body: unknown): HookEvent {
+function hookEvent(raw: unknown): HookEvent {
+  // JSON sent without a JSON content type arrives as text: it is still the event.
+  let body = raw
+  if (typeof raw === 'string') {
+    try {
+      body = JSON.parse(raw)
+    } catch {
+      throw invalid('the hook event must be a JSON object')
+    }
+  }
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw invalid('the hook event must be a JSON object')
   const e = body as Record<string, unknown>
   for (const field of ['session_id', 'hook_event_name'] as const) {

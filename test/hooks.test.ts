@@ -56,6 +56,9 @@ describe('endpoint', () => {
     expect(bad.status).toBe(400)
     expect(bad.body.error).toContain('X-Muster-Reserve')
     expect((await call(s.api, 'GET', '/api/sessions')).body.length).toBe(before)
+    // the event as JSON without a JSON content type is still the event
+    const plain = await call(s.api, 'POST', '/api/hooks/claude-code', JSON.stringify({ ...claude.Notification, session_id: crypto.randomUUID() }), { 'content-type': 'text/plain' })
+    expect([plain.status, plain.body]).toEqual([200, {}])
   })
 
   test('an event this contract does not handle: {} and the session is registered', async () => {
