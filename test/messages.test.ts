@@ -306,20 +306,46 @@ describe('overdue', () => {
 })
 
 describe.skipIf(!onPostgres)('replicas', () => {
-  test('a held inbox read on replica B is answered by a send through replica A', async () => {
+  let a: TestServer
+  let b: TestServer
+  beforeAll(async () => {
     const url = await databaseFor(tempDir('muster-inbox-replicas-'))
-    const [a, b] = await Promise.all([startServer({ args: ['--database', url] }), startServer({ args: ['--database', url] })])
-    try {
-      const me = await register(b, unique('replica'))
-      const held = inbox(me, '?wait=10s', b)
-      await Bun.sleep(300)
-      const started = performance.now()
-      const sent = (await send(null, { to: [me.name], subject: 'across' }, a)).body.id
-      const r = await held
-      expect(ids(r)).toEqual([sent])
-      expect(performance.now() - started).toBeLessThan(2000)
-    } finally {
-      await Promise.all([a.cleanup(), b.cleanup()])
-    }
+    a = await startServer({ args: ['--database', url, '--log-level', 'info'] })
+    // A leads (it runs the overdue job) until it is killed.
+    await eventually(() => a.stdout().includes('now runs the jobs'), 10_000)
+    b = await startServer({ args: ['--database', url, '--log-level', 'info'] })
+  })
+  afterAll(async () => {
+    await a?.cleanup()
+    await b?.cleanup()
+  })
+  const overdue = async (server: TestServer, id: number) =>
+    ((await call(server.api, 'GET', '/api/events/history?topic=message.overdue&after_id=0&last=1000')).body as any[]).filter((e) => e.data.id === id)
+
+  test('a held inbox read on replica B is answered by a send through replica A', async () => {
+    const me = await register(b, unique('replica'))
+    const held = inbox(me, '?wait=10s', b)
+    await Bun.sleep(300)
+    const started = performance.now()
+    const sent = (await send(null, { to: [me.name], subject: 'across' }, a)).body.id
+    const r = await held
+    expect(ids(r)).toEqual([sent])
+    expect(performance.now() - started).toBeLessThan(2000)
+  })
+
+  test('a deadline sent through B is raised once, on time, by the leader A', async () => {
+    const m = (await send(null, { to: ['far'], subject: 'via b', ack_required: true, ack_within_ms: 1000 }, b)).body
+    const raised = (await eventually(async () => ((await overdue(b, m.id)).length ? overdue(b, m.id) : false), 4000, 20)) as any[]
+    expect(Date.parse(raised[0].created_at) - (Date.parse(m.created_at) + 1000)).toBeLessThan(1000)
+    await Bun.sleep(1000)
+    expect(await overdue(b, m.id)).toHaveLength(1)
+  })
+
+  test('when the leader is killed, the next one raises what comes due', async () => {
+    const m = (await send(null, { to: ['later'], subject: 'after the kill', ack_required: true, ack_within_ms: 4000 }, a)).body
+    await a.kill()
+    const raised = (await eventually(async () => ((await overdue(b, m.id)).length ? overdue(b, m.id) : false), 9000, 50)) as any[]
+    expect(raised).toHaveLength(1)
+    expect(Date.parse(raised[0].created_at) - (Date.parse(m.created_at) + 4000)).toBeLessThan(1000)
   })
 })
