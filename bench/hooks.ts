@@ -118,20 +118,28 @@ const headersOf = (reserve: boolean): Record<string, string> => ({ 'x-muster-pro
 const event = (id: string, name: string, file = '') => ({ session_id: id, hook_event_name: name, cwd: ROOT, tool_name: 'Write', tool_input: { file_path: `${ROOT}/${file}`, content: 'x' } })
 const hook = (body: unknown, reserve = false) => ok(fetch(`${m.url}/api/hooks/claude-code`, json('POST', body, headersOf(reserve))))
 for (const mix of MIXES) for (let k = 0; k < SESSIONS; k++) await hook(event(sessionId(mix, k), 'SessionStart'))
-for (let k = 0; k < SESSIONS; k++) await hook(event(`bench-paced-${k}`, 'SessionStart'))
 const denied = await hook(event(sessionId('denied', 0), 'PreToolUse', 'src/mod0/file0.ts'))
 if (denied.hookSpecificOutput?.permissionDecision !== 'deny') throw new Error(`expected a denial: ${JSON.stringify(denied)}`)
 if (JSON.stringify(await hook(event(sessionId('free', 0), 'PreToolUse', 'lib/free.ts'))) !== '{}') throw new Error('expected {} for a free file')
 
-// The mixed load, paced: file choice as in the Lua above.
-const mixedFile = (k: number, n: number) => {
-  const j = Math.floor(n / 2) % 20
-  if (k < RESERVING) return `work/paced/s${k}/f${j % 10}.ts`
-  return n % 2 === 0 ? `src/mod${k}/file${j}.ts` : `lib/s${k}/f${j}.ts`
+// Each mix paced: file choice as in the Lua above, sessions of their own.
+const fileOf: Record<Mix, (k: number, j: number, n: number) => string> = {
+  free: (k, j) => `lib/s${k}/f${j}.ts`,
+  denied: (k, j) => `src/mod${k}/file${j}.ts`,
+  reserve: (k, j) => `work/paced-reserve/s${k}/f${j % 10}.ts`,
+  mixed: (k, j, n) => (k < RESERVING ? `work/paced-mixed/s${k}/f${j % 10}.ts` : n % 2 === 0 ? `src/mod${k}/file${j}.ts` : `lib/s${k}/f${j}.ts`),
 }
-const decisionsPaced = await paced(`${m.url}/api/hooks/claude-code`, (k, n) =>
-  json('POST', event(`bench-paced-${k}`, 'PreToolUse', mixedFile(k, n)), headersOf(k < RESERVING)),
-)
+const reserving = (mix: Mix, k: number) => mix === 'reserve' || (mix === 'mixed' && k < RESERVING)
+const pacedRuns: [Mix, Awaited<ReturnType<typeof paced>>][] = []
+for (const mix of MIXES) {
+  for (let k = 0; k < SESSIONS; k++) await hook(event(`bench-paced-${mix}-${k}`, 'SessionStart'))
+  pacedRuns.push([
+    mix,
+    await paced(`${m.url}/api/hooks/claude-code`, (k, n) =>
+      json('POST', event(`bench-paced-${mix}-${k}`, 'PreToolUse', fileOf[mix](k, Math.floor(n / 2) % 20, n)), headersOf(reserving(mix, k))),
+    ),
+  ])
+}
 const runs: [Mix, LoadResult][] = []
 for (const mix of MIXES) runs.push([mix, await wrk(`${m.url}/api/hooks/claude-code`, lua(mix), { seconds: SECONDS, warmup: 1 })])
 
@@ -140,7 +148,7 @@ const sessions: any[] = await ok(fetch(`${m.url}/api/sessions`))
 const edits = (await ok(fetch(`${m.url}/api/reservations?project=big`))).filter((r: any) => r.reason === 'edit')
 const reservers = new Set(
   sessions
-    .filter((s) => s.session_id.startsWith('bench-reserve-') || (/^bench-(mixed|paced)-/.test(s.session_id) && Number(s.session_id.split('-').pop()) < RESERVING))
+    .filter((s) => /^bench-(paced-)?reserve-/.test(s.session_id) || (/^bench-(paced-)?mixed-/.test(s.session_id) && Number(s.session_id.split('-').pop()) < RESERVING))
     .map((s) => s.instance_id),
 )
 const stillHeld = (await ok(fetch(`${m.url}/api/reservations?project=big`))).length
@@ -153,10 +161,10 @@ console.log(`${HELD} reservations held by ${AGENTS} instances in one project (${
 console.log(`baseline Bun.serve      ${fmt(base)}`)
 for (const [mix, r] of runs) console.log(`${mix.padEnd(22)} ${fmt(r)}   ${ratio(r.rps, base.rps)}`)
 const ms = (x: number) => `${x.toFixed(2)} ms`
-console.log(`paced, ${SESSIONS} sessions x one request per ${PACE_MS} ms (mixed files):`)
-console.log(`  baseline Bun.serve    p50 ${ms(basePaced.p50)}   p99 ${ms(basePaced.p99)}   (${basePaced.count} requests)`)
-console.log(`  PreToolUse decisions  p50 ${ms(decisionsPaced.p50)}   p99 ${ms(decisionsPaced.p99)}   (${decisionsPaced.count} requests)`)
-const most = (SESSIONS + 2 * RESERVING) * 10
+console.log(`paced: ${SESSIONS} sessions, each one request per ${PACE_MS} ms:`)
+console.log(`  baseline Bun.serve     p50 ${ms(basePaced.p50)}   p99 ${ms(basePaced.p99)}   (${basePaced.count} requests)`)
+for (const [mix, r] of pacedRuns) console.log(`  ${mix.padEnd(20)} p50 ${ms(r.p50)}   p99 ${ms(r.p99)}   (${r.count} requests)`)
+const most = 2 * (SESSIONS + RESERVING) * 10
 console.log(`edit reservations held: ${edits.length} by ${new Set(edits.map((r: any) => r.instance_id)).size} sessions (at most ${most})`)
 if (edits.length > most || edits.some((r: any) => !reservers.has(r.instance_id))) throw new Error('edit-reserve mode added reservations it should have renewed')
 if (stillHeld !== HELD + edits.length) throw new Error(`expected ${HELD + edits.length} reservations held, found ${stillHeld}`)

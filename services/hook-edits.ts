@@ -26,8 +26,12 @@ export type EditConflict = HolderView & {
 export type EditDecision = { denied: false } | { denied: true; paths: string[]; conflicts: EditConflict[]; reason: string }
 
 export const EDIT_REASON = 'edit'
-/** An `edit` reservation is renewed when that moves its expiry by more than this: a burst of edits of one file writes once. */
-export const RENEW_SLACK_MS = 1000
+/**
+ * An `edit` reservation is renewed once it has run down by a tenth of its TTL (at least a
+ * second): an agent editing one file again and again writes a renewal now and then, not
+ * on every edit, and the file stays reserved for at least nine tenths of the TTL.
+ */
+export const renewSlack = (ttl: number) => Math.max(1000, ttl / 10)
 
 /** What an edit decision reads: a unit's reservations, or committed ones. */
 type EditReads = HoldingsReads & { get(id: string): Promise<Reservation | null> }
@@ -58,7 +62,7 @@ export async function planEdit(reads: EditReads, project: string, self: string, 
   if (plan.blocking.length || reserveMs === undefined) return plan
   const byPath = new Map<string, Holding[]>()
   for (const o of found) (byPath.get(o.path) ?? byPath.set(o.path, []).get(o.path)!).push(o.holding)
-  const due = nowMs() + reserveMs - RENEW_SLACK_MS
+  const due = nowMs() + reserveMs - renewSlack(reserveMs)
   for (const pattern of patterns) {
     const holdings = byPath.get(pattern) ?? []
     if (holdings.length === 0) plan.grants.push(pattern)
