@@ -39,6 +39,55 @@ async function loops(clients: number, step: (client: number, i: number) => Promi
   return done / ((performance.now() - t0) / 1000)
 }
 
+/**
+ * 32 sessions each sending one check every PACE_MS (as agents editing at once do), for SECONDS:
+ * the latency of each answer, not of a queue that wrk's closed loop keeps full.
+ */
+const PACE_MS = 20
+async function paced(url: string, body: unknown): Promise<{ p50: number; p99: number; n: number }> {
+  const lat: number[] = []
+  const end = Date.now() + SECONDS * 1000
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async (_, c) => {
+      await Bun.sleep((c * PACE_MS) / CLIENTS)
+      for (let next = performance.now(); Date.now() < end; ) {
+        const t0 = performance.now()
+        const r = await fetch(url, json('POST', body))
+        await r.arrayBuffer()
+        if (r.status !== 200) throw new Error(`paced check: ${r.status}`)
+        lat.push(performance.now() - t0)
+        next += PACE_MS
+        if (next > performance.now()) await Bun.sleep(next - performance.now())
+      }
+    }),
+  )
+  lat.sort((x, y) => x - y)
+  return { p50: lat[Math.floor(lat.length * 0.5)], p99: lat[Math.floor(lat.length * 0.99)], n: lat.length }
+}
+const pacedFmt = (r: { p50: number; p99: number; n: number }) =>
+  `${(r.n / SECONDS).toFixed(0).padStart(8)} req/s   p50 ${r.p50.toFixed(2)} ms   p99 ${r.p99.toFixed(2)} ms`
+
+/** The server's own histogram of check durations (Prometheus buckets, cumulative): le → count. */
+async function checkHistogram(p: Proc): Promise<Map<string, number>> {
+  const text = await (await fetch(`${p.url}/metrics`)).text()
+  const out = new Map<string, number>()
+  for (const m of text.matchAll(/^muster_http_request_duration_seconds_bucket\{([^}]*)\} (\d+)/gm)) {
+    if (!m[1].includes('route="/api/reservations/check"') || !m[1].includes('status="200"')) continue
+    const le = /le="([^"]+)"/.exec(m[1])![1]
+    out.set(le, (out.get(le) ?? 0) + Number(m[2]))
+  }
+  return out
+}
+
+/** Between two snapshots: the bucket bound under which 99% of the checks were served, and the share within 5 ms. */
+function serverP99(a: Map<string, number>, b: Map<string, number>): { le: string; within5: number } {
+  const total = (b.get('+Inf') ?? 0) - (a.get('+Inf') ?? 0)
+  const rows = [...b.keys()].map((le) => ({ le, n: (b.get(le) ?? 0) - (a.get(le) ?? 0) }))
+  const p99 = rows.find((r) => r.n >= total * 0.99)?.le ?? '+Inf'
+  const within5 = (rows.find((r) => r.le === '0.005')?.n ?? 0) / total
+  return { le: p99, within5 }
+}
+
 /** Reservation i: module i % MODULES (owned by agent i % AGENTS, so no two agents' paths meet). */
 const heldPath = (i: number) => {
   const mod = i % MODULES
@@ -58,6 +107,7 @@ if (hasWrk()) {
   baseCheck = await wrk(baseline.url, lua(CHECK), { seconds: SECONDS, warmup: 1 })
   baseOne = await wrk(baseline.url, lua(CHECK), { seconds: SECONDS, connections: 1, threads: 1 })
 }
+const basePaced = await paced(baseline.url, CHECK)
 const basePair = async () => {
   await (await fetch(baseline.url, json('POST', { project: 'big', paths: ['x'] }))).arrayBuffer()
   await (await fetch(baseline.url, json('DELETE'))).arrayBuffer()
@@ -92,6 +142,9 @@ if (hasWrk()) {
   // One connection: the time one decision takes, without waiting behind 31 others.
   checkOne = await wrk(`${m.url}/api/reservations/check`, lua(CHECK), { seconds: SECONDS, connections: 1, threads: 1 })
 }
+const before = await checkHistogram(m)
+const checkPaced = await paced(`${m.url}/api/reservations/check`, CHECK)
+const served = serverP99(before, await checkHistogram(m))
 const grant = (c: number, i: number) => async () => {
   const r = await expect(fetch(`${m.url}/api/reservations`, json('POST', { project: 'big', paths: [`src/mod${c}/wip/${i}.ts`] }, agents[c])), 201)
   const { id } = await r.json()
@@ -152,6 +205,9 @@ if (baseCheck && check && baseOne && checkOne) {
   console.log(`baseline Bun.serve, wrk 1 conn     ${fmt(baseOne)}`)
   console.log(`check, 1 conn                      ${fmt(checkOne)}   ${ratio(checkOne.rps, baseOne.rps)}`)
 } else console.log('check: wrk is not installed (apt-get install wrk)')
+console.log(`baseline, ${CLIENTS} sessions every ${PACE_MS} ms ${pacedFmt(basePaced)}`)
+console.log(`check, ${CLIENTS} sessions every ${PACE_MS} ms    ${pacedFmt(checkPaced)}`)
+console.log(`  the server's own histogram of those checks: p99 within ${Number(served.le) * 1000} ms; ${(served.within5 * 100).toFixed(2)}% within 5 ms`)
 console.log(`baseline Bun.serve, 2 requests  1 client: ${base1.toFixed(0)}/s   ${CLIENTS} clients: ${base32.toFixed(0)}/s`)
 console.log(`grant + release, 1 client        ${grant1.toFixed(0).padStart(6)} round trips/s   ${ratio(grant1, base1)}`)
 console.log(`grant + release, ${CLIENTS} clients      ${grant32.toFixed(0).padStart(6)} round trips/s   ${ratio(grant32, base32)}`)
