@@ -299,6 +299,11 @@ export function segmentsMeet(a: Atom[], b: Atom[]): boolean {
 /** Does some string of `fixed`'s characters match `glob`? States: how many atoms of `glob` are consumed. */
 function againstFixed(glob: Atom[], fixed: CharAtom[]): boolean {
   const n = glob.length
+  // Each atom but `*` takes one character: a glob needing more than `fixed` has never meets it.
+  let needs = 0
+  for (let i = 0; i < n; i++) if (!glob[i].star) needs++
+  step()
+  if (needs > fixed.length) return false
   let cur = new Uint8Array(n + 1)
   let next = new Uint8Array(n + 1)
   cur[0] = 1

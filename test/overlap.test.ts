@@ -119,6 +119,8 @@ describe('bounded cost', () => {
     expect(overlapCost('*a'.repeat(512), '*b'.repeat(512))).toEqual({ overlaps: false, steps: 3 })
     expect(overlapCost('x*' + 'a*'.repeat(200) + 'q', 'x*' + 'b*'.repeat(200) + 'q')).toEqual({ overlaps: true, steps: 5 })
     expect(overlapCost('x*' + 'a*'.repeat(200) + 'q', 'x*' + 'b*'.repeat(200) + 'r').overlaps).toBe(false)
+    // A long glob segment against the short segments of a real path: ruled out by length, not by search.
+    expect(overlapCost('**/*' + 'a'.repeat(250), 'src/x/y/file.ts')).toEqual({ overlaps: false, steps: 15 })
   })
 
   test('a pair takes at most MAX_STEPS steps; past them it counts as an overlap (never a missed one)', () => {
