@@ -17,11 +17,12 @@
 //      either (more alternatives for rule 1). Dotfiles count as matched
 //      (picomatch's `dot: true`), which only widens the answer.
 //   5. A pair whose decision would take more than MAX_STEPS steps counts as
-//      overlapping (wider, never a missed overlap). Patterns within the limits
-//      below (LIMITS) stay far from it in practice; the cap makes the worst
-//      case of one pair a stated constant instead of a product of lengths.
-// Pure: no I/O. The cost of a pair is counted in steps: one per cell of the
-// segment alignment, one per state of a segment intersection; two segments that
+//      overlapping (wider, never a missed overlap). Ordinary patterns take a
+//      handful of steps and only contrived ones within LIMITS reach the cap;
+//      it makes the worst case of one pair a constant, not a product of lengths.
+// Pure: no I/O. The cost of a pair is counted in steps: one per pair of
+// alternatives, one per cell of the segment alignment, one per state of a
+// segment intersection; two segments that
 // both hold a `*` meet in linear time (their ends decide), a segment without `*`
 // against one with a `*` in at most (n+1)(m+1) states.
 
