@@ -30,9 +30,21 @@ function gitRoot(cwd = process.cwd()): string | null {
   }
 }
 
-async function forward(agent: InitAgent, o: { failClosed?: boolean; reserve?: string }): Promise<void> {
+async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string }): Promise<void> {
+  // Whatever goes wrong here must not stop the agent unless asked: exit 2 blocks its tool call.
+  const fail = (why: string): never => {
+    process.stderr.write(`muster hook: ${why}; ${o.failClosed ? 'blocking (--fail-closed)' : 'the agent goes on without coordination'}\n`)
+    throw new Exit(o.failClosed ? 2 : 0)
+  }
+  if (!AGENTS.includes(agentName as InitAgent)) return fail(`unknown agent "${agentName}": expected claude-code or codex`)
+  const agent = agentName as InitAgent
   const event = await Bun.stdin.text()
-  const cfg = resolveConfig()
+  let cfg: ReturnType<typeof resolveConfig>
+  try {
+    cfg = resolveConfig()
+  } catch (err) {
+    return fail((err as Error).message)
+  }
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   const auth = authHeaders(cfg).authorization
   if (auth) headers.authorization = auth
@@ -41,10 +53,6 @@ async function forward(agent: InitAgent, o: { failClosed?: boolean; reserve?: st
   set('x-muster-project', process.env.MUSTER_PROJECT)
   set('x-muster-reserve', o.reserve ?? process.env.MUSTER_RESERVE)
   set('x-muster-root', gitRoot())
-  const fail = (why: string): never => {
-    process.stderr.write(`muster hook: ${why}; ${o.failClosed ? 'blocking (--fail-closed)' : 'the agent goes on without coordination'}\n`)
-    throw new Exit(o.failClosed ? 2 : 0)
-  }
   let res: Response
   try {
     res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(HOOK_TIMEOUT_MS) })
@@ -60,10 +68,10 @@ export function hookCommands(program: Command): void {
   program
     .command('hook')
     .description('forward a hook event (stdin) to the server and print its answer: what a Claude Code or Codex command hook runs')
-    .argument('<agent>', 'claude-code | codex', agentArg)
+    .argument('<agent>', 'claude-code | codex')
     .option('--fail-closed', 'exit 2 (the tool call is blocked) when the server cannot be reached; default: exit 0 and go on')
     .option('--reserve <duration>', 'edit-reserve mode: reserve each edited file for this long (beats MUSTER_RESERVE)')
-    .action((agent: InitAgent, o: { failClosed?: boolean; reserve?: string }) => forward(agent, o))
+    .action((agent: string, o: { failClosed?: boolean; reserve?: string }) => forward(agent, o))
 
   program
     .command('sessions')

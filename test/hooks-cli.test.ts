@@ -73,6 +73,20 @@ describe('muster hook', () => {
     expect(closed.stdout).toBe('')
     expect(closed.stderr.trim().split('\n').length).toBe(1)
   })
+
+  test('a refused event or a misconfigured hook fails open the same way (closed with --fail-closed)', async () => {
+    const cwd = repo()
+    const stdin = event('PreToolUse.Bash', cwd, crypto.randomUUID())
+    const env = { SERVICE_SERVER: s.api, MUSTER_RESERVE: 'soon' }
+    const refused = await runCli(['hook', 'codex'], { cwd, env, stdin })
+    expect([refused.code, refused.stdout]).toEqual([0, ''])
+    expect(refused.stderr).toContain('answered 400')
+    expect(refused.stderr).toContain('X-Muster-Reserve')
+    expect((await runCli(['hook', 'codex', '--fail-closed'], { cwd, env, stdin })).code).toBe(2)
+    const unknown = await runCli(['hook', 'cursor'], { cwd, env: { SERVICE_SERVER: s.api }, stdin })
+    expect([unknown.code, unknown.stdout]).toEqual([0, ''])
+    expect(unknown.stderr).toContain('unknown agent "cursor"')
+  })
 })
 
 describe('muster init', () => {
