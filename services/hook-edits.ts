@@ -1,8 +1,9 @@
 // PreToolUse of a tool that writes files: each file is checked against the other
-// instances' reservations with the reservation service's overlap rule, inside the
-// event's unit (one unit per decision, nothing read apart). A file another instance
-// holds exclusively denies the call; in edit-reserve mode each free file is reserved
-// for the session (or its own `edit` reservation renewed) before the answer.
+// instances' reservations with the reservation service's overlap rule. A file another
+// instance holds exclusively denies the call; in edit-reserve mode each free file is
+// reserved for the session (or its own `edit` reservation renewed) before the answer.
+// The plan is made on committed reads first; when it writes anything, it is made again
+// inside the event's unit, which carries it out (one unit, nothing read apart).
 import { nowMs } from '../lib/time'
 import type { Tx } from '../store'
 import type { Holding, HoldingsReads, Reservation } from '../store/reservations'

@@ -1,10 +1,10 @@
 // POST /api/hooks/{agent}: one hook event of a Claude Code or Codex session, answered
 // in the JSON the agent acts on. An event that changes something runs in ONE unit: the
 // session opened (or registered) with its heartbeat, and the event's own work (edit
-// decision, messages shown, deregistration). A PreToolUse that changes nothing — most
-// of them — is answered from committed reads without a unit, so decisions run side by
-// side instead of queueing for the single writer. The answer never says `allow`: that would skip the user's own
-// permission rules; `{}` means "no opinion".
+// decision, messages shown, deregistration). A PreToolUse that changes nothing (most of
+// them) is answered from committed reads without a unit, so decisions run side by side
+// instead of queueing for the single writer. The answer never says `allow`: that would
+// skip the user's own permission rules; `{}` means "no opinion".
 import type { Ctx } from './context'
 import type { HookAgent } from '../store/sessions'
 import { editedFiles, literalPattern, writesFiles } from './hook-paths'
@@ -20,6 +20,13 @@ export type HookAnswer = Record<string, unknown>
 
 const context = (hookEventName: string, additionalContext: string) => ({ hookSpecificOutput: { hookEventName, additionalContext } })
 
+/** The root-relative files a PreToolUse writes (none for a tool that writes no files). */
+function filesOf(event: HookEvent, root: string): string[] {
+  const tool = typeof event.tool_name === 'string' ? event.tool_name : ''
+  if (!writesFiles(tool)) return []
+  return editedFiles(tool, event.tool_input, root, typeof event.cwd === 'string' ? event.cwd : root)
+}
+
 /**
  * A PreToolUse that changes nothing (another tool, a file nothing of another instance
  * holds exclusively, an edit-reserve file whose reservation is fresh), decided on
@@ -32,11 +39,8 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
   const row = await ctx.store.sessions.get(event.session_id)
   const instance = row && row.ended_at === null ? await ctx.store.instances.get(row.instance_id) : null
   if (!row || !instance) return null
-  const tool = typeof event.tool_name === 'string' ? event.tool_name : ''
-  if (writesFiles(tool)) {
-    const files = editedFiles(tool, event.tool_input, row.root, typeof event.cwd === 'string' ? event.cwd : row.root)
-    if (files.length && writes(await planEdit(ctx.store.reservations, row.project, instance.id, files.map(literalPattern), headers.reserveMs))) return null
-  }
+  const files = filesOf(event, row.root)
+  if (files.length && writes(await planEdit(ctx.store.reservations, row.project, instance.id, files.map(literalPattern), headers.reserveMs))) return null
   ctx.heartbeats.seen(ctx, instance.id)
   return {}
 }
@@ -60,10 +64,7 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
     const session = await openSession(tx, agent, event, headers)
     switch (name) {
       case 'PreToolUse': {
-        const tool = typeof event.tool_name === 'string' ? event.tool_name : ''
-        if (!writesFiles(tool)) return {}
-        const cwd = typeof event.cwd === 'string' ? event.cwd : session.row.root
-        const files = editedFiles(tool, event.tool_input, session.row.root, cwd)
+        const files = filesOf(event, session.row.root)
         if (!files.length) return {}
         const decision = await decideEdit(tx, session, files, headers.reserveMs)
         if (!decision.denied) return {}
