@@ -35,8 +35,8 @@ async function showMessages(tx: Tx, session: Session, budget: Budget): Promise<{
   const { name, session_id } = session.row
   const pending: Pending = await pendingForSession(tx, name, session_id, MESSAGES_READ)
   const shown: Pending = []
-  // A blank line after each message, as formatMessages separates them.
-  for (const m of pending) if (budget.add(`${formatMessages([m])}\n`)) shown.push(m)
+  // A blank line between messages, as formatMessages separates them.
+  for (const m of pending) if (budget.add(`${shown.length ? '\n' : ''}${formatMessages([m])}`)) shown.push(m)
   if (shown.length) await markShown(tx, name, session_id, shown.map((m) => m.id))
   return { shown: shown.length, waiting: pending.length - shown.length }
 }
