@@ -29,7 +29,12 @@ export const EXAMPLES: Record<string, string[]> = {
   'state watch': ['muster state watch app/plan --timeout 5m'],
   'events wait': ['muster events wait --topic "task.*" --timeout 30s'],
   task: ['muster task add build --title "compile" && muster task claim build --wait 30s'],
-  'task add': ['muster task add build --title "compile api" --priority 5 --requires go', 'muster task add build --title "deploy" --depends-on 12 --payload \'{"env":"staging"}\''],
+  'task add': [
+    'muster task add build --title "compile api" --priority 5 --requires go',
+    'muster task add build --title "deploy" --depends-on 12 --payload \'{"env":"staging"}\'',
+    'muster task add refactor --title "split the auth module" --project shop --path \'src/auth/**\' --path src/app.ts',
+  ],
+  'task note': ['muster task note 12 "the users migration is done; the API still returns the old field"', 'git diff --stat | muster task note 12 -'],
   'task claim': ['muster task claim build --wait 30s', 'muster task claim build --visibility 10m'],
   'task ack': ['muster task ack 12 --result \'{"ok":true}\''],
   'task nack': ['muster task nack 12 --error "tests failed" --delay 30s'],
