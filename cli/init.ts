@@ -1,6 +1,7 @@
 // `muster init claude-code|codex`: wires an agent of the current repository to Muster.
 // Claude Code gets http hooks in .claude/settings.json (the server token from the
-// environment through allowedEnvVars) and the MCP server in .mcp.json; Codex gets command
+// environment through allowedEnvVars; SessionStart and SessionEnd as command hooks) and
+// the MCP server in .mcp.json; Codex gets command
 // hooks running `muster hook codex` in .codex/hooks.json and the MCP server in
 // .codex/config.toml; both a short CLAUDE.md / AGENTS.md section. Each file is merged
 // into what is there (other hooks and settings kept), and a second run writes nothing.
@@ -44,10 +45,16 @@ const isOurs = (h: Hook) =>
   (h?.type === 'http' && typeof h.url === 'string' && /\/api\/hooks\/(claude-code|codex)$/.test(h.url)) ||
   (h?.type === 'command' && typeof h.command === 'string' && /^muster hook (claude-code|codex)\b/.test(h.command))
 
-function ourHook(o: InitOptions): Hook {
-  if (o.agent === 'codex') {
+/**
+ * Claude Code runs SessionStart (and SessionEnd) hooks as commands only, not as http
+ * hooks: those two run `muster hook claude-code`, which posts the event the same way.
+ */
+const COMMAND_ONLY = new Set(['SessionStart', 'SessionEnd'])
+
+function ourHook(o: InitOptions, event: string): Hook {
+  if (o.agent === 'codex' || COMMAND_ONLY.has(event)) {
     const reserve = o.reserve ? ` --reserve ${o.reserve}` : ''
-    return { type: 'command', command: `muster hook codex --server ${o.server}${reserve}`, timeout: 10 }
+    return { type: 'command', command: `muster hook ${o.agent} --server ${o.server}${reserve}`, timeout: 10 }
   }
   const headers: Record<string, string> = {
     Authorization: 'Bearer $SERVICE_TOKEN',
@@ -73,7 +80,8 @@ export function mergeHooks(settings: Json, o: InitOptions): Json {
   }
   const events = o.agent === 'codex' ? CODEX_EVENTS : CLAUDE_EVENTS
   for (const event of events) {
-    const group: Group = event === 'PreToolUse' ? { matcher: EDIT_TOOLS[o.agent], hooks: [ourHook(o)] } : { hooks: [ourHook(o)] }
+    const hook = ourHook(o, event)
+    const group: Group = event === 'PreToolUse' ? { matcher: EDIT_TOOLS[o.agent], hooks: [hook] } : { hooks: [hook] }
     hooks[event] = [...(Array.isArray(hooks[event]) ? hooks[event] : []), group]
   }
   for (const [event, groups] of Object.entries(hooks)) if (Array.isArray(groups) && groups.length === 0) delete hooks[event]
@@ -127,7 +135,7 @@ export function guideSection(o: InitOptions): string {
     '- **Inbox.** Messages from other agents and people are shown to you as they arrive. Ask a holder or a teammate',
     '  with `muster send <name> --subject "…" --body "…"`; acknowledge a message that asks for it with `muster ack <id>`.',
     '- **Tasks.** Take work from the queue with `muster task claim <queue>`: a task that names its files reserves them',
-    '  for you. Leave notes for whoever takes it next (`POST /api/tasks/{id}/notes`), and ack or nack it when done.',
+    '  for you. Leave notes for whoever takes it next (`muster task note <id> "…"`), and ack or nack it when done.',
     END,
   ].join('\n')
 }

@@ -92,7 +92,7 @@ describe('muster hook', () => {
 describe('muster init', () => {
   const read = (dir: string, path: string) => readFileSync(join(dir, path), 'utf8')
 
-  test('claude-code: http hooks, MCP entry and CLAUDE.md section merged into what is there; twice = same bytes; --dry-run writes nothing', async () => {
+  test('claude-code: http hooks (session hooks as commands), MCP entry and CLAUDE.md section merged into what is there; twice = same bytes; --dry-run writes nothing', async () => {
     const dir = repo()
     mkdirSync(join(dir, '.claude'))
     const mine = { matcher: 'Bash', hooks: [{ type: 'command', command: './scripts/lint.sh' }] }
@@ -127,6 +127,10 @@ describe('muster init', () => {
       timeout: 10,
     })
     expect(Object.keys(settings.hooks)).toEqual(['PreToolUse', 'SessionStart', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'])
+    // Claude Code runs session hooks as commands only.
+    for (const event of ['SessionStart', 'SessionEnd'])
+      expect(settings.hooks[event][0].hooks).toEqual([{ type: 'command', command: 'muster hook claude-code --server http://muster.test:9800 --reserve 30m', timeout: 10 }])
+    for (const event of ['PostToolUse', 'UserPromptSubmit', 'Stop']) expect(settings.hooks[event][0].hooks[0]).toEqual(ours.hooks[0])
     expect(JSON.parse(files[1]).mcpServers.muster).toMatchObject({ type: 'http', url: 'http://muster.test:9800/mcp' })
     expect(files[2].startsWith('# Project rules\n\nUse tabs.\n\n<!-- muster:begin -->')).toBe(true)
 
