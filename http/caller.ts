@@ -43,12 +43,52 @@ export function authorized(ctx: Ctx, request: Request, path: string): boolean {
 /** Who a caller without a valid instance token is: whoever holds the server token, or anyone when there is none. */
 export const actorWithoutInstance = (ctx: Ctx) => (ctx.config.authToken ? 'admin' : 'anonymous')
 
+/** Tokens whose instance is known here; beyond that the oldest is looked up again. */
+const KNOWN_TOKENS = 10_000
+
+/**
+ * Instance ids by X-Instance-Token, so a repeated caller costs no hashing and no query:
+ * one per server (ctx.tokens), dropped for an instance as its instance.deregistered
+ * arrives through the bus (from any replica) and all at once on a restore. holderOf still
+ * reads the instance itself, so a token of an instance deregistered elsewhere a moment
+ * ago, whose event has not arrived yet, still gets 403.
+ */
+export class TokenIds {
+  private ids = new Map<string, string>()
+  // Counts forgetting, so a lookup that one overtook is answered but not kept.
+  private dropped = 0
+
+  constructor(bus: { listen(l: (event: { topic: string; data: unknown }) => void): unknown }) {
+    bus.listen(({ topic, data }) => {
+      if (topic === 'instance.deregistered') this.forget((data as { id?: unknown }).id)
+      else if (topic === 'backup.restored') (this.dropped++, this.ids.clear())
+    })
+  }
+
+  async idOf(ctx: Ctx, token: string): Promise<string | null> {
+    const known = this.ids.get(token)
+    if (known) return known
+    const seen = this.dropped
+    const id = await ctx.store.instances.idByTokenHash(hashToken(token))
+    if (id && seen === this.dropped) {
+      if (this.ids.size >= KNOWN_TOKENS) this.ids.delete(this.ids.keys().next().value!)
+      this.ids.set(token, id)
+    }
+    return id
+  }
+
+  private forget(id: unknown): void {
+    this.dropped++
+    for (const [token, known] of this.ids) if (known === id) this.ids.delete(token)
+  }
+}
+
 // The lookup itself is kept, not its result: whoever asks while it runs (the agent
 // metric count and the audit scope of one request, on PostgreSQL) shares it.
 const callers = new WeakMap<Request, Promise<Caller>>()
 
 async function lookUp(ctx: Ctx, token: string | null): Promise<Caller> {
-  const instanceId = token ? await ctx.store.instances.idByTokenHash(hashToken(token)) : null
+  const instanceId = token ? await ctx.tokens.idOf(ctx, token) : null
   if (instanceId) ctx.heartbeats.seen(ctx, instanceId)
   return { actor: instanceId ?? actorWithoutInstance(ctx), instanceId }
 }

@@ -4,6 +4,8 @@ import type { Config } from '../lib/config'
 import type { Store } from '../store'
 import type { AgentMetrics } from './metrics'
 import type { Waiters } from '../lib/waiters'
+import type { InboxWaiters } from './messages'
+import type { TokenIds } from '../http/caller'
 import type { LockLines } from './locks'
 import type { Watches } from './watches'
 import type { DeliveryLog } from './delivery-log'
@@ -29,8 +31,10 @@ export interface Ctx {
   lockLines: LockLines
   /** Claims held with wait_ms, by queue. */
   claimWaiters: Waiters
-  /** Inbox reads held with wait, by agent name. */
-  inboxWaiters: Waiters
+  /** Inbox reads held with wait, by agent name, and the delivery marks of inbox answers. */
+  inboxWaiters: InboxWaiters
+  /** Instance ids by X-Instance-Token, known from earlier calls. */
+  tokens: TokenIds
   /** Long polls on state keys and event history. */
   watches: Watches
   /** Each webhook's latest delivery attempts. */

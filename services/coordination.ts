@@ -9,16 +9,18 @@ import { lockLines, lockReleaser } from './locks'
 import { claimReleaser, claimWaiters } from './queue'
 import { reservationReleaser } from './reservations'
 import { watchWaiters } from './watches'
-import { inboxWaiters } from './messages'
+import { InboxWaiters } from './messages'
+import { TokenIds } from '../http/caller'
 
-export type Coordination = Pick<Ctx, 'lockLines' | 'claimWaiters' | 'inboxWaiters' | 'watches' | 'deliveries' | 'releasers'>
+export type Coordination = Pick<Ctx, 'lockLines' | 'claimWaiters' | 'inboxWaiters' | 'tokens' | 'watches' | 'deliveries' | 'releasers'>
 
 /** Held requests end when `shutdown` is aborted. */
 export function coordination(bus: Bus, shutdown: AbortSignal): Coordination {
   return {
     lockLines: lockLines(bus, shutdown),
     claimWaiters: claimWaiters(bus, shutdown),
-    inboxWaiters: inboxWaiters(bus, shutdown),
+    inboxWaiters: new InboxWaiters(bus, shutdown),
+    tokens: new TokenIds(bus),
     watches: watchWaiters(bus, shutdown),
     deliveries: new Map(),
     // In this order their release events are written within one unit.

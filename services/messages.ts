@@ -10,7 +10,7 @@ import type { Instance } from '../store/instances'
 import type { Importance, InboxMessage, Message, MessageFilter, Overdue, Receipt } from '../store/messages'
 import { forbidden, invalid, notFound } from '../lib/errors'
 import { nowIso, nowMs } from '../lib/time'
-import { Waiters } from '../lib/waiters'
+import { logFailure } from '../obs/log'
 import { recordAudit, type AuditScope } from './audit'
 
 export const SOURCE = 'messages'
@@ -40,17 +40,116 @@ export interface SendInput {
   ack_within_ms?: unknown
 }
 
-/** The server's held inbox reads (ctx.inboxWaiters), by name; woken by message.sent after its COMMIT, on any replica. */
-export function inboxWaiters(bus: Bus, shutdown: AbortSignal): Waiters {
-  const waiters = new Waiters(shutdown)
-  bus.listen((event) => {
-    if (event.topic !== 'message.sent') return
-    const to = (event.data as { to?: unknown }).to
-    if (!Array.isArray(to)) return
-    if (to[0] === '*') waiters.wakeAll()
-    else for (const name of to) if (typeof name === 'string') waiters.wake(name)
-  })
-  return waiters
+/** A committed message.sent as its waiters get it: the message is read once, by the first of them that needs it. */
+export class Sent {
+  private read?: Promise<Message | null>
+  constructor(readonly id: number) {}
+  message(ctx: Ctx): Promise<Message | null> {
+    return (this.read ??= ctx.store.messages.get(this.id).catch(() => null))
+  }
+}
+
+type Woken = Sent | 'timeout' | 'shutdown'
+
+/**
+ * The server's held inbox reads (ctx.inboxWaiters), by name: each is woken by the
+ * message.sent that commits for its name (or for "*", from someone else), on any
+ * replica, and handed that message. Events come in id order and ids commit in
+ * increasing order, so the first message to wake a read that found nothing is the
+ * oldest one it has not seen. Also the server's delivery marks.
+ */
+export class InboxWaiters {
+  private byName = new Map<string, Set<(woken: Woken) => void>>()
+  readonly marks = new DeliveryMarks()
+
+  constructor(bus: Bus, private shutdown: AbortSignal) {
+    bus.listen((event) => {
+      if (event.topic !== 'message.sent') return
+      const { id, from, to } = event.data as { id?: unknown; from?: unknown; to?: unknown }
+      if (typeof id !== 'number' || !Array.isArray(to)) return
+      const sent = new Sent(id)
+      if (to[0] === '*') {
+        for (const name of [...this.byName.keys()]) if (name !== from) this.wake(name, sent)
+      } else for (const name of to) if (typeof name === 'string') this.wake(name, sent)
+    })
+  }
+
+  /** Register before reading the inbox: a send committed in between still wakes it (no missed wake-up). */
+  wait(name: string, ms: number): { done: Promise<Woken>; cancel(): void } {
+    let resolve!: (woken: Woken) => void
+    const done = new Promise<Woken>((r) => (resolve = r))
+    if (this.shutdown.aborted) return (resolve('shutdown'), { done, cancel() {} })
+    const end = (woken: Woken) => {
+      clearTimeout(timer)
+      this.shutdown.removeEventListener('abort', onShutdown)
+      const set = this.byName.get(name)
+      if (set?.delete(end) && !set.size) this.byName.delete(name)
+      resolve(woken)
+    }
+    const onShutdown = () => end('shutdown')
+    const timer = setTimeout(end, ms, 'timeout')
+    this.shutdown.addEventListener('abort', onShutdown, { once: true })
+    let set = this.byName.get(name)
+    if (!set) this.byName.set(name, (set = new Set()))
+    set.add(end)
+    return { done, cancel: () => end('timeout') }
+  }
+
+  private wake(name: string, sent: Sent): void {
+    const set = this.byName.get(name)
+    if (set) for (const end of [...set]) end(sent)
+  }
+
+  /** Held reads right now (for metrics and benchmarks). */
+  get size(): number {
+    let n = 0
+    for (const set of this.byName.values()) n += set.size
+    return n
+  }
+}
+
+/** How long a committed mark's instant stays known here: a read of the database that started before its commit still shows it. */
+const MARK_KEPT_MS = 1_000
+
+/**
+ * delivered_at marks, batched: every mark of a turn is written in one unit after the
+ * answers that returned them have gone out (delivered_at is the server's record, not a
+ * write a client waits on). The instant an answer shows is the one its batch stores, and
+ * a second answer of the same message to the same name before that is stored shows it too.
+ * A batch waits for the one being written: under load each unit carries more marks.
+ */
+export class DeliveryMarks {
+  private known = new Map<string, string>()
+  private batch: { at: string; names: string[]; ids: number[] } | null = null
+  private last: Promise<void> = Promise.resolve()
+
+  /** The delivered_at that `id` gets for `name` (stored soon after; shutdown waits for it). */
+  mark(ctx: Ctx, name: string, id: number): string {
+    const key = `${id} ${name}`
+    const known = this.known.get(key)
+    if (known) return known
+    if (!this.batch) {
+      this.batch = { at: nowIso(), names: [], ids: [] }
+      this.last = this.last.then(() => new Promise((r) => setImmediate(r))).then(() => this.write(ctx))
+      ctx.background.track(this.last)
+    }
+    this.batch.names.push(name)
+    this.batch.ids.push(id)
+    this.known.set(key, this.batch.at)
+    return this.batch.at
+  }
+
+  private async write(ctx: Ctx): Promise<void> {
+    const { at, names, ids } = this.batch!
+    this.batch = null
+    try {
+      await ctx.store.write((tx) => tx.messages.markDeliveredMany(names, ids, at))
+    } catch (err) {
+      logFailure('delivery marks', err, { marks: names.length })
+    }
+    const forget = () => names.forEach((name, i) => this.known.get(`${ids[i]} ${name}`) === at && this.known.delete(`${ids[i]} ${name}`))
+    setTimeout(forget, MARK_KEPT_MS).unref()
+  }
 }
 
 const isText = (v: unknown, min: number, max: number): v is string => typeof v === 'string' && v.length >= min && v.length <= max
@@ -139,9 +238,11 @@ export interface InboxQuery {
 /**
  * The caller's inbox page; what it returns counts as delivered to its name. With
  * `waitMs` and nothing to return, held until a message for the name commits (the
- * wait is registered before each read, so a send committed in between still wakes it).
+ * wait is registered before each read, so a send committed in between still wakes it)
+ * and answered with the message that woke it; `unacked`, or a message at or before
+ * `after`, reads the page again.
  */
-export async function readInbox(ctx: Ctx, reader: Instance, q: InboxQuery): Promise<{ messages: InboxMessage[]; cursor: number }> {
+export async function readInbox(ctx: Ctx, reader: Instance, q: InboxQuery): Promise<InboxPage> {
   const deadline = Date.now() + q.waitMs
   for (;;) {
     const remaining = deadline - Date.now()
@@ -149,19 +250,26 @@ export async function readInbox(ctx: Ctx, reader: Instance, q: InboxQuery): Prom
     const messages = await ctx.store.messages.inbox(reader.name, q)
     if (messages.length || !wait) {
       wait?.cancel()
-      return { messages: await delivered(ctx, reader.name, messages), cursor: messages.at(-1)?.id ?? q.after }
+      return page(ctx, reader.name, messages, q.after)
     }
-    if ((await wait.done) !== 'woken') return { messages: [], cursor: q.after }
+    const woken = await wait.done
+    if (typeof woken === 'string') return { messages: [], cursor: q.after }
+    if (q.unacked || woken.id <= q.after) continue
+    const message = await woken.message(ctx)
+    if (message) return page(ctx, reader.name, [{ ...message, delivered_at: null, acked_at: null }], q.after)
   }
 }
 
-/** Marks the messages an answer returns as delivered to `name`, and shows the instant on those that had none. */
-async function delivered(ctx: Ctx, name: string, messages: InboxMessage[]): Promise<InboxMessage[]> {
-  const fresh = messages.filter((m) => m.delivered_at === null).map((m) => m.id)
-  if (!fresh.length) return messages
-  const at = nowIso()
-  await ctx.store.write((tx) => tx.messages.markDelivered(name, fresh, at))
-  return messages.map((m) => (m.delivered_at === null ? { ...m, delivered_at: at } : m))
+export interface InboxPage {
+  messages: readonly InboxMessage[]
+  cursor: number
+}
+
+/** An answer: the messages it returns count as delivered to `name` (marked after it goes out, with the instant shown). */
+function page(ctx: Ctx, name: string, messages: readonly InboxMessage[], after: number): InboxPage {
+  const cursor = messages.at(-1)?.id ?? after
+  if (!messages.some((m) => m.delivered_at === null)) return { messages, cursor }
+  return { messages: messages.map((m) => (m.delivered_at === null ? { ...m, delivered_at: ctx.inboxWaiters.marks.mark(ctx, name, m.id) } : m)), cursor }
 }
 
 /** The message `id` as the caller's name sees it: 404 unknown, 403 not addressed to it. */

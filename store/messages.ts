@@ -4,7 +4,8 @@
 // first time that name is shown or acks it. Reads go through the indexes: a name's
 // receipts by (name, message_id), broadcasts by messages_broadcast, due acks by due_at.
 import { nowIso } from '../lib/time'
-import { int, intOrNull, stmt, type Dialect, type Runner } from './runner'
+import { Lru } from '../lib/lru'
+import { int, intOrNull, stmt, type Dialect, type Runner, type UnitHooks } from './runner'
 
 export type Importance = 'low' | 'normal' | 'high' | 'urgent'
 
@@ -74,9 +75,16 @@ export interface Overdue {
   from: string
 }
 
+/** Who a committed write changed the inbox answers of: these names, or every name ("*"). */
+export type Touched = readonly string[] | '*'
+
 export interface MessagesStore {
-  /** Messages for `name` (named, or broadcast by someone else) with id > after, oldest first. */
-  inbox(name: string, q: InboxQuery): Promise<InboxMessage[]>
+  /**
+   * Messages for `name` (named, or broadcast by someone else) with id > after, oldest first.
+   * Where this process is the only writer, a repeated page is the same (frozen) array until
+   * a write touching the name commits; callers must not change it.
+   */
+  inbox(name: string, q: InboxQuery): Promise<readonly InboxMessage[]>
   get(id: number): Promise<Message | null>
   /** Every receipt row of a message, by name. */
   receipts(id: number): Promise<Receipt[]>
@@ -86,6 +94,8 @@ export interface MessagesStore {
   list(filter: MessageFilter): Promise<Message[]>
   /** The earliest ack deadline still open, or null. */
   nextDue(): Promise<string | null>
+  /** Drops the kept inbox pages of the names a committed write touched (the writes call it after COMMIT). */
+  changed(touched: Touched): void
 }
 
 export interface MessagesWrites {
@@ -93,6 +103,8 @@ export interface MessagesWrites {
   get(id: number): Promise<Message | null>
   /** Sets delivered_at (once) for `name` on each of `ids` it may see; a broadcast gets its receipt row. */
   markDelivered(name: string, ids: number[], at: string): Promise<void>
+  /** The same for many names at once, in one statement: each `names[i]` was shown message `ids[i]` at `at`. */
+  markDeliveredMany(names: string[], ids: number[], at: string): Promise<void>
   /** Acks `message` for `name` (once; delivered too when it was not): the acked_at it has, and whether this call set it. */
   ack(name: string, message: Message, at: string): Promise<{ acked_at: string; first: boolean }>
   /** For the hooks: messages for `name` that it has not acked and session `sessionId` has not shown, oldest first. */
@@ -192,7 +204,8 @@ const DUE = stmt<{ name: string; message_id: number | string; from_name: string 
 )
 const CLEAR_DUE = stmt('UPDATE message_receipts SET due_at = NULL WHERE due_at IS NOT NULL AND due_at <= ?')
 
-export function messagesWrites(w: Runner, d: Dialect): MessagesWrites {
+/** `changed`: the reads' MessagesStore.changed, called after the COMMIT of each unit that touched an inbox. */
+export function messagesWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: (touched: Touched) => void): MessagesWrites {
   const ids = `(SELECT CAST(x.value AS BIGINT) FROM ${d.elements('?')})`
   const receipts = stmt(
     `INSERT INTO message_receipts (name, message_id, due_at) SELECT x.value, CAST(? AS BIGINT), CAST(? AS TEXT) FROM ${d.elements('?')} WHERE true`,
@@ -206,11 +219,21 @@ export function messagesWrites(w: Runner, d: Dialect): MessagesWrites {
     `INSERT INTO session_shown (session_id, message_id) SELECT CAST(? AS TEXT), CAST(x.value AS BIGINT) FROM ${d.elements('?')} WHERE true
      ON CONFLICT DO NOTHING`,
   )
+  // Pairs by array position; a broadcast gets its receipt row, a named message only where its row exists (it is addressed).
+  const deliveredMany = stmt(
+    `INSERT INTO message_receipts (name, message_id, delivered_at)
+     SELECT p.name, m.id, CAST(? AS TEXT) FROM (SELECT x.value AS name, x.key AS k FROM ${d.elements('?')}) AS p
+     JOIN messages m ON m.id = (SELECT CAST(x.value AS BIGINT) FROM ${d.elements('?')} WHERE x.key = p.k)
+     WHERE m.broadcast = 1 OR EXISTS (SELECT 1 FROM message_receipts r WHERE r.name = p.name AND r.message_id = m.id)
+     ON CONFLICT (name, message_id) DO UPDATE SET delivered_at = excluded.delivered_at WHERE message_receipts.delivered_at IS NULL`,
+  )
+  const touched = (t: Touched) => unit.afterCommit(() => changed(t))
   const markDelivered = async (name: string, list: number[], at: string) => {
     if (!list.length) return
     const json = JSON.stringify(list)
     await w.run(wideReceipts, name, at, json)
     await w.run(delivered, at, name, json)
+    touched([name])
   }
   return {
     async insert(m) {
@@ -226,17 +249,24 @@ export function messagesWrites(w: Runner, d: Dialect): MessagesWrites {
         const due = m.ack_within_ms === null ? null : new Date(Date.parse(m.created_at) + m.ack_within_ms).toISOString()
         await w.run(receipts, id, due, JSON.stringify(m.to))
       }
+      touched(broadcast ? '*' : m.to)
       const { from, from_instance_id, to, subject, body, reply_to, importance, ack_required, ack_within_ms, created_at } = m
       return { id, from, from_instance_id, to, subject, body, thread, reply_to, importance, ack_required, ack_within_ms, created_at }
     },
     get: async (id) => maybe(await w.get(ONE, id)),
     markDelivered,
+    async markDeliveredMany(names, list, at) {
+      if (!names.length) return
+      await w.run(deliveredMany, at, JSON.stringify(names), JSON.stringify(list))
+      touched([...new Set(names)])
+    },
     async ack(name, message, at) {
       let changed = 0
       if (message.to[0] === '*') changed += await w.run(ACK_WIDE, name, message.id, at, at)
       changed += await w.run(ACK, at, at, name, message.id)
       const row = await w.get(ACKED_AT, name, message.id)
       if (!row?.acked_at) throw new Error(`no receipt of message ${message.id} for ${name}`)
+      if (changed > 0) touched([name])
       return { acked_at: row.acked_at, first: changed > 0 }
     },
     unshown: async (name, session, limit) => (await w.all(UNSHOWN.s, ...UNSHOWN.args({ name, after: 0, limit, session }))).map(toInbox),
@@ -253,11 +283,43 @@ export function messagesWrites(w: Runner, d: Dialect): MessagesWrites {
   }
 }
 
-export function messagesStore(r: Runner, d: Dialect): MessagesStore {
+/** Names whose recent inbox pages are kept, and pages kept per name (an agent polls at its cursor, pages through, or filters unacked). */
+const KEPT_NAMES = 10_000
+const KEPT_PAGES = 4
+
+/**
+ * `keep`: this process is the database's only writer, so a name's inbox pages are kept
+ * until a write touching the name commits (changed); on PostgreSQL other replicas write
+ * too, and every read goes to the database.
+ */
+export function messagesStore(r: Runner, d: Dialect, keep = false): MessagesStore {
+  const query = async (name: string, { after, limit, unacked }: InboxQuery) => {
+    const q = unacked ? INBOX_UNACKED : INBOX
+    return Object.freeze((await r.all(q.s, ...q.args({ name, after, limit }))).map(toInbox))
+  }
+  const kept = new Lru<string, Map<string, readonly InboxMessage[]>>(KEPT_NAMES)
+  // Counts the commits that touched any inbox, so a read one of them overtook is answered but not kept.
+  let writes = 0
   return {
-    async inbox(name, { after, limit, unacked }) {
-      const q = unacked ? INBOX_UNACKED : INBOX
-      return (await r.all(q.s, ...q.args({ name, after, limit }))).map(toInbox)
+    async inbox(name, q) {
+      if (!keep) return query(name, q)
+      const key = `${q.after}/${q.limit}/${q.unacked ? 1 : 0}`
+      const hit = kept.get(name)?.get(key)
+      if (hit) return hit
+      const seen = writes
+      const page = await query(name, q)
+      if (seen !== writes) return page
+      let pages = kept.get(name)
+      if (!pages) kept.set(name, (pages = new Map()))
+      if (pages.size >= KEPT_PAGES) pages.delete(pages.keys().next().value!)
+      pages.set(key, page)
+      return page
+    },
+    changed(touched) {
+      if (!keep) return
+      writes++
+      if (touched === '*') kept.clear()
+      else for (const name of touched) kept.delete(name)
     },
     get: async (id) => maybe(await r.get(ONE, id)),
     receipts: (id) => r.all(RECEIPTS, id),

@@ -54,6 +54,7 @@ export function tables(backend: Backend) {
 
 function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWriter }: Backend) {
   const webhooks = webhooksStore(r, soleWriter)
+  const messages = messagesStore(r, d, soleWriter)
   return {
     reads: {
       state: stateStore(docs),
@@ -71,7 +72,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       queue: queueStore(r, d),
       locks: locksStore(r),
       reservations: reservationsStore(r),
-      messages: messagesStore(r, d),
+      messages,
       sessions: sessionsStore(r),
     },
     writes: {
@@ -90,7 +91,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       queue: queueWrites(w, d),
       locks: locksWrites(w),
       reservations: reservationsWrites(w, d),
-      messages: messagesWrites(w, d),
+      messages: messagesWrites(w, d, unit, messages.changed),
       sessions: sessionsWrites(w),
     },
   }
