@@ -129,7 +129,7 @@ describe('conventions on every operation', () => {
     expect(doc.paths['/health'].get.security).toEqual([])
     // A route may require the instance token (a claim names its claimer); the bearer token is added to it.
     expect(doc.paths['/api/queues/{queue}/claim'].post.security).toEqual([{ bearerAuth: [], instanceToken: [] }])
-    expect(operations.filter(({ op }) => op.security !== undefined).map(({ path }) => path).sort()).toEqual(['/api/queues/{queue}/claim', '/health'])
+    expect(operations.filter(({ op }) => op.security !== undefined).map(({ path }) => path).sort()).toEqual(['/api/queues/{queue}/claim', '/api/tasks/{id}/notes', '/health'])
   })
 
   test('every error answer is the {error, code} schema; 401 and 500 everywhere, 404 where the path has parameters', () => {
