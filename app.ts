@@ -9,6 +9,7 @@ import type { Ctx } from './services/context'
 import { METRICS_FLUSH_MS, agentMetrics } from './services/metrics'
 import { every } from './jobs/timer'
 import { openConfiguredStore } from './store'
+import { cacheShares } from './lib/lru'
 import { Background } from './lib/background'
 import { startComplianceJob } from './jobs/compliance'
 import { startPruneJob } from './jobs/prune'
@@ -51,7 +52,7 @@ function listenOn<A extends { listen(o: object): A }>(app: A, what: string, bind
 }
 
 export async function startServer(config: Config): Promise<Server> {
-  const store = await openConfiguredStore(config.database, config.dataDir)
+  const store = await openConfiguredStore(config.database, config.dataDir, cacheShares(config.cacheBytes).documents)
   const stopping = new AbortController()
   const bus = new Bus(store)
   const ctx: Ctx = {

@@ -19,6 +19,12 @@ export interface Config {
   livenessIntervalMs: number
   pruneIntervalMs: number
   eventRetention: number
+  /** Versions kept per state key by the prune job (the current one always). */
+  stateHistory: number
+  /** Versions older than this are pruned too (the current one never); null: no age limit. */
+  stateHistoryMaxAgeMs: number | null
+  /** Bytes the in-memory caches of stored values may hold in all (lib/lru.ts cacheShares). */
+  cacheBytes: number
   complianceIntervalMs: number
   /** A validation on the worker thread still running after this is stopped (413). */
   validationTimeoutMs: number
@@ -42,6 +48,9 @@ const OPTIONS = {
   livenessInterval: { flag: '--liveness-interval', env: 'SERVICE_LIVENESS_INTERVAL', def: '60s' },
   pruneInterval: { flag: '--prune-interval', env: 'SERVICE_PRUNE_INTERVAL', def: '60s' },
   eventRetention: { flag: '--event-retention', env: 'SERVICE_EVENT_RETENTION', def: '1000' },
+  stateHistory: { flag: '--state-history', env: 'SERVICE_STATE_HISTORY', def: '1000' },
+  stateHistoryMaxAge: { flag: '--state-history-max-age', env: 'SERVICE_STATE_HISTORY_MAX_AGE', def: '' },
+  cacheSize: { flag: '--cache-size', env: 'SERVICE_CACHE_SIZE', def: '64MB' },
   complianceInterval: { flag: '--compliance-interval', env: 'SERVICE_COMPLIANCE_INTERVAL', def: '5m' },
   validationTimeout: { flag: '--validation-timeout', env: 'SERVICE_VALIDATION_TIMEOUT', def: '10s' },
   // A switch: the flag alone means true; it also takes =true / =false, as the env var does.
@@ -64,6 +73,14 @@ export function parseHostPort(text: string): HostPort | null {
   const port = Number(m[2])
   if (port > 65535) return null
   return { host: m[1] === '' ? '0.0.0.0' : m[1].replace(/^\[|\]$/g, ''), port }
+}
+
+/** A size in bytes: a plain integer, or with KB, MB or GB (powers of 1024; K, M, G and KiB… too); 0 is allowed (no caching). */
+export function parseBytes(text: string): number | null {
+  const m = /^(\d+(?:\.\d+)?)\s*(?:([KMG])(?:i?B)?|B)?$/i.exec(text.trim())
+  if (!m) return null
+  const n = Number(m[1]) * 1024 ** (m[2] ? 'KMG'.indexOf(m[2].toUpperCase()) + 1 : 0)
+  return Number.isSafeInteger(Math.round(n)) ? Math.round(n) : null
 }
 
 export function formatHostPort(hp: HostPort): string {
@@ -106,8 +123,16 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
     if (ms === null) throw new ConfigError(`invalid ${where(k)} "${raw[k]}": expected a duration like 500ms, 2s, 5m, 1h`)
     return ms
   }
-  if (!/^\d+$/.test(raw.eventRetention) || Number(raw.eventRetention) < 1)
-    throw new ConfigError(`invalid ${where('eventRetention')} "${raw.eventRetention}": expected a positive integer`)
+  const positive = (k: Key) => {
+    if (!/^\d+$/.test(raw[k].trim()) || !(Number(raw[k]) >= 1 && Number.isSafeInteger(Number(raw[k]))))
+      throw new ConfigError(`invalid ${where(k)} "${raw[k]}": expected a positive integer`)
+    return Number(raw[k])
+  }
+  const bytes = (k: Key) => {
+    const n = parseBytes(raw[k])
+    if (n === null) throw new ConfigError(`invalid ${where(k)} "${raw[k]}": expected bytes like 67108864, 512KB, 64MB, 1GB`)
+    return n
+  }
   const flag = (k: Key) => {
     const v = raw[k].trim().toLowerCase()
     if (['true', '1', 'yes'].includes(v)) return true
@@ -131,7 +156,11 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
     staleTimeoutMs: duration('staleTimeout'),
     livenessIntervalMs: duration('livenessInterval'),
     pruneIntervalMs: duration('pruneInterval'),
-    eventRetention: Number(raw.eventRetention),
+    eventRetention: positive('eventRetention'),
+    stateHistory: positive('stateHistory'),
+    // Empty (the default) or 'off': no age limit.
+    stateHistoryMaxAgeMs: ['', 'off'].includes(raw.stateHistoryMaxAge.trim()) ? null : duration('stateHistoryMaxAge'),
+    cacheBytes: bytes('cacheSize'),
     complianceIntervalMs: duration('complianceInterval'),
     validationTimeoutMs: duration('validationTimeout'),
     allowLinkLocalTargets: flag('allowLinkLocalTargets'),

@@ -71,3 +71,14 @@ export class Lru<K, V> {
     this.total = 0
   }
 }
+
+/**
+ * How --cache-size is shared out among the caches that hold stored values, so their sum
+ * stays within it: the current documents of the SQLite engine (store/sqlite/versioned.ts)
+ * and the kept answers of small state values (routes/state.ts), which copy the bytes of
+ * documents also in the first. Every other cache is bounded by entries of bounded size.
+ */
+export function cacheShares(bytes: number): { documents: number; answers: number } {
+  const answers = Math.floor(bytes / 8)
+  return { documents: bytes - answers, answers }
+}

@@ -12,7 +12,7 @@ import { DocReadQuery, keyParam, notModified, rawResponse, readDocument, watchRe
 import { errorResponse } from '../http/errors'
 import type { FastRoute } from '../http/api'
 import type { Doc } from '../store/versioned'
-import { Lru } from '../lib/lru'
+import { Lru, cacheShares } from '../lib/lru'
 import { waitParam } from '../services/holders'
 import { watchState } from '../services/watches'
 
@@ -121,12 +121,12 @@ export function stateRoutes(ctx: Ctx) {
 const PREFIX = '/api/state/'
 
 /**
- * Answers of cached values up to KEEP_ANSWER_BYTES are kept whole (KEPT_ANSWERS_BYTES in
- * all), for a clone per read: a new Response with its headers costs three times more, and
- * copies the value each time (a kept one holds its own copy, hence the bound).
+ * Answers of cached values up to KEEP_ANSWER_BYTES are kept whole (an eighth of --cache-size
+ * in all: lib/lru.ts cacheShares), for a clone per read: a new Response with its headers
+ * costs three times more, and copies the value each time (a kept one holds its own copy,
+ * hence the bound).
  */
 const KEEP_ANSWER_BYTES = 16 * 1024
-const KEPT_ANSWERS_BYTES = 8 * 1024 * 1024
 
 /**
  * The plain GET and PUT of /api/state/<key> (no query string), on Bun's own router
@@ -137,7 +137,8 @@ const KEPT_ANSWERS_BYTES = 8 * 1024 * 1024
  */
 export function stateFastRoutes(ctx: Ctx): FastRoute[] {
   // Keyed by the cached document itself: a write caches a new object, so a kept answer is never stale.
-  const answers = new Lru<Doc, { response: Response; bytes: number }>(KEPT_ANSWERS_BYTES, (a) => a.bytes + 300)
+  // Weighed twice its value: the key keeps its document's bytes alive after the document cache dropped it.
+  const answers = new Lru<Doc, { response: Response; bytes: number }>(cacheShares(ctx.config.cacheBytes).answers, (a) => 2 * a.bytes + 300)
   const answer = (request: Request, doc: Doc | null, cached: boolean) => {
     if (!doc) return errorResponse(404, 'key not found')
     if (!cached || doc.value.byteLength > KEEP_ANSWER_BYTES || request.headers.has('if-none-match')) return rawResponse(request, doc)

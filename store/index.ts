@@ -6,9 +6,9 @@ export type { Store, Tx } from './types'
 export type { Event } from './events'
 export { openStore }
 
-/** The store for the configured database: a PostgreSQL URL, or the embedded SQLite file in `dataDir`. */
-export async function openConfiguredStore(database: string, dataDir: string): Promise<Store> {
-  if (!database) return openStore(dataDir)
+/** The store for the configured database: a PostgreSQL URL, or the embedded SQLite file in `dataDir` (its document cache bounded by `cacheBytes`). */
+export async function openConfiguredStore(database: string, dataDir: string, cacheBytes?: number): Promise<Store> {
+  if (!database) return openStore(dataDir, { cacheBytes })
   const { openPgStore } = await import('./pg/index')
   return openPgStore(database, dataDir)
 }

@@ -1,5 +1,5 @@
 // State store: a flat key/value space of versioned documents.
-import type { Docs, Doc, DocMeta, HistoryItem, WriteCondition } from './versioned'
+import type { Docs, Doc, DocMeta, HistoryItem, PruneLimits, PruneStep, Retention, WriteCondition } from './versioned'
 
 const SPACE = 'state'
 
@@ -19,6 +19,8 @@ export interface StateWrites {
   put(key: string, value: Uint8Array, contentType: string, cond?: WriteCondition): Promise<DocMeta>
   rollback(key: string, version: number, cond?: WriteCondition): Promise<DocMeta & { rolled_back: number }>
   delete(key: string, cond?: WriteCondition): Promise<boolean>
+  /** One bounded step of the history pruning (jobs/prune.ts): keys after `after`. */
+  prune(retention: Retention, after: string, limits: PruneLimits): Promise<PruneStep>
 }
 
 export function stateStore(docs: Docs): StateStore {
@@ -38,5 +40,6 @@ export function stateWrites(docs: Docs): StateWrites {
     put: async (key, value, contentType, cond) => docs.put(SPACE, key, value, contentType, cond),
     rollback: async (key, version, cond) => docs.rollback(SPACE, key, version, cond),
     delete: async (key, cond) => docs.delete(SPACE, key, cond),
+    prune: async (retention, after, limits) => docs.prune(SPACE, retention, after, limits),
   }
 }

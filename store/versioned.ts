@@ -42,6 +42,50 @@ export interface Docs {
   put(space: string, key: string, value: Uint8Array, contentType: string, cond?: WriteCondition): Maybe<DocMeta>
   rollback(space: string, key: string, version: number, cond?: WriteCondition): Maybe<DocMeta & { rolled_back: number }>
   delete(space: string, key: string, cond?: WriteCondition): Maybe<boolean>
+  /**
+   * One bounded step of pruning `space` (inside a unit): the keys after `after`, in key order,
+   * until `limits` are reached; `next` is where the following step starts, null once the space is done.
+   */
+  prune(space: string, retention: Retention, after: string, limits: PruneLimits): Maybe<PruneStep>
+}
+
+/** What the prune job keeps of each key: the newest `keep` versions, none older than `before` (ISO), and always the current one. */
+export interface Retention {
+  keep: number
+  before: string | null
+}
+/** The bounds of one prune step (one unit holding the writer): keys looked at, versions deleted. */
+export interface PruneLimits {
+  keys: number
+  versions: number
+}
+export interface PruneStep {
+  deleted: number
+  next: string | null
+}
+
+/** The oldest version a key keeps under `retention` (`firstNew`: its oldest version stamped at or after `before`, or its current one). */
+export function floorOf(current: number, retention: Retention, firstNew: number | null): number {
+  const byCount = current - retention.keep + 1
+  return Math.min(current, Math.max(1, byCount, retention.before === null ? 1 : (firstNew ?? current)))
+}
+
+/** Whether a key whose oldest row is `oldest` has anything to prune (cheap: no search for the floor). */
+export function hasExcess(current: number, oldest: { version: number; updated_at: string }, retention: Retention): boolean {
+  if (oldest.version >= current) return false
+  return oldest.version <= current - retention.keep || (retention.before !== null && oldest.updated_at < retention.before)
+}
+
+/**
+ * The 404 of a version below a key's oldest kept one: it names that version, so a caller
+ * knows at once which versions it can still read, diff or roll back to.
+ */
+export function prunedVersion(key: string, version: number, oldest: number): AppError {
+  return new AppError(
+    'not_found',
+    `version ${version} of "${key}" was pruned (history keeps the newest versions; see --state-history); the oldest kept version is ${oldest}: read, diff or roll back to ${oldest} or later`,
+    { oldest_version: oldest },
+  )
 }
 
 /** Hex SHA-256; the one-shot hash, cheaper than a CryptoHasher per value. */

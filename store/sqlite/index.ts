@@ -81,9 +81,9 @@ function databaseFd(path: string, current: number | null): number {
 }
 
 /** The reading and writing halves over one writer connection and one reader connection. */
-function build(writer: Database, reader: Database, unit: UnitHooks, listeners: Listener[]) {
+function build(writer: Database, reader: Database, unit: UnitHooks, listeners: Listener[], cacheBytes?: number) {
   const events = { reads: eventsStore(reader), writes: eventsWrites(writer) }
-  const docs = new VersionedDocs(reader, writer, unit)
+  const docs = new VersionedDocs(reader, writer, unit, cacheBytes)
   return tables({
     reads: sqliteRunner(reader),
     writes: sqliteRunner(writer),
@@ -98,8 +98,8 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
   })
 }
 
-/** `turnoverFrames`: the WAL length that starts a turnover (TURNOVER_FRAMES; tests make it short). */
-export function openStore(dataDir: string, { turnoverFrames = TURNOVER_FRAMES } = {}): Store {
+/** `turnoverFrames`: the WAL length that starts a turnover (TURNOVER_FRAMES; tests make it short); `cacheBytes`: the document cache's bound. */
+export function openStore(dataDir: string, { turnoverFrames = TURNOVER_FRAMES, cacheBytes = undefined as number | undefined } = {}): Store {
   const lock = lockDataDir(dataDir)
   let db = openDatabase(dataDir, DB_FILE)
   let reader = openReader(dataDir, DB_FILE)
@@ -134,7 +134,7 @@ export function openStore(dataDir: string, { turnoverFrames = TURNOVER_FRAMES } 
   let current: UnitHooks | null = null
   const unit: UnitHooks = { afterCommit: (fn) => current!.afterCommit(fn) }
   const listeners: Listener[] = []
-  let built = build(db, reader, unit, listeners)
+  let built = build(db, reader, unit, listeners, cacheBytes)
   // Snapshots and restores take turns: a snapshot's reader must never straddle a swap.
   let turn: Promise<unknown> = Promise.resolve()
   const exclusive = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -143,7 +143,7 @@ export function openStore(dataDir: string, { turnoverFrames = TURNOVER_FRAMES } 
     return run
   }
   const rebuild = () => {
-    built = build(db, reader, unit, listeners)
+    built = build(db, reader, unit, listeners, cacheBytes)
     Object.assign(store, built.reads)
   }
   const store: Store = {

@@ -3,21 +3,29 @@
 // appends a row to doc_versions, pointing to the key's previous version (\`prev\`);
 // doc_current points to the newest. Every ANCHOR_EVERY-th version is also in
 // doc_anchors, so reading an old version walks at most that many rows back.
+// Pruning deletes a key's oldest versions (and their anchors) from the bottom up, so what
+// is kept is always one whole chain from the current version down; the oldest kept row's
+// \`prev\` then points at a deleted row and every walk ends there, as at a NULL. That id is
+// never handed out again: SQLite gives a new row the largest id + 1, and the row pointing at
+// it has a larger id and lives until its key is deleted, chain and all.
 import type { Database } from 'bun:sqlite'
 import { notFound } from '../../lib/errors'
 import { nowIso } from '../../lib/time'
 import { Lru } from '../../lib/lru'
 import type { UnitHooks } from '../runner'
-import { ANCHOR_EVERY, checkCondition, sha256, type Doc, type DocMeta, type Docs, type HistoryItem, type WriteCondition } from '../versioned'
+import {
+  ANCHOR_EVERY, checkCondition, floorOf, hasExcess, prunedVersion, sha256,
+  type Doc, type DocMeta, type Docs, type HistoryItem, type PruneLimits, type PruneStep, type Retention, type WriteCondition,
+} from '../versioned'
 
 /**
- * Current documents kept in memory (64 MB, least recently used dropped first), so
+ * Current documents kept in memory (most of --cache-size: lib/lru.ts cacheShares; least recently used dropped first), so
  * hot reads skip SQLite. This process is the database's only writer, and every
  * write goes through VersionedDocs, which updates the cache only after its COMMIT
  * (reads come from the read connection, which never sees an uncommitted write).
  * A cached null records that the key does not exist.
  */
-const newCache = () => new Lru<string, Doc | null>(64 * 1024 * 1024, (doc) => (doc?.value.byteLength ?? 0) + 200)
+const newCache = (bytes: number) => new Lru<string, Doc | null>(bytes, (doc) => (doc?.value.byteLength ?? 0) + 200)
 
 const cacheId = (space: string, key: string) => `${space}\u0000${key}`
 
@@ -34,18 +42,35 @@ const chain = (start: string, more = 'TRUE') => `WITH RECURSIVE walk(id, n) AS (
   SELECT v.prev, walk.n + 1 FROM doc_versions v JOIN walk ON v.id = walk.id WHERE v.prev IS NOT NULL AND ${more}
 )`
 // Version ?3 of key (?1, ?2): from the nearest anchor at or above it (or the current version) back to it.
-const VERSION = `${chain(
+const TO_VERSION = chain(
   `SELECT COALESCE(
     (SELECT version_id FROM doc_anchors WHERE space = ?1 AND key = ?2 AND version >= ?3 ORDER BY version LIMIT 1),
     (SELECT version_id FROM doc_current WHERE space = ?1 AND key = ?2)), 1`,
   'v.version > ?3',
-)} SELECT key, version, hash, content_type, updated_at, value FROM doc_versions WHERE id IN (SELECT id FROM walk) AND version = ?3`
+)
+const VERSION = `${TO_VERSION} SELECT key, version, hash, content_type, updated_at, value FROM doc_versions WHERE id IN (SELECT id FROM walk) AND version = ?3`
 const FROM_CURRENT = 'SELECT version_id, 1 FROM doc_current WHERE space = ?1 AND key = ?2'
+// The oldest kept version of key (?1, ?2): from its lowest anchor (or the current version) down,
+// at most ANCHOR_EVERY rows, since pruning deletes every version below an anchor with it.
+const OLDEST = `${chain(
+  `SELECT COALESCE(
+    (SELECT version_id FROM doc_anchors WHERE space = ?1 AND key = ?2 ORDER BY version LIMIT 1),
+    (SELECT version_id FROM doc_current WHERE space = ?1 AND key = ?2)), 1`,
+)} SELECT v.version, v.updated_at FROM walk JOIN doc_versions v ON v.id = walk.id ORDER BY walk.n DESC LIMIT 1`
+// The oldest version of key (?1, ?2) stamped at or after ?3 in the run of such versions below the
+// current one: from the lowest anchor so stamped (or the current version) down while they are.
+const FIRST_NEW = `${chain(
+  `SELECT COALESCE(
+    (SELECT a.version_id FROM doc_anchors a JOIN doc_versions v ON v.id = a.version_id
+      WHERE a.space = ?1 AND a.key = ?2 AND v.updated_at >= ?3 ORDER BY a.version LIMIT 1),
+    (SELECT version_id FROM doc_current WHERE space = ?1 AND key = ?2)), 1`,
+  'v.updated_at >= ?3',
+)} SELECT MIN(v.version) AS version FROM walk JOIN doc_versions v ON v.id = walk.id WHERE v.updated_at >= ?3`
 
 export class VersionedDocs implements Docs {
   private r
   private w
-  private cache = newCache()
+  private cache
   /**
    * Writes not yet in the cache, per cache id: counted up when a unit writes, down by
    * that write's after-commit hook (which updates the cache). A rolled-back write never
@@ -54,8 +79,9 @@ export class VersionedDocs implements Docs {
    */
   private uncached = new Map<string, number>()
 
-  /** `reader` serves reads (committed data only); `writer` the writes, inside the unit `unit`. */
-  constructor(reader: Database, writer: Database, private unit: UnitHooks) {
+  /** `reader` serves reads (committed data only); `writer` the writes, inside the unit `unit`; `cacheBytes` bounds the document cache. */
+  constructor(reader: Database, writer: Database, private unit: UnitHooks, cacheBytes = 64 * 1024 * 1024) {
+    this.cache = newCache(cacheBytes)
     this.r = {
       get: reader.query<Doc, [string, string]>(CURRENT),
       exists: reader.query<{ one: number }, [string, string]>('SELECT 1 AS one FROM doc_current WHERE space = ? AND key = ?'),
@@ -68,6 +94,7 @@ export class VersionedDocs implements Docs {
         `${chain(FROM_CURRENT, 'walk.n < ?3')} SELECT v.version, v.hash, v.updated_at FROM walk JOIN doc_versions v ON v.id = walk.id ORDER BY walk.n`,
       ),
       count: reader.query<{ n: number }, [string]>('SELECT COUNT(*) AS n FROM doc_current WHERE space = ?'),
+      oldest: reader.query<{ version: number; updated_at: string }, [string, string]>(OLDEST),
     }
     this.w = {
       get: writer.query<Doc, [string, string]>(CURRENT),
@@ -88,6 +115,22 @@ export class VersionedDocs implements Docs {
       deleteHistory: writer.query<unknown, [string, string]>(`${chain(FROM_CURRENT)} DELETE FROM doc_versions WHERE id IN (SELECT id FROM walk)`),
       deleteAnchors: writer.query<unknown, [string, string]>('DELETE FROM doc_anchors WHERE space = ? AND key = ?'),
       delete: writer.query<unknown, [string, string]>('DELETE FROM doc_current WHERE space = ? AND key = ?'),
+      // Pruning (see prune below).
+      keys: writer.query<{ key: string; version: number }, [string, string, number]>(
+        `SELECT c.key, v.version FROM doc_current c JOIN doc_versions v ON v.id = c.version_id
+         WHERE c.space = ? AND c.key > ? ORDER BY c.key LIMIT ?`,
+      ),
+      oldest: writer.query<{ version: number; updated_at: string }, [string, string]>(OLDEST),
+      firstNew: writer.query<{ version: number | null }, [string, string, string]>(FIRST_NEW),
+      lowestAnchor: writer.query<{ version: number; version_id: number }, [string, string]>(
+        'SELECT version, version_id FROM doc_anchors WHERE space = ? AND key = ? ORDER BY version LIMIT 1',
+      ),
+      versionRow: writer.query<{ id: number; prev: number | null }, [string, string, number]>(
+        `${TO_VERSION} SELECT id, prev FROM doc_versions WHERE id IN (SELECT id FROM walk) AND version = ?3`,
+      ),
+      // A row and every row below it on its chain.
+      deleteDown: writer.query<unknown, [number]>(`${chain('SELECT ?1, 1')} DELETE FROM doc_versions WHERE id IN (SELECT id FROM walk)`),
+      deleteAnchor: writer.query<unknown, [string, string, number]>('DELETE FROM doc_anchors WHERE space = ? AND key = ? AND version = ?'),
     }
   }
 
@@ -113,7 +156,7 @@ export class VersionedDocs implements Docs {
     return this.r.count.get(space)!.n
   }
   getVersion(space: string, key: string, version: number): Doc | null {
-    return versionOf(this.r.version, space, key, version)
+    return versionOf(this.r.version, space, key, version) ?? this.checkPruned(this.r.oldest, space, key, version)
   }
   /** null when the document does not exist. */
   history(space: string, key: string, limit: number): HistoryItem[] | null {
@@ -145,7 +188,7 @@ export class VersionedDocs implements Docs {
   rollback(space: string, key: string, version: number, cond: WriteCondition = {}): DocMeta & { rolled_back: number } {
     const current = this.w.meta.get(space, key)
     if (!current) throw notFound('key not found')
-    const old = versionOf(this.w.version, space, key, version)
+    const old = versionOf(this.w.version, space, key, version) ?? this.checkPruned(this.w.oldest, space, key, version)
     if (!old) throw notFound(`version ${version} not found`)
     checkCondition(current, cond)
     return { ...this.write(space, key, old.value, old.content_type, current), rolled_back: version }
@@ -160,6 +203,50 @@ export class VersionedDocs implements Docs {
     this.w.delete.run(space, key)
     this.cacheOnCommit(space, key, null)
     return true
+  }
+
+  /** Throws the 404 of a pruned version when `version` is below the key's oldest kept one; null otherwise. */
+  private checkPruned(oldest: { get(space: string, key: string): { version: number } | null }, space: string, key: string, version: number): null {
+    const kept = version >= 1 ? oldest.get(space, key) : null
+    if (kept && version < kept.version) throw prunedVersion(key, version, kept.version)
+    return null
+  }
+
+  /**
+   * Deletes the versions `retention` does not keep, oldest first, one anchor's stretch (at most
+   * ANCHOR_EVERY versions) at a time, then the rest below the floor: the kept chain is whole after
+   * each stretch, so a step may stop between two and the next one goes on from there.
+   */
+  prune(space: string, retention: Retention, after: string, limits: PruneLimits): PruneStep {
+    const keys = this.w.keys.all(space, after, limits.keys)
+    let deleted = 0
+    let done = after
+    for (const { key, version: current } of keys) {
+      // Fewer versions than kept and no age limit: nothing to look up.
+      if (retention.before === null && current <= retention.keep) {
+        done = key
+        continue
+      }
+      const oldest = this.w.oldest.get(space, key)
+      if (oldest && hasExcess(current, oldest, retention)) {
+        const firstNew = retention.before === null ? null : this.w.firstNew.get(space, key, retention.before)?.version ?? null
+        const floor = floorOf(current, retention, firstNew)
+        for (;;) {
+          if (deleted >= limits.versions) return { deleted, next: done }
+          const anchor = this.w.lowestAnchor.get(space, key)
+          if (anchor && anchor.version < floor) {
+            deleted += this.w.deleteDown.run(anchor.version_id).changes
+            this.w.deleteAnchor.run(space, key, anchor.version)
+            continue
+          }
+          const row = this.w.versionRow.get(space, key, floor)
+          if (row?.prev != null) deleted += this.w.deleteDown.run(row.prev).changes
+          break
+        }
+      }
+      done = key
+    }
+    return { deleted, next: keys.length < limits.keys ? null : done }
   }
 
   private write(space: string, key: string, value: Uint8Array, contentType: string, current: DocMeta | null): DocMeta {
