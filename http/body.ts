@@ -101,7 +101,7 @@ export async function readBody(request: Request, limit = MAX_BODY): Promise<Uint
 export const tooLarge = (limit = MAX_BODY) =>
   new AppError('too_large', `request body exceeds the ${limitText(limit)} limit`)
 
-const limitText = (bytes: number) => (bytes >= 1024 ** 3 ? `${bytes / 1024 ** 3} GB` : `${bytes / 1024 ** 2} MB`)
+const limitText = (bytes: number) => (bytes >= 1024 ** 3 ? `${bytes / 1024 ** 3} GB` : bytes >= 1024 ** 2 ? `${bytes / 1024 ** 2} MB` : `${bytes / 1024} KiB`)
 
 
 

@@ -26,6 +26,16 @@ import {
   type ShownTask,
 } from '../services/queue'
 import { readerHeartbeat } from '../services/holders'
+import { tasksJson } from '../store/queue'
+import { bodyLimits } from '../http/body'
+
+/**
+ * The most a task's create or ack body may be: payload and result are its bulk. A
+ * task carries instructions and findings, not files; every claim, read and listing
+ * parses and sends them again on the request thread, so a 10 MB value there held
+ * every other request up for a second (issue 38). 413 before a byte is read.
+ */
+export const MAX_TASK_BODY = 256 * 1024
 
 const nullable = <T extends Parameters<typeof t.Union>[0][number]>(schema: T, description?: string) =>
   t.Union([schema, t.Null()], description ? { description } : {})
@@ -76,6 +86,7 @@ export function queueRoutes(ctx: Ctx) {
       change(ctx, audit, await holderOf(ctx, request), taskId(params.id), body)
 
   return audited(ctx)
+    .use(bodyLimits)
     .post(
       '/api/queues/:queue/tasks',
       async ({ request, params, body, set, audit }) => {
@@ -88,7 +99,7 @@ export function queueRoutes(ctx: Ctx) {
         params: QueueParams,
         body: t.Object({
           title: t.String({ description: 'required' }),
-          payload: t.Optional(t.Any({ description: 'any JSON value' })),
+          payload: t.Optional(t.Any({ description: 'any JSON value (the whole body at most 256 KiB)' })),
           priority: t.Optional(t.Integer({ description: 'higher first, default 0' })),
           depends_on: t.Optional(t.Array(t.Integer(), { description: 'ids of tasks of this queue; blocked until all are done' })),
           requires: t.Optional(t.Array(t.String(), { description: "capabilities the claimer must have (all of them)" })),
@@ -102,6 +113,7 @@ export function queueRoutes(ctx: Ctx) {
           ),
         }),
         response: { 200: TaskSchema, 201: TaskSchema },
+        maxBody: MAX_TASK_BODY,
         audit: 'task.create',
         detail: { summary: 'Add a task (201); with dedupe_key an unfinished duplicate is returned (200)', tags: TAGS },
       },
@@ -127,8 +139,9 @@ export function queueRoutes(ctx: Ctx) {
     )
     .post('/api/tasks/:id/ack', onClaim(ackTask), {
       params: IdParams,
-      body: t.Object({ claim_id: ClaimId, result: t.Optional(t.Any({ description: 'any JSON value, stored' })) }),
+      body: t.Object({ claim_id: ClaimId, result: t.Optional(t.Any({ description: 'any JSON value, stored (the whole body at most 256 KiB)' })) }),
       response: { 200: TaskSchema },
+      maxBody: MAX_TASK_BODY,
       audit: 'task.ack',
       detail: { summary: 'Finish a claimed task: done, with its result', tags: TAGS },
     })
@@ -223,7 +236,9 @@ export function queueRoutes(ctx: Ctx) {
         const status = enumParam(query.status, 'status', TASK_STATUSES, undefined)
         const limit = query.limit === undefined ? undefined : intParam(query.limit, 'limit', 0, 1)
         await readerHeartbeat(ctx, await caller(ctx, request))
-        return withNotes(ctx.store.queue, (await ctx.store.queue.list(queue, status, limit)).map(hideClaim))
+        const tasks = await withNotes(ctx.store.queue, (await ctx.store.queue.listStored(queue, status, limit)).map(hideClaim))
+        // Stored payloads and results go out as stored, not parsed and serialized again (store/queue.ts tasksJson).
+        return new Response(tasksJson(tasks), { headers: { 'content-type': 'application/json' } })
       },
       {
         params: QueueParams,

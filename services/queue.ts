@@ -57,13 +57,13 @@ export function claimWaiters(bus: Bus, shutdown: AbortSignal): Waiters {
 }
 
 /** The task as anyone but its claimer's claim and ack calls sees it: no claim_id. */
-export const hideClaim = (task: Task): Task => ({ ...task, claim_id: null })
+export const hideClaim = <T extends { claim_id: string | null }>(task: T): T => ({ ...task, claim_id: null })
 
 /** A task as every answer shows it: with its notes, oldest first. */
-export type ShownTask = Task & { notes: Note[] }
+export type ShownTask<T = Task> = T & { notes: Note[] }
 
 /** Tasks with their notes, read in one query for the lot (committed reads, or inside a unit). */
-export async function withNotes(reads: { notes(ids: number[]): Promise<Map<number, Note[]>> }, tasks: Task[]): Promise<ShownTask[]> {
+export async function withNotes<T extends { id: number } = Task>(reads: { notes(ids: number[]): Promise<Map<number, Note[]>> }, tasks: T[]): Promise<ShownTask<T>[]> {
   const notes = await reads.notes(tasks.map((t) => t.id))
   return tasks.map((t) => ({ ...t, notes: notes.get(t.id) ?? [] }))
 }

@@ -51,10 +51,24 @@ export interface ClaimCursor {
 
 export type QueueCounts = Record<TaskStatus, number>
 
+/** JSON text as stored (a task's payload or result). */
+export interface StoredJson {
+  json: string
+}
+
+/**
+ * A task as a listing reads it: payload and result left as their stored JSON text, to be
+ * spliced into the answer (tasksJson). Parsing and serializing them again cost a listing
+ * of large tasks seconds of the request thread (issue 38).
+ */
+export type StoredTask = Omit<Task, 'payload' | 'result'> & { payload: StoredJson; result: StoredJson }
+
 export interface QueueStore {
   get(id: number): Promise<Task | null>
   /** A queue's tasks in claim order, optionally of one status. */
   list(queue: string, status?: TaskStatus, limit?: number): Promise<Task[]>
+  /** The same, payload and result as stored JSON text (for an answer: tasksJson). */
+  listStored(queue: string, status?: TaskStatus, limit?: number): Promise<StoredTask[]>
   /** Every queue that has tasks, by name, with its count per status. */
   queues(): Promise<{ queue: string; counts: QueueCounts }[]>
   /** The notes of each of `ids`, oldest first (one query for a page of tasks; tasks without notes are absent). */
@@ -120,15 +134,22 @@ const CLAIM_ORDER = 'ORDER BY priority DESC, id'
 /** Before the first task in claim order: above every allowed priority. */
 const START: ClaimCursor = { priority: MAX_PRIORITY + 1, id: 0 }
 
-const toTask = (r: Row): Task => ({
+/** The columns other than payload and result, as a Task has them. */
+const fields = (r: Row) => ({
   ...r,
-  payload: JSON.parse(r.payload),
-  depends_on: JSON.parse(r.depends_on),
-  requires: JSON.parse(r.requires),
+  depends_on: JSON.parse(r.depends_on) as number[],
+  requires: JSON.parse(r.requires) as string[],
   fence: intOrNull(r.fence),
-  result: r.result === null ? null : JSON.parse(r.result),
-  paths: r.paths === null ? null : JSON.parse(r.paths),
+  paths: r.paths === null ? null : (JSON.parse(r.paths) as string[]),
 })
+const toTask = (r: Row): Task => ({ ...fields(r), payload: JSON.parse(r.payload), result: r.result === null ? null : JSON.parse(r.result) })
+const toStored = (r: Row): StoredTask => ({ ...fields(r), payload: { json: r.payload }, result: { json: r.result ?? 'null' } })
+
+/** A JSON array of listed tasks with their stored payload and result spliced in as they are (the other fields serialized). */
+export function tasksJson(tasks: readonly StoredTask[]): string {
+  const parts = tasks.map(({ payload, result, ...rest }) => `${JSON.stringify(rest).slice(0, -1)},"payload":${payload.json},"result":${result.json}}`)
+  return `[${parts.join(',')}]`
+}
 const many = async (rows: Promise<Row[]>) => (await rows).map(toTask)
 const maybe = (r: Row | null): Task | null => (r ? toTask(r) : null)
 const must = (r: Row | null): Task => {
@@ -262,12 +283,14 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
 }
 
 export function queueStore(r: Runner, d: Dialect): QueueStore {
+  const listed = (queue: string, status?: TaskStatus, limit = -1) => {
+    const max = limit < 0 ? d.noLimit : limit
+    return status ? r.all(BY_STATUS, queue, status, max) : r.all(ALL, queue, max)
+  }
   return {
     get: async (id) => maybe(await r.get(ONE, id)),
-    async list(queue, status, limit = -1) {
-      const max = limit < 0 ? d.noLimit : limit
-      return (await (status ? r.all(BY_STATUS, queue, status, max) : r.all(ALL, queue, max))).map(toTask)
-    },
+    list: async (queue, status, limit) => (await listed(queue, status, limit)).map(toTask),
+    listStored: async (queue, status, limit) => (await listed(queue, status, limit)).map(toStored),
     async queues() {
       const out = new Map<string, QueueCounts>()
       for (const { queue, status, n } of await r.all(COUNTS)) {

@@ -1,0 +1,132 @@
+// Large but legal JSON bodies beside a /health sampler (issue 38, item 3): the reliability
+// probe's requests — a task with a huge payload, acks with a huge result, listings of such
+// tasks, a state PUT of a huge JSON value and `?diff=` between two of them — sent while
+// another process asks GET /health every 10 ms. The same requests go to a bare Bun.serve
+// that only reads each body, so the /health figures have their floor beside them.
+// Where a limit now refuses the probe's size, the request is sent at the probe's size
+// (the 413 is timed) and again just under the limit. BENCH_MB sets the probe's size.
+import { startBaseline, startMuster, spawnChild, type Proc } from './lib'
+import { MAX_TASK_BODY } from '../routes/queue'
+import { INLINE_DIFF_BYTES } from '../lib/jsondiff'
+
+const MB = Number(process.env.BENCH_MB ?? 10)
+const TASKS = Number(process.env.BENCH_TASKS ?? 8)
+
+/** A JSON array of `[]` of about `bytes` (the probe's payload): many tiny values, the costliest JSON to parse per byte. */
+const emptyArrays = (bytes: number, mark = -1) =>
+  '[' + Array.from({ length: Math.floor(bytes / 3) - 1 }, (_, i) => (mark > 0 && i % mark === 0 ? '[1]' : '[]')).join(',') + ']'
+
+// Decimal megabytes: 10 MB with its envelope stays under the server's 10 MiB body limit.
+const probe = emptyArrays(MB * 1_000_000)
+const probe2 = emptyArrays(MB * 1_000_000, 1000)
+// Just under the task limit, with room for the rest of the body.
+const taskSized = emptyArrays(MAX_TASK_BODY - 1024)
+// Just over the size diffed on the request thread: the largest pair it diffs inline is half this each.
+const inlineSized = emptyArrays(INLINE_DIFF_BYTES / 2 - 16)
+const inlineSized2 = emptyArrays(INLINE_DIFF_BYTES / 2 - 16, 1000)
+
+const SAMPLER = `
+const url = process.env.SAMPLE_URL
+const lat = []
+let running = true
+process.stdin.on('end', () => (running = false)).resume()
+while (running) {
+  const t0 = performance.now()
+  await (await fetch(url + '/health')).arrayBuffer()
+  lat.push(performance.now() - t0)
+  await Bun.sleep(10)
+}
+console.log(JSON.stringify(lat))
+`
+
+/** GET /health every 10 ms from another process (this one builds and reads the large bodies) until stop(). */
+function sampler(url: string) {
+  const p = spawnChild([process.execPath, '-e', SAMPLER], { env: { ...process.env, SAMPLE_URL: url }, stdin: 'pipe', stdout: 'pipe', stderr: 'inherit' })
+  return {
+    async stop(): Promise<number[]> {
+      p.stdin.end()
+      const out = await new Response(p.stdout).text()
+      await p.exited
+      return JSON.parse(out)
+    },
+  }
+}
+
+interface Timed {
+  what: string
+  status: number
+  ms: number
+}
+
+async function send(url: string, what: string, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<Timed & { text: string }> {
+  const t0 = performance.now()
+  const r = await fetch(url + path, { method, body, headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers } })
+  const text = await r.text()
+  return { what, status: r.status, ms: performance.now() - t0, text }
+}
+
+/** The probe's requests against `url`, in order; answers are read whole but not parsed (this process is not measured). */
+async function probeRequests(url: string, bare: boolean): Promise<Timed[]> {
+  const out: Timed[] = []
+  const run = async (...args: Parameters<typeof send>) => {
+    const r = await send(...args)
+    out.push({ what: r.what, status: r.status, ms: r.ms })
+    return r
+  }
+  const token = bare
+    ? ''
+    : JSON.parse((await send(url, 'register', 'POST', '/api/instances/register', JSON.stringify({ name: 'bench-worker' }))).text).token
+  const auth = { 'x-instance-token': token }
+  const task = (payload: string) => `{"title":"large","payload":${payload}}`
+  await run(url, `create, ${MB} MB payload`, 'POST', '/api/queues/big/tasks', task(probe))
+  for (let i = 0; i < TASKS; i++) await run(url, `create, payload at the limit`, 'POST', '/api/queues/big/tasks', task(taskSized))
+  for (let i = 0; i < 2; i++) {
+    const claim = await run(url, 'claim', 'POST', '/api/queues/big/claim', '{}', auth)
+    const c = bare ? { id: 1, claim_id: 'x' } : JSON.parse(claim.text)
+    await run(url, `ack, ${MB} MB result`, 'POST', `/api/tasks/${c.id}/ack`, `{"claim_id":"${c.claim_id}","result":${probe}}`, auth)
+    await run(url, 'ack, result at the limit', 'POST', `/api/tasks/${c.id}/ack`, `{"claim_id":"${c.claim_id}","result":${taskSized}}`, auth)
+  }
+  for (let i = 0; i < 3; i++) await run(url, `list ${TASKS} large tasks`, 'GET', '/api/queues/big/tasks')
+  for (let i = 0; i < 3; i++) await run(url, 'get one large task', 'GET', '/api/tasks/1')
+  await run(url, `state PUT, ${MB} MB JSON`, 'PUT', '/api/state/big', probe)
+  await run(url, `state PUT, ${MB} MB JSON`, 'PUT', '/api/state/big', probe2)
+  for (let i = 0; i < 3; i++) await run(url, `diff of two ${MB} MB versions`, 'GET', '/api/state/big?diff=1,2')
+  await run(url, 'state PUT, largest inline diff', 'PUT', '/api/state/small', inlineSized)
+  await run(url, 'state PUT, largest inline diff', 'PUT', '/api/state/small', inlineSized2)
+  for (let i = 0; i < 10; i++) await run(url, 'diff, largest inline pair', 'GET', '/api/state/small?diff=1,2')
+  return out
+}
+
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]
+const healthLine = (name: string, lat: number[]) =>
+  `${name.padEnd(16)} /health ${String(lat.length).padStart(5)} samples   p50 ${pct(lat, 50).toFixed(1)} ms   p99 ${pct(lat, 99).toFixed(1)} ms   max ${Math.max(...lat).toFixed(1)} ms   over 100 ms: ${lat.filter((x) => x > 100).length}`
+
+async function measure(server: Proc, bare: boolean) {
+  // Warm the request path (and the sampler's first connection) before anything is timed.
+  for (let i = 0; i < 20; i++) await (await fetch(`${server.url}/health`)).arrayBuffer()
+  const s = sampler(server.url)
+  await Bun.sleep(200)
+  const requests = await probeRequests(server.url, bare)
+  await Bun.sleep(200)
+  return { requests, health: await s.stop() }
+}
+
+// Reads each body whole and answers 200, as any server must at least do.
+const BARE = `const s = Bun.serve({ hostname: '127.0.0.1', port: 0, maxRequestBodySize: 64 * 1024 * 1024,
+  async fetch(req) { await req.arrayBuffer(); return new Response('{}', { headers: { 'content-type': 'application/json' } }) } })
+console.log('baseline on http://127.0.0.1:' + s.port + ',')`
+
+const baseline = await startBaseline(BARE)
+const base = await measure(baseline, true)
+await baseline.stop()
+const muster = await startMuster()
+const ours = await measure(muster, false)
+await muster.stop()
+
+console.log(`probe size ${MB} MB; task body limit ${MAX_TASK_BODY} B; diffs of pairs over ${INLINE_DIFF_BYTES} B on a worker`)
+const byWhat = new Map<string, Timed[]>()
+for (const r of ours.requests) byWhat.set(r.what, [...(byWhat.get(r.what) ?? []), r])
+for (const [what, rs] of byWhat)
+  console.log(`  ${what.padEnd(36)} ${[...new Set(rs.map((r) => r.status))].join('/')}   max ${Math.max(...rs.map((r) => r.ms)).toFixed(1)} ms`)
+console.log(healthLine('Muster', ours.health))
+console.log(healthLine('bare Bun.serve', base.health))
