@@ -47,39 +47,51 @@ export const actorWithoutInstance = (ctx: Ctx) => (ctx.config.authToken ? 'admin
 const KNOWN_TOKENS = 10_000
 
 /**
- * Instance ids by X-Instance-Token, so a repeated caller costs no hashing and no query:
+ * Instances by X-Instance-Token, so a repeated caller costs no hashing and no query:
  * one per server (ctx.tokens), dropped for an instance as its instance.deregistered
- * arrives through the bus (from any replica) and all at once on a restore. holderOf still
- * reads the instance itself, so a token of an instance deregistered elsewhere a moment
- * ago, whose event has not arrived yet, still gets 403.
+ * arrives through the bus (from any replica) and all at once on a restore. holderOf
+ * still reads the instance itself, so a token of an instance deregistered elsewhere a
+ * moment ago, whose event has not arrived yet, still gets 403; only readerOf trusts
+ * what is known here, and only where the bus hears every write at its commit.
  */
 export class TokenIds {
-  private ids = new Map<string, string>()
+  private known = new Map<string, { id: string; name?: string }>()
   // Counts forgetting, so a lookup that one overtook is answered but not kept.
   private dropped = 0
 
   constructor(bus: { listen(l: (event: { topic: string; data: unknown }) => void): unknown }) {
     bus.listen(({ topic, data }) => {
       if (topic === 'instance.deregistered') this.forget((data as { id?: unknown }).id)
-      else if (topic === 'backup.restored') (this.dropped++, this.ids.clear())
+      else if (topic === 'backup.restored') (this.dropped++, this.known.clear())
     })
   }
 
   async idOf(ctx: Ctx, token: string): Promise<string | null> {
-    const known = this.ids.get(token)
-    if (known) return known
+    const known = this.known.get(token)
+    if (known) return known.id
     const seen = this.dropped
     const id = await ctx.store.instances.idByTokenHash(hashToken(token))
     if (id && seen === this.dropped) {
-      if (this.ids.size >= KNOWN_TOKENS) this.ids.delete(this.ids.keys().next().value!)
-      this.ids.set(token, id)
+      if (this.known.size >= KNOWN_TOKENS) this.known.delete(this.known.keys().next().value!)
+      this.known.set(token, { id })
     }
     return id
   }
 
+  /** The name of the instance of `token`, when known here (an instance keeps its name). */
+  nameOf(token: string): string | undefined {
+    return this.known.get(token)?.name
+  }
+
+  /** Notes the name of `instance`, just read for `token`. */
+  named(token: string, instance: Instance): void {
+    const known = this.known.get(token)
+    if (known?.id === instance.id) known.name = instance.name
+  }
+
   private forget(id: unknown): void {
     this.dropped++
-    for (const [token, known] of this.ids) if (known === id) this.ids.delete(token)
+    for (const [token, known] of this.known) if (known.id === id) this.known.delete(token)
   }
 }
 
@@ -114,6 +126,26 @@ export async function holderOf(ctx: Ctx, request: Request): Promise<Instance> {
   const { instanceId } = await caller(ctx, request)
   const instance = instanceId ? await ctx.store.instances.get(instanceId) : null
   if (!instance) throw forbidden('unknown instance token: register again')
+  return instance
+}
+
+/**
+ * The calling instance's id and name, for a route that needs no more (the inbox): as
+ * holderOf, but where this process is the database's only writer (SQLite) a token
+ * whose instance is known here is answered without reading it again; its
+ * instance.deregistered reaches ctx.tokens right after that COMMIT, before any other request.
+ */
+export async function readerOf(ctx: Ctx, request: Request): Promise<Pick<Instance, 'id' | 'name'>> {
+  const token = request.headers.get('x-instance-token')
+  if (token && ctx.store.backend === 'sqlite') {
+    const name = ctx.tokens.nameOf(token)
+    if (name !== undefined) {
+      const { instanceId } = await caller(ctx, request)
+      if (instanceId) return { id: instanceId, name }
+    }
+  }
+  const instance = await holderOf(ctx, request)
+  if (token) ctx.tokens.named(token, instance)
   return instance
 }
 

@@ -6,7 +6,7 @@ import { t } from 'elysia'
 import type { Ctx } from '../services/context'
 import type { InboxMessage } from '../store/messages'
 import { audited } from '../http/audit'
-import { holderOf, optionalHolder } from '../http/caller'
+import { holderOf, optionalHolder, readerOf } from '../http/caller'
 import { intParam, isSet } from '../http/params'
 import { IdParams, Nullable } from '../http/models'
 import { waitParam } from '../services/holders'
@@ -21,6 +21,7 @@ import {
   messageId,
   readInbox,
   sendMessage,
+  type InboxPage,
 } from '../services/messages'
 
 const TAGS = ['messages']
@@ -53,15 +54,19 @@ const WithReceipts = t.Composite([
 const JSON_HEADERS = { headers: { 'content-type': 'application/json' } }
 
 /**
- * An inbox page as JSON, written once per page the store keeps (a repeated read is the
- * same array until a write touches the name): the page is built from typed rows, so the
- * response schema (documented below) holds without checking each answer against it.
+ * An inbox page's answer, made once per page the store keeps (a repeated read gets the
+ * same array until a write touches the name, and a page's cursor follows from it) and
+ * cloned for each read. The page is built from typed rows, so it holds to the response
+ * schema documented below without being checked against it on every answer.
  */
-const written = new WeakMap<readonly InboxMessage[], string>()
-function messagesJson(messages: readonly InboxMessage[]): string {
-  let json = written.get(messages)
-  if (json === undefined) written.set(messages, (json = JSON.stringify(messages)))
-  return json
+const answers = new WeakMap<readonly InboxMessage[], Response>()
+function answer(page: InboxPage): Response {
+  let kept = answers.get(page.messages)
+  if (!kept) {
+    kept = new Response(`{"messages":${JSON.stringify(page.messages)},"cursor":${page.cursor}}`, JSON_HEADERS)
+    answers.set(page.messages, kept)
+  }
+  return kept.clone()
 }
 
 export function messagesRoutes(ctx: Ctx) {
@@ -97,14 +102,13 @@ export function messagesRoutes(ctx: Ctx) {
     .get(
       '/api/inbox',
       async ({ query, request }) => {
-        const reader = await holderOf(ctx, request)
-        const page = await readInbox(ctx, reader, {
+        const page = await readInbox(ctx, await readerOf(ctx, request), {
           after: intParam(query.after, 'after', 0),
           limit: intParam(query.limit, 'limit', INBOX_LIMIT, 1, INBOX_MAX),
           unacked: isSet(query.unacked),
           waitMs: waitParam(query.wait) ?? 0,
         })
-        return new Response(`{"messages":${messagesJson(page.messages)},"cursor":${page.cursor}}`, JSON_HEADERS)
+        return answer(page)
       },
       {
         query: t.Object({

@@ -242,7 +242,7 @@ export interface InboxQuery {
  * and answered with the message that woke it; `unacked`, or a message at or before
  * `after`, reads the page again.
  */
-export async function readInbox(ctx: Ctx, reader: Instance, q: InboxQuery): Promise<InboxPage> {
+export async function readInbox(ctx: Ctx, reader: Pick<Instance, 'name'>, q: InboxQuery): Promise<InboxPage> {
   const deadline = Date.now() + q.waitMs
   for (;;) {
     const remaining = deadline - Date.now()
