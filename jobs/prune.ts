@@ -16,7 +16,7 @@ export const COMPLIANCE_RUNS_KEPT = 100
  * (a 64 KB version frees 16 pages), so the writer is never held for long: the other
  * writes queued meanwhile go in between two units.
  */
-export const HISTORY_STEP: PruneLimits = { keys: 200, versions: 256 }
+export const HISTORY_STEP: PruneLimits = { keys: 100, versions: 128 }
 /** A run stops after this long and the next one goes on from the key it reached. */
 const HISTORY_RUN_MS = 10_000
 

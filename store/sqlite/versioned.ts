@@ -232,7 +232,8 @@ export class VersionedDocs implements Docs {
         const firstNew = retention.before === null ? null : this.w.firstNew.get(space, key, retention.before)?.version ?? null
         const floor = floorOf(current, retention, firstNew)
         for (;;) {
-          if (deleted >= limits.versions) return { deleted, next: done }
+          // A stretch is at most ANCHOR_EVERY versions: stop before one would pass the limit (the first always goes).
+          if (deleted > 0 && deleted + ANCHOR_EVERY > limits.versions) return { deleted, next: done }
           const anchor = this.w.lowestAnchor.get(space, key)
           if (anchor && anchor.version < floor) {
             deleted += this.w.deleteDown.run(anchor.version_id).changes
