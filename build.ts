@@ -10,7 +10,7 @@ import { join } from 'node:path'
 
 const ROOT = import.meta.dir
 /** The server and its worker threads' entry files (lib/workers.ts finds them in the binary). */
-const SERVER_ENTRIES = ['app.ts', 'store/sqlite/checkpointer.ts', 'validation/rules-worker.ts', 'lib/jsondiff-worker.ts']
+const SERVER_ENTRIES = ['app.ts', 'store/sqlite/checkpointer.ts', 'validation/rules-worker.ts', 'lib/json-worker.ts']
 /** Tier-up thresholds scaled this much until the server listens: run-once startup code stays interpreted. */
 const START_JIT_POLICY = 16
 

@@ -5,9 +5,10 @@
 // that only reads each body, so the /health figures have their floor beside them.
 // Where a limit now refuses the probe's size, the request is sent at the probe's size
 // (the 413 is timed) and again just under the limit. BENCH_MB sets the probe's size.
+import { join } from 'node:path'
 import { startBaseline, startMuster, spawnChild, type Proc } from './lib'
 import { MAX_TASK_BODY } from '../routes/queue'
-import { INLINE_DIFF_BYTES } from '../lib/jsondiff'
+import { INLINE_JSON_BYTES } from '../lib/json-thread'
 
 const MB = Number(process.env.BENCH_MB ?? 10)
 const TASKS = Number(process.env.BENCH_TASKS ?? 8)
@@ -22,8 +23,8 @@ const probe2 = emptyArrays(MB * 1_000_000, 1000)
 // Just under the task limit, with room for the rest of the body.
 const taskSized = emptyArrays(MAX_TASK_BODY - 1024)
 // Just over the size diffed on the request thread: the largest pair it diffs inline is half this each.
-const inlineSized = emptyArrays(INLINE_DIFF_BYTES / 2 - 16)
-const inlineSized2 = emptyArrays(INLINE_DIFF_BYTES / 2 - 16, 1000)
+const inlineSized = emptyArrays(INLINE_JSON_BYTES / 2 - 16)
+const inlineSized2 = emptyArrays(INLINE_JSON_BYTES / 2 - 16, 1000)
 
 const SAMPLER = `
 const url = process.env.SAMPLE_URL
@@ -33,7 +34,7 @@ process.stdin.on('end', () => (running = false)).resume()
 while (running) {
   const t0 = performance.now()
   await (await fetch(url + '/health')).arrayBuffer()
-  lat.push(performance.now() - t0)
+  lat.push([performance.timeOrigin + t0, performance.now() - t0])
   await Bun.sleep(10)
 }
 console.log(JSON.stringify(lat))
@@ -43,7 +44,8 @@ console.log(JSON.stringify(lat))
 function sampler(url: string) {
   const p = spawnChild([process.execPath, '-e', SAMPLER], { env: { ...process.env, SAMPLE_URL: url }, stdin: 'pipe', stdout: 'pipe', stderr: 'inherit' })
   return {
-    async stop(): Promise<number[]> {
+    /** [start (ms since the epoch), latency (ms)] of each sample. */
+    async stop(): Promise<[number, number][]> {
       p.stdin.end()
       const out = await new Response(p.stdout).text()
       await p.exited
@@ -56,13 +58,15 @@ interface Timed {
   what: string
   status: number
   ms: number
+  /** When it was sent (ms since the epoch). */
+  at: number
 }
 
 async function send(url: string, what: string, method: string, path: string, body?: string, headers: Record<string, string> = {}): Promise<Timed & { text: string }> {
   const t0 = performance.now()
   const r = await fetch(url + path, { method, body, headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers } })
   const text = await r.text()
-  return { what, status: r.status, ms: performance.now() - t0, text }
+  return { what, status: r.status, ms: performance.now() - t0, at: performance.timeOrigin + t0, text }
 }
 
 /** The probe's requests against `url`, in order; answers are read whole but not parsed (this process is not measured). */
@@ -70,7 +74,7 @@ async function probeRequests(url: string, bare: boolean): Promise<Timed[]> {
   const out: Timed[] = []
   const run = async (...args: Parameters<typeof send>) => {
     const r = await send(...args)
-    out.push({ what: r.what, status: r.status, ms: r.ms })
+    out.push({ what: r.what, status: r.status, ms: r.ms, at: r.at })
     return r
   }
   const token = bare
@@ -98,7 +102,7 @@ async function probeRequests(url: string, bare: boolean): Promise<Timed[]> {
 }
 
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]
-const healthLine = (name: string, lat: number[]) =>
+const healthLine = (name: string, samples: [number, number][], lat = samples.map((x) => x[1])) =>
   `${name.padEnd(16)} /health ${String(lat.length).padStart(5)} samples   p50 ${pct(lat, 50).toFixed(1)} ms   p99 ${pct(lat, 99).toFixed(1)} ms   max ${Math.max(...lat).toFixed(1)} ms   over 100 ms: ${lat.filter((x) => x > 100).length}`
 
 async function measure(server: Proc, bare: boolean) {
@@ -111,9 +115,24 @@ async function measure(server: Proc, bare: boolean) {
   return { requests, health: await s.stop() }
 }
 
-// Reads each body whole and answers 200, as any server must at least do.
-const BARE = `const s = Bun.serve({ hostname: '127.0.0.1', port: 0, maxRequestBodySize: 64 * 1024 * 1024,
-  async fetch(req) { await req.arrayBuffer(); return new Response('{}', { headers: { 'content-type': 'application/json' } }) } })
+// Reads each body whole and answers 200, as any server must at least do; keeps state PUTs in
+// memory and diffs them on the same JSON worker as Muster, so the worker's own cost (a core
+// busy for seconds) is in the floor too, and the difference is Muster's request thread.
+const BARE = `import { offThread } from ${JSON.stringify(join(import.meta.dir, '../lib/json-thread.ts'))}
+const kept = new Map()
+const json = (body) => new Response(body, { headers: { 'content-type': 'application/json' } })
+const s = Bun.serve({ hostname: '127.0.0.1', port: 0, maxRequestBodySize: 64 * 1024 * 1024,
+  async fetch(req) {
+    const url = new URL(req.url)
+    const bytes = new Uint8Array(await req.arrayBuffer())
+    if (req.method === 'PUT') kept.set(url.pathname, [...(kept.get(url.pathname) ?? []), bytes])
+    const diff = url.searchParams.get('diff')
+    if (diff) {
+      const [a, b] = diff.split(',').map((v) => kept.get(url.pathname)[v - 1])
+      return json('{"diffs":' + (await offThread({ kind: 'diff', a, b })).json + '}')
+    }
+    return json('{}')
+  } })
 console.log('baseline on http://127.0.0.1:' + s.port + ',')`
 
 const baseline = await startBaseline(BARE)
@@ -123,10 +142,15 @@ const muster = await startMuster()
 const ours = await measure(muster, false)
 await muster.stop()
 
-console.log(`probe size ${MB} MB; task body limit ${MAX_TASK_BODY} B; diffs of pairs over ${INLINE_DIFF_BYTES} B on a worker`)
+console.log(`probe size ${MB} MB; task body limit ${MAX_TASK_BODY} B; diffs of pairs over ${INLINE_JSON_BYTES} B on a worker`)
 const byWhat = new Map<string, Timed[]>()
 for (const r of ours.requests) byWhat.set(r.what, [...(byWhat.get(r.what) ?? []), r])
 for (const [what, rs] of byWhat)
   console.log(`  ${what.padEnd(36)} ${[...new Set(rs.map((r) => r.status))].join('/')}   max ${Math.max(...rs.map((r) => r.ms)).toFixed(1)} ms`)
 console.log(healthLine('Muster', ours.health))
 console.log(healthLine('bare Bun.serve', base.health))
+// What was in flight when /health was slow: the request to look at next.
+for (const [at, ms] of ours.health.filter(([, ms]) => ms > 50)) {
+  const during = ours.requests.filter((r) => r.at < at + ms && r.at + r.ms > at).map((r) => r.what)
+  console.log(`  /health ${ms.toFixed(1)} ms during: ${[...new Set(during)].join('; ') || 'nothing sent'}`)
+}

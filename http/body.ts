@@ -4,6 +4,7 @@ import { Elysia } from 'elysia'
 import { AppError, invalid } from '../lib/errors'
 import { MAX_DEPTH, nestedDeeperThan, parsedValueProblem } from '../lib/json'
 import { StreamTooLarge, readUpTo } from '../lib/stream'
+import { jsonProblemOf } from '../lib/json-thread'
 
 export const MAX_BODY = 10 * 1024 * 1024
 
@@ -134,6 +135,17 @@ export async function readJsonBody(request: Request): Promise<{ bytes: Uint8Arra
 }
 
 export const NOT_JSON = 'request body must be JSON'
+
+/**
+ * checkDepth, and with `parse` parseJsonBody's check, of a body kept as bytes (a state
+ * value): a large one is checked on the JSON worker, so its parse does not hold up
+ * every other request (lib/json-thread.ts).
+ */
+export async function checkJsonBytes(bytes: Uint8Array, parse: boolean): Promise<void> {
+  const problem = await jsonProblemOf(bytes, parse)
+  if (problem === 'deep') throw invalid(`request body nests deeper than ${MAX_DEPTH} levels`)
+  if (problem === 'not_json') throw invalid(`${NOT_JSON}: not valid JSON`)
+}
 
 /** The parsed value of a JSON body; anything else is 400. */
 export function parseJsonBody(bytes: Uint8Array): unknown {

@@ -7,7 +7,7 @@ import type { Ctx } from '../services/context'
 import { deleteState, putState, rollbackState } from '../services/state'
 import { audited, failedCall, scopeOf } from '../http/audit'
 import type { AuditScope } from '../services/audit'
-import { checkDepth, isJsonType, parseJsonBody, rawBodyDoc, readBody } from '../http/body'
+import { checkJsonBytes, isJsonType, rawBodyDoc, readBody } from '../http/body'
 import { DocReadQuery, keyParam, notModified, rawResponse, readDocument, watchResponse, writeCondition } from '../http/documents'
 import { errorResponse } from '../http/errors'
 import type { FastRoute } from '../http/api'
@@ -37,9 +37,7 @@ export async function putFromRequest(ctx: Ctx, request: Request, key: string, qu
   const contentType = label || 'application/json'
   // Anything stored as JSON is depth-checked (readers parse it); bytes labelled JSON must also be
   // JSON. Unlabelled bytes (as the CLI sends files) and other types are stored as they are.
-  const json = isJsonType(contentType)
-  if (json) checkDepth(value)
-  if (label && json) parseJsonBody(value)
+  if (isJsonType(contentType)) await checkJsonBytes(value, !!label)
   return putState(ctx, audit, key, value, contentType, cond)
 }
 

@@ -12,7 +12,7 @@ import type { Bus } from './bus'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
-import type { ClaimCursor, Note, Task } from '../store/queue'
+import type { ClaimCandidate, ClaimCursor, Note, Task } from '../store/queue'
 import { AppError, conflict, forbidden, invalid, notFound } from '../lib/errors'
 import {
   afterRequeue,
@@ -223,7 +223,7 @@ function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, que
     const me = holderNow!
     const at = nowIso()
     const heldBy = new Set<string>()
-    let found: Task | null = null
+    let found: ClaimCandidate | null = null
     for (let after: ClaimCursor | null = null; !found; ) {
       const batch = await tx.queue.claimable(queue, me.capabilities, at, after, SCAN_BATCH)
       for (const t of batch) {

@@ -43,6 +43,12 @@ export interface Note {
   text: string
 }
 
+/**
+ * What a claim's scan needs of a claimable task: no payload or result, which a scan of
+ * large tasks would parse by the page to take one (claim() answers the whole task).
+ */
+export type ClaimCandidate = Pick<Task, 'id' | 'priority' | 'project' | 'paths'>
+
 /** Where claims resume scanning: after this task in claim order. */
 export interface ClaimCursor {
   priority: number
@@ -93,9 +99,9 @@ export interface QueueWrites {
   /** Id and status of those of `ids` that are tasks of `queue`. */
   statuses(queue: string, ids: number[]): Promise<{ id: number; status: TaskStatus }[]>
   /** The first task in claim order that is ready, available at `at`, and needs no capability outside `capabilities`. */
-  nextClaimable(queue: string, capabilities: string[], at: string): Promise<Task | null>
+  nextClaimable(queue: string, capabilities: string[], at: string): Promise<ClaimCandidate | null>
   /** Up to `limit` such tasks in claim order, after `after` (from the start when null). */
-  claimable(queue: string, capabilities: string[], at: string, after: ClaimCursor | null, limit: number): Promise<Task[]>
+  claimable(queue: string, capabilities: string[], at: string, after: ClaimCursor | null, limit: number): Promise<ClaimCandidate[]>
   /** The earliest instant after `at` when a delayed task of `queue` such a claimer could take becomes available. */
   nextAvailable(queue: string, capabilities: string[], at: string): Promise<string | null>
   claim(id: number, claim: Claim): Promise<Task>
@@ -231,13 +237,14 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
   // Every entry of the task's `requires` is among the capabilities (a JSON array parameter).
   const capable = d.within('tasks.requires', '?')
   // Keyset paging in claim order: after (priority, id) means a lower priority, or the same one and a later id.
-  const next = stmt<Row>(
-    `SELECT ${COLUMNS} FROM tasks WHERE queue = ? AND status = 'ready' AND (available_at IS NULL OR available_at <= ?) AND ${capable}
+  const next = stmt<{ id: number | string; priority: number | string; project: string | null; paths: string | null }>(
+    `SELECT id, priority, project, paths FROM tasks WHERE queue = ? AND status = 'ready' AND (available_at IS NULL OR available_at <= ?) AND ${capable}
      AND (priority < ? OR (priority = ? AND id > ?)) ${CLAIM_ORDER} LIMIT ?`,
   )
-  const claimable = (queue: string, caps: string[], at: string, after: ClaimCursor | null, limit: number) => {
+  const claimable = async (queue: string, caps: string[], at: string, after: ClaimCursor | null, limit: number): Promise<ClaimCandidate[]> => {
     const c = after ?? START
-    return many(w.all(next, queue, at, JSON.stringify(caps), c.priority, c.priority, c.id, limit))
+    const rows = await w.all(next, queue, at, JSON.stringify(caps), c.priority, c.priority, c.id, limit)
+    return rows.map((r) => ({ id: int(r.id), priority: int(r.priority), project: r.project, paths: r.paths === null ? null : JSON.parse(r.paths) }))
   }
   const nextAvailable = stmt<{ at: string | null }>(
     `SELECT MIN(available_at) AS at FROM tasks WHERE queue = ? AND status = 'ready' AND available_at > ? AND ${capable}`,

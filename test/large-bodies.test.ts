@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, register, startServer, type Agent, type TestServer } from './helpers'
 import { MAX_TASK_BODY } from '../routes/queue'
-import { INLINE_DIFF_BYTES } from '../lib/jsondiff'
+import { INLINE_JSON_BYTES } from '../lib/json-thread'
 
 let s: TestServer
 let worker: Agent
@@ -96,7 +96,7 @@ describe('diffs of large versions', () => {
   const big = (n: number, mark: number) => JSON.stringify({ items: Array.from({ length: n }, (_, i) => (i === mark ? { changed: i } : [])), tail: 'ok' })
 
   test('a diff of versions above the inline size (computed off the request thread) answers as a small one does', async () => {
-    const n = Math.ceil(INLINE_DIFF_BYTES / 3) + 10
+    const n = Math.ceil(INLINE_JSON_BYTES / 3) + 10
     for (const v of [big(n, -1), big(n, 7)]) expect((await call(s.api, 'PUT', '/api/state/large/diff', v)).status).toBe(200)
     expect((await call(s.api, 'PUT', '/api/state/large/diff', JSON.stringify({ items: 1, tail: 'ok', more: ['x'] }))).status).toBe(200)
     const d = await call(s.api, 'GET', '/api/state/large/diff?diff=1,2')
@@ -111,11 +111,31 @@ describe('diffs of large versions', () => {
   })
 
   test('a large version that is not JSON is 400 naming the version', async () => {
-    const text = 'not json '.repeat(INLINE_DIFF_BYTES / 4)
+    const text = 'not json '.repeat(INLINE_JSON_BYTES / 4)
     expect((await call(s.api, 'PUT', '/api/state/large/text', big(10, -1))).status).toBe(200)
     expect((await call(s.api, 'PUT', '/api/state/large/text', text, { 'content-type': 'text/plain' })).status).toBe(200)
     const d = await call(s.api, 'GET', '/api/state/large/text?diff=1,2')
     expect(d.status).toBe(400)
     expect(d.body).toEqual({ error: 'version 2 is not JSON; diff needs JSON values', code: 400 })
+  })
+})
+
+describe('large JSON state values (checked off the request thread)', () => {
+  const large = (inner: string) => `{"pad":"${'p'.repeat(INLINE_JSON_BYTES)}","v":${inner}}`
+
+  test('labelled JSON that is not JSON, or nests too deep, is 400 and nothing is stored; valid JSON is stored as sent', async () => {
+    const bad = await call(s.api, 'PUT', '/api/state/large/put', large('[1,'), { 'content-type': 'application/json' })
+    expect(bad.status).toBe(400)
+    expect(bad.body).toEqual({ error: 'request body must be JSON: not valid JSON', code: 400 })
+    const deep = await call(s.api, 'PUT', '/api/state/large/put', large('['.repeat(300) + ']'.repeat(300)))
+    expect(deep.status).toBe(400)
+    expect(deep.body.error).toBe('request body nests deeper than 256 levels')
+    expect((await call(s.api, 'GET', '/api/state/large/put')).status).toBe(404)
+    // Unlabelled bytes are stored as sent (the CLI sends files so), but still depth-checked.
+    const unlabelled = await call(s.api, 'PUT', '/api/state/large/put', new TextEncoder().encode(large('[1,')))
+    expect(unlabelled.status).toBe(200)
+    const good = await call(s.api, 'PUT', '/api/state/large/put', large('[1,2]'), { 'content-type': 'application/json' })
+    expect(good.body.version).toBe(2)
+    expect((await fetch(`${s.api}/api/state/large/put`).then((r) => r.text()))).toBe(large('[1,2]'))
   })
 })
