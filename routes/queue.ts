@@ -26,7 +26,8 @@ import {
   type ShownTask,
 } from '../services/queue'
 import { readerHeartbeat } from '../services/holders'
-import { tasksJson } from '../store/queue'
+import { tasksJson, type ClaimCursor } from '../store/queue'
+import type { TaskStatus } from '../lib/tasks'
 import { bodyLimits } from '../http/body'
 
 /**
@@ -73,6 +74,48 @@ const TaskSchema = t.Object({
   created_at: t.String(),
   updated_at: t.String(),
 })
+
+/**
+ * Tasks per page of a listing: payload and result are at most MAX_TASK_BODY each, so a page
+ * is at most a few MB of stored JSON, a few milliseconds of the request thread.
+ */
+const LISTING_PAGE = 8
+const JSON_TYPE = { 'content-type': 'application/json' }
+
+/**
+ * A queue's tasks in claim order as a JSON array, read a page at a time: stored payloads and
+ * results spliced in as stored (store/queue.ts tasksJson), never parsed and serialized again,
+ * and a long listing streamed, other requests answered between its pages. Each page is read
+ * on its own, as the keyset of claim order goes on from the last task sent.
+ */
+async function taskListing(ctx: Ctx, queue: string, status: TaskStatus | undefined, limit = Infinity): Promise<Response> {
+  let left = limit
+  let after: ClaimCursor | null = null
+  /** The next page's elements, or null when the listing has ended. */
+  const page = async (): Promise<string | null> => {
+    if (left <= 0) return null
+    const n = Math.min(LISTING_PAGE, left)
+    const tasks = await ctx.store.queue.listStored(queue, status, after, n)
+    left = tasks.length < n ? 0 : left - n
+    after = tasks.at(-1) ?? null
+    return tasks.length ? tasksJson(await withNotes(ctx.store.queue, tasks.map(hideClaim))) : null
+  }
+  const first = await page()
+  if (left <= 0) return new Response(`[${first ?? ''}]`, { headers: JSON_TYPE })
+  const encoder = new TextEncoder()
+  const body = new ReadableStream<Uint8Array>({
+    start: (c) => c.enqueue(encoder.encode(`[${first}`)),
+    async pull(c) {
+      await new Promise((resolve) => setImmediate(resolve)) // a turn of the event loop between pages
+      const next = await page()
+      if (next === null) {
+        c.enqueue(encoder.encode(']'))
+        c.close()
+      } else c.enqueue(encoder.encode(`,${next}`))
+    },
+  })
+  return new Response(body, { headers: JSON_TYPE })
+}
 
 const QueueParams = t.Object({ queue: t.String() })
 const ClaimId = t.String({ description: 'from the claim answer; another one is 409 claim lost' })
@@ -236,9 +279,7 @@ export function queueRoutes(ctx: Ctx) {
         const status = enumParam(query.status, 'status', TASK_STATUSES, undefined)
         const limit = query.limit === undefined ? undefined : intParam(query.limit, 'limit', 0, 1)
         await readerHeartbeat(ctx, await caller(ctx, request))
-        const tasks = await withNotes(ctx.store.queue, (await ctx.store.queue.listStored(queue, status, limit)).map(hideClaim))
-        // Stored payloads and results go out as stored, not parsed and serialized again (store/queue.ts tasksJson).
-        return new Response(tasksJson(tasks), { headers: { 'content-type': 'application/json' } })
+        return taskListing(ctx, queue, status, limit)
       },
       {
         params: QueueParams,

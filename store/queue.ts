@@ -73,8 +73,8 @@ export interface QueueStore {
   get(id: number): Promise<Task | null>
   /** A queue's tasks in claim order, optionally of one status. */
   list(queue: string, status?: TaskStatus, limit?: number): Promise<Task[]>
-  /** The same, payload and result as stored JSON text (for an answer: tasksJson). */
-  listStored(queue: string, status?: TaskStatus, limit?: number): Promise<StoredTask[]>
+  /** Up to `limit` of the same after `after` in claim order (from the start when null), payload and result as stored JSON text (for an answer: tasksJson). */
+  listStored(queue: string, status: TaskStatus | undefined, after: ClaimCursor | null, limit: number): Promise<StoredTask[]>
   /** Every queue that has tasks, by name, with its count per status. */
   queues(): Promise<{ queue: string; counts: QueueCounts }[]>
   /** The notes of each of `ids`, oldest first (one query for a page of tasks; tasks without notes are absent). */
@@ -151,10 +151,9 @@ const fields = (r: Row) => ({
 const toTask = (r: Row): Task => ({ ...fields(r), payload: JSON.parse(r.payload), result: r.result === null ? null : JSON.parse(r.result) })
 const toStored = (r: Row): StoredTask => ({ ...fields(r), payload: { json: r.payload }, result: { json: r.result ?? 'null' } })
 
-/** A JSON array of listed tasks with their stored payload and result spliced in as they are (the other fields serialized). */
+/** Listed tasks as the elements of a JSON array (no brackets): their stored payload and result spliced in as they are, the other fields serialized. */
 export function tasksJson(tasks: readonly StoredTask[]): string {
-  const parts = tasks.map(({ payload, result, ...rest }) => `${JSON.stringify(rest).slice(0, -1)},"payload":${payload.json},"result":${result.json}}`)
-  return `[${parts.join(',')}]`
+  return tasks.map(({ payload, result, ...rest }) => `${JSON.stringify(rest).slice(0, -1)},"payload":${payload.json},"result":${result.json}}`).join(',')
 }
 const many = async (rows: Promise<Row[]>) => (await rows).map(toTask)
 const maybe = (r: Row | null): Task | null => (r ? toTask(r) : null)
@@ -202,6 +201,10 @@ const CLAIMED_BY = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE status = 'claim
 const TIMED_OUT = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE status = 'claimed' AND visible_until IS NOT NULL AND visible_until <= ? ORDER BY id`)
 const ALL = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE queue = ? ${CLAIM_ORDER} LIMIT ?`)
 const BY_STATUS = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE queue = ? AND status = ? ${CLAIM_ORDER} LIMIT ?`)
+// Keyset pages in claim order: after (priority, id) means a lower priority, or the same one and a later id.
+const AFTER = '(priority < ? OR (priority = ? AND id > ?))'
+const ALL_AFTER = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE queue = ? AND ${AFTER} ${CLAIM_ORDER} LIMIT ?`)
+const BY_STATUS_AFTER = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE queue = ? AND status = ? AND ${AFTER} ${CLAIM_ORDER} LIMIT ?`)
 const ADD_NOTE = stmt('INSERT INTO task_notes (task_id, at, by_name, attempt, text) VALUES (?, ?, ?, ?, ?)')
 const COUNTS = stmt<{ queue: string; status: TaskStatus; n: number | string }>(
   'SELECT queue, status, COUNT(*) AS n FROM tasks GROUP BY queue, status ORDER BY queue',
@@ -236,10 +239,9 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
   )
   // Every entry of the task's `requires` is among the capabilities (a JSON array parameter).
   const capable = d.within('tasks.requires', '?')
-  // Keyset paging in claim order: after (priority, id) means a lower priority, or the same one and a later id.
   const next = stmt<{ id: number | string; priority: number | string; project: string | null; paths: string | null }>(
     `SELECT id, priority, project, paths FROM tasks WHERE queue = ? AND status = 'ready' AND (available_at IS NULL OR available_at <= ?) AND ${capable}
-     AND (priority < ? OR (priority = ? AND id > ?)) ${CLAIM_ORDER} LIMIT ?`,
+     AND ${AFTER} ${CLAIM_ORDER} LIMIT ?`,
   )
   const claimable = async (queue: string, caps: string[], at: string, after: ClaimCursor | null, limit: number): Promise<ClaimCandidate[]> => {
     const c = after ?? START
@@ -290,14 +292,17 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
 }
 
 export function queueStore(r: Runner, d: Dialect): QueueStore {
-  const listed = (queue: string, status?: TaskStatus, limit = -1) => {
-    const max = limit < 0 ? d.noLimit : limit
-    return status ? r.all(BY_STATUS, queue, status, max) : r.all(ALL, queue, max)
-  }
   return {
     get: async (id) => maybe(await r.get(ONE, id)),
-    list: async (queue, status, limit) => (await listed(queue, status, limit)).map(toTask),
-    listStored: async (queue, status, limit) => (await listed(queue, status, limit)).map(toStored),
+    async list(queue, status, limit = -1) {
+      const max = limit < 0 ? d.noLimit : limit
+      return (await (status ? r.all(BY_STATUS, queue, status, max) : r.all(ALL, queue, max))).map(toTask)
+    },
+    async listStored(queue, status, after, limit) {
+      const c = after ?? START
+      const rows = await (status ? r.all(BY_STATUS_AFTER, queue, status, c.priority, c.priority, c.id, limit) : r.all(ALL_AFTER, queue, c.priority, c.priority, c.id, limit))
+      return rows.map(toStored)
+    },
     async queues() {
       const out = new Map<string, QueueCounts>()
       for (const { queue, status, n } of await r.all(COUNTS)) {

@@ -92,6 +92,29 @@ describe('listings send stored JSON as stored', () => {
   })
 })
 
+describe('long listings go out a page at a time', () => {
+  test('every task once, in claim order, whatever the limit against the page size; status filters too', async () => {
+    // Priorities 0, 1, 2 in turn: claim order is priority first, so pages cross priorities.
+    const made: { id: number; priority: number }[] = []
+    for (let i = 0; i < 19; i++) {
+      const r = await call(s.api, 'POST', '/api/queues/paged/tasks', { title: `p${i}`, priority: i % 3, payload: { i, pad: 'x'.repeat(20_000) } })
+      made.push({ id: r.body.id, priority: i % 3 })
+    }
+    const order = made.sort((a, b) => b.priority - a.priority || a.id - b.id).map((t) => t.id)
+    const ids = async (query: string) => {
+      const r = await call(s.api, 'GET', `/api/queues/paged/tasks${query}`)
+      expect(r.status).toBe(200)
+      return r.body.map((t: { id: number; payload: { i: number } }) => (expect(t.payload.i).toBeNumber(), t.id))
+    }
+    expect(await ids('')).toEqual(order)
+    for (const n of [1, 7, 8, 9, 16, 17, 19, 50]) expect(await ids(`?limit=${n}`)).toEqual(order.slice(0, n))
+    const claimed = await call(s.api, 'POST', '/api/queues/paged/claim', {}, worker.h)
+    expect(await ids('?status=claimed')).toEqual([claimed.body.id])
+    expect(await ids('?status=ready')).toEqual(order.filter((id) => id !== claimed.body.id))
+    expect(await ids('?status=done')).toEqual([])
+  })
+})
+
 describe('diffs of large versions', () => {
   const big = (n: number, mark: number) => JSON.stringify({ items: Array.from({ length: n }, (_, i) => (i === mark ? { changed: i } : [])), tail: 'ok' })
 
