@@ -11,7 +11,7 @@ import { MAX_TASK_BODY } from '../routes/queue'
 import { INLINE_JSON_BYTES } from '../lib/json-thread'
 
 const MB = Number(process.env.BENCH_MB ?? 10)
-const TASKS = Number(process.env.BENCH_TASKS ?? 8)
+const TASKS = Number(process.env.BENCH_TASKS ?? 40)
 
 /** A JSON array of `[]` of about `bytes` (the probe's payload): many tiny values, the costliest JSON to parse per byte. */
 const emptyArrays = (bytes: number, mark = -1) =>
