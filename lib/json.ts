@@ -36,18 +36,28 @@ export function nestedDeeperThan(json: string | Uint8Array, max = MAX_DEPTH): bo
  */
 export function parsedValueProblem(value: unknown, max = MAX_DEPTH): 'deep' | 'nul' | null {
   let nul = false
-  const stack: [unknown, number][] = [[value, 0]]
-  while (stack.length) {
-    const [v, depth] = stack.pop()!
-    if (typeof v === 'string') nul ||= v.includes('\0')
+  // Two stacks side by side, not a [value, depth] pair per node: every request's JSON body is
+  // walked on the request thread, and a body of many small values made a pair per value.
+  const values: unknown[] = [value]
+  const depths: number[] = [0]
+  while (values.length) {
+    const v = values.pop()
+    const depth = depths.pop()!
+    if (typeof v === 'string') {
+      nul ||= v.includes('\0')
+      continue
+    }
     if (typeof v !== 'object' || v === null) continue
     if (depth + 1 > max) return 'deep'
-    if (Array.isArray(v)) for (const child of v) stack.push([child, depth + 1])
-    else
-      for (const [k, child] of Object.entries(v)) {
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) values.push(v[i]), depths.push(depth + 1)
+    } else {
+      const o = v as Record<string, unknown>
+      for (const k of Object.keys(o)) {
         nul ||= k.includes('\0')
-        stack.push([child, depth + 1])
+        values.push(o[k]), depths.push(depth + 1)
       }
+    }
   }
   return nul ? 'nul' : null
 }

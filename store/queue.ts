@@ -157,10 +157,11 @@ export function tasksJson(tasks: readonly StoredTask[]): string {
 }
 const many = async (rows: Promise<Row[]>) => (await rows).map(toTask)
 const maybe = (r: Row | null): Task | null => (r ? toTask(r) : null)
-const must = (r: Row | null): Task => {
+const present = (r: Row | null): Row => {
   if (!r) throw new Error('task vanished inside its unit')
-  return toTask(r)
+  return r
 }
+const must = (r: Row | null): Task => toTask(present(r))
 
 const INSERT = stmt<Row>(
   `INSERT INTO tasks (queue, title, payload, priority, status, depends_on, requires, max_attempts, last_error, dedupe_key, project, paths,
@@ -258,7 +259,8 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
         INSERT, t.queue, t.title, JSON.stringify(t.payload), t.priority, st, JSON.stringify(t.depends_on), JSON.stringify(t.requires),
         t.max_attempts, lastError, t.dedupe_key, t.project ?? null, t.paths ? JSON.stringify(t.paths) : null, at, at,
       )
-      const task = must(row)
+      // The payload as given, not parsed back from the row: the same JSON value, one parse less on the request thread.
+      const task: Task = { ...fields(present(row)), payload: t.payload, result: null }
       if (t.depends_on.length) await w.run(edges, task.id, JSON.stringify(t.depends_on))
       return task
     },
@@ -273,7 +275,11 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
       const visibleUntil = c.visibilityMs === null ? null : afterMs(at, c.visibilityMs)
       return must(await w.get(CLAIM, c.instanceId, c.claimId, c.fence, visibleUntil, c.reservationId ?? null, at, id))
     },
-    complete: async (id, result) => must(await w.get(COMPLETE, JSON.stringify(result ?? null), nowIso(), id)),
+    async complete(id, result) {
+      // The result as given, not parsed back from the row.
+      const row = present(await w.get(COMPLETE, JSON.stringify(result ?? null), nowIso(), id))
+      return { ...fields(row), payload: JSON.parse(row.payload), result: result ?? null }
+    },
     fail: async (id, lastError) => must(await w.get(FAIL, lastError, nowIso(), id)),
     cancel: async (id) => must(await w.get(CANCEL, nowIso(), id)),
     requeue: async (id, availableAt, lastError) => must(await w.get(REQUEUE, availableAt, lastError, nowIso(), id)),
