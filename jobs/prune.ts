@@ -29,7 +29,10 @@ export function startPruneJob(ctx: Ctx): () => Promise<void> {
   })
 }
 
-/** Prunes state history from the key after `after` until every key is done (returns '') or the run's time is up (returns the key to go on after). */
+/**
+ * Prunes state history from the key after `after` until every key is done (returns '') or the
+ * run's time is up or the server stops (returns the key to go on after).
+ */
 export async function pruneStateHistory(ctx: Ctx, after = ''): Promise<string> {
   const { stateHistory, stateHistoryMaxAgeMs } = ctx.config
   const before = stateHistoryMaxAgeMs === null ? null : afterMs(nowIso(), -stateHistoryMaxAgeMs)
@@ -39,6 +42,6 @@ export async function pruneStateHistory(ctx: Ctx, after = ''): Promise<string> {
     const step = await ctx.store.write(async (tx) => tx.state.prune(retention, after, HISTORY_STEP))
     if (step.next === null) return ''
     after = step.next
-    if (performance.now() > until) return after
+    if (performance.now() > until || ctx.shutdown.aborted) return after
   }
 }
