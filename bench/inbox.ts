@@ -17,7 +17,7 @@
 // with fsync, so (2) stores BENCH_PG_MESSAGES (default 20,000) through the API; an inbox
 // page reads through indexes, so what is stored beyond it changes little.
 // Clients of (1) are raw TCP sockets in this process (no client pool in the figure).
-// Needs wrk for (2). Run: bun bench/inbox.ts   (BENCH_MESSAGES, BENCH_SECONDS to scale)
+// Needs wrk for (2). Run: bun bench/inbox.ts   (BENCH_MESSAGES, BENCH_SECONDS to scale; BENCH_ONLY=sqlite or pg for one mode)
 import { readFileSync } from 'node:fs'
 import { alternate, fmt, hasWrk, startBaseline, startMuster, startPg, wrk, type LoadResult, type Proc } from './lib'
 
@@ -30,6 +30,7 @@ const NAMES = 100
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5)
 const TARGET_WAKE_P99_MS = 10
 const TARGET_READ_RATIO = 0.5
+const ONLY = process.env.BENCH_ONLY ?? ''
 
 const BASELINE = `
 // Held inbox reads by token, answered by a POST naming their recipients: the same
@@ -318,8 +319,8 @@ try {
   await baseline.stop()
   throw err
 }
-const muster = await startMuster(['--log-level', 'warn'])
-try {
+const muster = ONLY === 'pg' ? null : await startMuster(['--log-level', 'warn'])
+if (muster) try {
   const wake = await wakeUp(muster, muster, 'agent')
   printWake('Muster (SQLite)', wake, base)
   console.log(
@@ -332,11 +333,11 @@ try {
   }
 } finally {
   await muster.stop()
-  await baseline.stop()
 }
+await baseline.stop()
 
-const pg = await startPg()
-if (!pg) console.log('PostgreSQL mode: skipped (PostgreSQL is not installed)')
+const pg = ONLY === 'sqlite' ? null : await startPg()
+if (!pg) console.log(`PostgreSQL mode: skipped (${ONLY === 'sqlite' ? 'BENCH_ONLY=sqlite' : 'PostgreSQL is not installed'})`)
 else {
   try {
     const one = await pg.replicas(1, ['--log-level', 'warn'])

@@ -305,6 +305,66 @@ describe('overdue', () => {
   })
 })
 
+describe('held reads, delivery marks and what the server keeps', () => {
+  const receipt = async (id: number, name: string) =>
+    ((await call(s.api, 'GET', `/api/messages/${id}`)).body.receipts as any[]).find((r) => r.to === name)
+
+  test('every held read of a name is answered by the message that commits for it, with the delivered_at that is stored', async () => {
+    const name = unique('twin')
+    const [one, two] = [await register(s, name), await register(s, name)]
+    const after = (await send(null, { to: [name], subject: 'before' })).body.id
+    const held = [inbox(one, `?after=${after}&wait=10s`), inbox(two, `?after=${after}&wait=10s`)]
+    await Bun.sleep(200)
+    const m = (await send(null, { to: [name], subject: 'for both' })).body
+    const [a, b] = await Promise.all(held)
+    expect(ids(a)).toEqual([m.id])
+    expect(a.body).toEqual(b.body)
+    const shown = a.body.messages[0].delivered_at
+    expect({ ...a.body.messages[0] }).toEqual({ ...m, delivered_at: expect.any(String), acked_at: null })
+    // The mark is written after the answers: once stored, it is the instant they showed.
+    const stored = await eventually(async () => (await receipt(m.id, name))?.delivered_at, 3000, 10)
+    expect(stored).toBe(shown)
+    expect((await inbox(one, `?after=${after}`)).body.messages[0].delivered_at).toBe(stored)
+  })
+
+  test("a broadcast answers the held reads of others, not the sender's own; unacked=1 waits too", async () => {
+    const [sender, other] = [await agent('caster'), await agent('hearer')]
+    const start = (await send(null, { to: ['*'], subject: 'start' })).body.id
+    const own = inbox(sender, `?after=${start}&wait=10s`)
+    const theirs = inbox(other, `?after=${start}&wait=10s&unacked=1`)
+    await Bun.sleep(200)
+    const wide = (await send(sender, { to: ['*'], subject: 'to all' })).body.id
+    expect(ids(await theirs)).toEqual([wide])
+    expect(await Promise.race([own.then(() => 'answered'), Bun.sleep(300).then(() => 'held')])).toBe('held')
+    const direct = (await send(other, { to: [sender.name], subject: 'back to you' })).body.id
+    expect(ids(await own)).toEqual([direct])
+  })
+
+  test('a page read again shows at once each change to the name: a new message, an ack, a delivery', async () => {
+    const me = await agent('again')
+    const first = (await send(null, { to: [me.name], subject: 'one' })).body.id
+    const q = `?after=${first - 1}&unacked=1`
+    const page = (await inbox(me, q)).body
+    expect(page.messages.filter((m: any) => m.id === first)).toHaveLength(1)
+    expect((await inbox(me, q)).body).toEqual(page)
+    await ack(me, first)
+    expect(ids(await inbox(me, q))).not.toContain(first)
+    expect((await inbox(me, `?after=${first - 1}`)).body.messages.find((m: any) => m.id === first).acked_at).toEqual(expect.any(String))
+    const cursor = (await inbox(me, `?after=${first}`)).body.cursor
+    const second = (await send(null, { to: [me.name], subject: 'two' })).body.id
+    expect(ids(await inbox(me, `?after=${cursor}`))).toContain(second)
+  })
+
+  test("an instance's token stops acting as soon as the instance is deregistered, though it was just used", async () => {
+    const me = await agent('leaving')
+    expect((await inbox(me)).status).toBe(200)
+    expect((await call(s.api, 'DELETE', `/api/instances/${me.id}`)).status).toBe(200)
+    expect((await inbox(me)).status).toBe(403)
+    expect((await send(me, { to: ['x'], subject: 'ghost' })).status).toBe(403)
+    expect((await ack(me, 1)).status).toBe(403)
+  })
+})
+
 describe.skipIf(!onPostgres)('replicas', () => {
   let a: TestServer
   let b: TestServer
@@ -331,6 +391,13 @@ describe.skipIf(!onPostgres)('replicas', () => {
     const r = await held
     expect(ids(r)).toEqual([sent])
     expect(performance.now() - started).toBeLessThan(2000)
+  })
+
+  test('a token deregistered through A is refused by B, which used it just before', async () => {
+    const me = await register(b, unique('gone'))
+    expect((await inbox(me, '', b)).status).toBe(200)
+    expect((await call(a.api, 'DELETE', `/api/instances/${me.id}`)).status).toBe(200)
+    expect((await inbox(me, '', b)).status).toBe(403)
   })
 
   test('a deadline sent through B is raised once, on time, by the leader A', async () => {
