@@ -43,9 +43,15 @@ export interface SendInput {
 /** A committed message.sent as its waiters get it: the message is read once, by the first of them that needs it. */
 export class Sent {
   private read?: Promise<Message | null>
+  private last?: readonly InboxMessage[]
   constructor(readonly id: number) {}
   message(ctx: Ctx): Promise<Message | null> {
     return (this.read ??= ctx.store.messages.get(this.id).catch(() => null))
+  }
+  /** The answer of a woken read: the same page for every read whose mark got the same instant (one batch), so its JSON is written once. */
+  page(message: Message, deliveredAt: string): readonly InboxMessage[] {
+    if (this.last?.[0]!.delivered_at !== deliveredAt) this.last = Object.freeze([{ ...message, delivered_at: deliveredAt, acked_at: null }])
+    return this.last
   }
 }
 
@@ -256,7 +262,7 @@ export async function readInbox(ctx: Ctx, reader: Pick<Instance, 'name'>, q: Inb
     if (typeof woken === 'string') return { messages: [], cursor: q.after }
     if (q.unacked || woken.id <= q.after) continue
     const message = await woken.message(ctx)
-    if (message) return page(ctx, reader.name, [{ ...message, delivered_at: null, acked_at: null }], q.after)
+    if (message) return { messages: woken.page(message, ctx.inboxWaiters.marks.mark(ctx, reader.name, message.id)), cursor: message.id }
   }
 }
 
