@@ -283,9 +283,12 @@ export function messagesWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: 
   }
 }
 
-/** Names whose recent inbox pages are kept, and pages kept per name (an agent polls at its cursor, pages through, or filters unacked). */
-const KEPT_NAMES = 10_000
+/** Bytes of inbox pages kept in all (bodies up to 64 KiB, pages up to 1,000 messages). */
+const KEPT_BYTES = 32 * 1024 * 1024
+/** Pages kept per name (an agent polls at its cursor, pages through, or filters unacked); names with a page kept. */
 const KEPT_PAGES = 4
+const KEPT_NAMES = 10_000
+const weigh = (page: readonly InboxMessage[]) => page.reduce((n, m) => n + m.body.length + m.subject.length + 300, 100)
 
 /**
  * `keep`: this process is the database's only writer, so a name's inbox pages are kept
@@ -297,29 +300,39 @@ export function messagesStore(r: Runner, d: Dialect, keep = false): MessagesStor
     const q = unacked ? INBOX_UNACKED : INBOX
     return Object.freeze((await r.all(q.s, ...q.args({ name, after, limit }))).map(toInbox))
   }
-  const kept = new Lru<string, Map<string, readonly InboxMessage[]>>(KEPT_NAMES)
+  // Pages by query and name; each name's keys, oldest first, to drop them when a write touches the name.
+  const kept = new Lru<string, readonly InboxMessage[]>(KEPT_BYTES, weigh)
+  const keysOf = new Map<string, string[]>()
   // Counts the commits that touched any inbox, so a read one of them overtook is answered but not kept.
   let writes = 0
+  const drop = (name: string) => {
+    for (const key of keysOf.get(name) ?? []) kept.delete(key)
+    keysOf.delete(name)
+  }
   return {
     async inbox(name, q) {
       if (!keep) return query(name, q)
-      const key = `${q.after}/${q.limit}/${q.unacked ? 1 : 0}`
-      const hit = kept.get(name)?.get(key)
+      const key = `${q.after}/${q.limit}/${q.unacked ? 1 : 0}/${name}`
+      const hit = kept.get(key)
       if (hit) return hit
       const seen = writes
       const page = await query(name, q)
       if (seen !== writes) return page
-      let pages = kept.get(name)
-      if (!pages) kept.set(name, (pages = new Map()))
-      if (pages.size >= KEPT_PAGES) pages.delete(pages.keys().next().value!)
-      pages.set(key, page)
+      let keys = keysOf.get(name)
+      if (!keys) {
+        if (keysOf.size >= KEPT_NAMES) (kept.clear(), keysOf.clear())
+        keysOf.set(name, (keys = []))
+      }
+      if (keys.length >= KEPT_PAGES) kept.delete(keys.shift()!)
+      keys.push(key)
+      kept.set(key, page)
       return page
     },
     changed(touched) {
       if (!keep) return
       writes++
-      if (touched === '*') kept.clear()
-      else for (const name of touched) kept.delete(name)
+      if (touched === '*') (kept.clear(), keysOf.clear())
+      else for (const name of touched) drop(name)
     },
     get: async (id) => maybe(await r.get(ONE, id)),
     receipts: (id) => r.all(RECEIPTS, id),
