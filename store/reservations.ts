@@ -108,14 +108,14 @@ const padded = (xs: string[]) => {
  * index search per arm. Placeholders rather than a JSON table, so both planners see
  * how few prefixes there are and search the primary key for each.
  */
-function nearStatement(exact: number, below: number): Stmt<HoldingRow> {
+function nearStatement(d: Dialect, exact: number, below: number): Stmt<HoldingRow> {
   const arms = [`SELECT reservation_id FROM reservation_paths WHERE project = ? AND prefix IN (${Array(exact).fill('?').join(', ')})`]
   for (let i = 0; i < below; i++) arms.push('SELECT reservation_id FROM reservation_paths WHERE project = ? AND prefix > ? AND prefix < ?')
-  return stmt<HoldingRow>(`SELECT id, instance_id, paths, exclusive FROM reservations WHERE id IN (${arms.join(' UNION ALL ')}) ORDER BY seq`)
+  return stmt<HoldingRow>(`SELECT id, instance_id, paths, exclusive FROM reservations WHERE ${d.inRows('id', arms.join(' UNION ALL '))} ORDER BY seq`)
 }
 
 /** holdings and holdingsFor over one runner (the unit's or committed reads). */
-function holdingsReads(r: Runner): HoldingsReads {
+function holdingsReads(r: Runner, d: Dialect): HoldingsReads {
   const holdings = async (project: string) => (await r.all(HOLDINGS, project)).map(toHolding)
   return {
     holdings,
@@ -125,7 +125,7 @@ function holdingsReads(r: Runner): HoldingsReads {
       const exact = padded(q.exact)
       const below = q.below.length ? padded(q.below) : []
       const args = [project, ...exact, ...below.flatMap((p) => [project, `${p}/`, `${p}0`])]
-      return (await r.all(nearStatement(exact.length, below.length), ...args)).map(toHolding)
+      return (await r.all(nearStatement(d, exact.length, below.length), ...args)).map(toHolding)
     },
   }
 }
@@ -133,7 +133,7 @@ function holdingsReads(r: Runner): HoldingsReads {
 export function reservationsWrites(w: Runner, d: Dialect): ReservationsWrites {
   const index = indexStatements(d)
   return {
-    ...holdingsReads(w),
+    ...holdingsReads(w, d),
     get: async (id) => maybe(await w.get(ONE, id)),
     async insert(r) {
       await w.run(INSERT, r.id, r.project, r.instance_id, JSON.stringify(r.paths), r.exclusive ? 1 : 0, r.fence, r.reason, r.created_at, r.expires_at)
@@ -156,9 +156,9 @@ export function reservationsWrites(w: Runner, d: Dialect): ReservationsWrites {
   }
 }
 
-export function reservationsStore(r: Runner): ReservationsStore {
+export function reservationsStore(r: Runner, d: Dialect): ReservationsStore {
   return {
-    ...holdingsReads(r),
+    ...holdingsReads(r, d),
     async list(filter) {
       const where: string[] = []
       const args: string[] = []

@@ -50,6 +50,11 @@ export interface Dialect {
   total(expr: string): string
   /** A float rounded to `digits` decimals. */
   round(expr: string, digits: number): string
+  /**
+   * True when `column` is among the rows of `subquery`, looked up by `column`'s index whatever
+   * the plan: PostgreSQL's generic plan of an IN (subquery) may hash-join a scan of the table.
+   */
+  inRows(column: string, subquery: string): string
   /** True for the message `m` whose subject and body hold every word bound (through `words`) at `param`: each database's full-text index. */
   matches(param: string): string
   /** How `matches` wants its words bound. */

@@ -71,7 +71,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       holders: holdersStore(r, d),
       queue: queueStore(r, d),
       locks: locksStore(r),
-      reservations: reservationsStore(r),
+      reservations: reservationsStore(r, d),
       messages,
       sessions: sessionsStore(r),
     },

@@ -27,6 +27,8 @@ export const PG: Dialect = {
   total: (e) => `COALESCE(SUM(${e}), 0)::float8`,
   // Through the shortest text of the float: a plain ::numeric cast would keep only 15 significant digits.
   round: (e, digits) => `ROUND(${e}::text::numeric, ${digits})::float8`,
+  // An array built first (an InitPlan), then an index scan for its elements.
+  inRows: (column, subquery) => `${column} = ANY(ARRAY(${subquery}))`,
   // plainto_tsquery takes plain text: every word ANDed, no operator syntax.
   matches: (p) => `m.search @@ plainto_tsquery('simple', ${p})`,
   words: (words) => words.join(' '),

@@ -40,6 +40,7 @@ export const SQLITE: Dialect = {
   seq: 'rowid',
   total: (e) => `TOTAL(${e})`,
   round: (e, digits) => `ROUND(${e}, ${digits})`,
+  inRows: (column, subquery) => `${column} IN (${subquery})`,
   matches: (p) => `m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ${p})`,
   // Each word a quoted phrase: quotes, stars, colons or NEAR in a word are text, never FTS5 syntax.
   words: (words) => words.map((w) => `"${w.replaceAll('"', '""')}"`).join(' '),
