@@ -31,7 +31,7 @@ const isUpgrade = (request: Request, path: string) =>
 export function authorized(ctx: Ctx, request: Request, path: string): boolean {
   const expected = ctx.config.authToken
   if (!expected) return true
-  if (path === '/health' && request.method === 'GET') return true
+  if (request.method === 'GET' && (path === '/health' || path === '/livez' || path === '/readyz')) return true
   const header = request.headers.get('authorization') ?? ''
   let given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim()
   if (!given && isUpgrade(request, path)) given = urlOf(request).searchParams.get('token') ?? undefined

@@ -7,7 +7,7 @@
 // or afterHandle hook: either (even empty) changes how Elysia compiles every route,
 // and with one the server stalled while answering a large validation (the stall
 // test/validate.test.ts bounds). The wrap also sees answers given in onRequest (401, 413).
-// GET /health is counted but not access-logged: probes would drown the log (and a
+// GET /health, /livez and /readyz are counted but not access-logged: probes would drown the log (and a
 // probe loop's log lines were enough to push that same stall past the bound).
 import type { Ctx } from '../services/context'
 import { accessLog } from '../obs/log'
@@ -64,7 +64,7 @@ export function requestObserver(ctx: Ctx, table: RouteTable) {
 
   const record = (request: Request, path: string, series: RouteSeries, status: number, seconds: number, actor: string | null) => {
     series.count(status, seconds)
-    if (path !== '/health') accessLog({ method: request.method, route: series.route, path, status, duration_ms: Math.round(seconds * 1e6) / 1e3, actor })
+    if (path !== '/health' && path !== '/livez' && path !== '/readyz') accessLog({ method: request.method, route: series.route, path, status, duration_ms: Math.round(seconds * 1e6) / 1e3, actor })
   }
 
   /** `path` never has the query (a WebSocket upgrade may carry ?token=); `known`: the route's series, when the caller has it. */

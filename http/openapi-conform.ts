@@ -217,7 +217,7 @@ export function conformDocument(generated: { paths: Json; components?: Json }, o
       version: opts.version,
       description:
         'Coordination server for cooperating AI coding agents. Errors are always `{"error", "code"}` with `code` equal to the HTTP status. ' +
-        'With `--auth-token`, every call but `GET /health` sends `Authorization: Bearer <token>`; an agent also sends its instance token as `X-Instance-Token`.',
+        'With `--auth-token`, every call but `GET /health`, `/livez` and `/readyz` sends `Authorization: Bearer <token>`; an agent also sends its instance token as `X-Instance-Token`.',
     },
     servers: [{ url: opts.serverUrl, description: 'this server' }],
     // An agent's calls carry its instance token beside the bearer token; it is optional except where an operation says so.
@@ -235,7 +235,7 @@ export function conformDocument(generated: { paths: Json; components?: Json }, o
       ),
       securitySchemes: {
         // Listed only when the server has a token: a scheme no operation uses is noise to clients (and to linters).
-        ...(opts.bearerRequired && { bearerAuth: { type: 'http', scheme: 'bearer', description: 'The server token (`--auth-token`); required on every call but `GET /health`' } }),
+        ...(opts.bearerRequired && { bearerAuth: { type: 'http', scheme: 'bearer', description: 'The server token (`--auth-token`); required on every call but `GET /health`, `/livez` and `/readyz`' } }),
         instanceToken: { type: 'apiKey', in: 'header', name: 'X-Instance-Token', description: 'The token an instance got at registration: names it in the audit log and agent metrics, and counts as a heartbeat' },
       },
     },

@@ -3,7 +3,7 @@
 // machinery around them (admission, observation, errors, docs) is http/api.ts's.
 import type { Ctx } from '../services/context'
 import { createApi } from '../http/api'
-import { healthRoutes } from './health'
+import { healthRoutes, probeRoutes } from './health'
 import { stateFastRoutes, stateRoutes } from './state'
 import { specsRoutes } from './specs'
 import { auditRoutes } from './audit'
@@ -32,6 +32,7 @@ export { createDashboard } from './dashboard'
 export function apiApp(ctx: Ctx) {
   const routes = [
     healthRoutes(ctx.startedAt),
+    probeRoutes(ctx),
     stateRoutes(ctx),
     specsRoutes(ctx),
     auditRoutes(ctx),

@@ -25,6 +25,8 @@ export interface Store extends Reads {
   /** Calls `listener` with every event, in id order, right after the COMMIT that made it durable. */
   onEvent(listener: (event: Event) => void): void
   readonly schemaVersion: number
+  /** What keeps this store from serving (GET /readyz): the database not answering, migrations not done, the event feed not listening; null when ready. */
+  notReady(): Promise<string | null>
   /** Which engine holds the data. */
   readonly backend: 'sqlite' | 'postgres'
   /**

@@ -119,7 +119,8 @@ const COMMAND_OF: Record<string, string> = {
   'POST /api/templates/{id}/apply': 'templates apply',
 }
 /** MCP is the agents' discovery door and /metrics is for Prometheus to scrape, not data operations: no command. */
-const NO_COMMAND = ['POST /mcp', 'GET /metrics']
+// For machines, not people: MCP clients, Prometheus, and the probes of an orchestrator (a person runs `muster status`).
+const NO_COMMAND = ['POST /mcp', 'GET /metrics', 'GET /livez', 'GET /readyz']
 
 describe('coverage', () => {
   test('every operation in /openapi.json has a CLI command, and every command has help examples', async () => {

@@ -14,6 +14,8 @@ import { call, startServer, tempDir } from './helpers'
 const ROOT = join(import.meta.dir, '..')
 const TOKEN = 'openapi-token'
 const auth = { authorization: `Bearer ${TOKEN}` }
+/** The routes open without the token: health and the orchestrator's probes. */
+const OPEN = ['/health', '/livez', '/readyz']
 const s = await startServer({ args: ['--auth-token', TOKEN] })
 afterAll(() => s.cleanup())
 
@@ -39,10 +41,15 @@ async function run(cmd: string[], cwd = dir) {
 }
 
 describe('linters', () => {
-  test("Redocly's recommended rules: no errors; the only warnings are the missing license and /health having no 4xx", async () => {
+  test("Redocly's recommended rules: no errors; the only warnings are the missing license and the open probes having no 4xx", async () => {
     const problems = await redocly(file)
     expect(problems.filter((p: string) => p.startsWith('error'))).toEqual([])
-    expect(problems.sort()).toEqual(['warn info-license #/info', 'warn operation-4xx-response #/paths/~1health/get/responses'])
+    expect(problems.sort()).toEqual([
+      'warn info-license #/info',
+      'warn operation-4xx-response #/paths/~1health/get/responses',
+      'warn operation-4xx-response #/paths/~1livez/get/responses',
+      'warn operation-4xx-response #/paths/~1readyz/get/responses',
+    ])
   }, 60_000)
 
   test('without --auth-token the bearer scheme is not offered, and the document lints and validates the same', async () => {
@@ -120,7 +127,7 @@ describe('a route added later', () => {
 })
 
 describe('conventions on every operation', () => {
-  test('security: bearer (and the instance token) everywhere but GET /health', () => {
+  test('security: bearer (and the instance token) everywhere but GET /health and the probes', () => {
     expect(doc.components.securitySchemes).toEqual({
       bearerAuth: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
       instanceToken: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'X-Instance-Token' }),
@@ -129,7 +136,7 @@ describe('conventions on every operation', () => {
     expect(doc.paths['/health'].get.security).toEqual([])
     // A route may require the instance token (a claim names its claimer); the bearer token is added to it.
     expect(doc.paths['/api/queues/{queue}/claim'].post.security).toEqual([{ bearerAuth: [], instanceToken: [] }])
-    expect(operations.filter(({ op }) => op.security !== undefined).map(({ path }) => path).sort()).toEqual(['/api/queues/{queue}/claim', '/api/tasks/{id}/notes', '/health'])
+    expect(operations.filter(({ op }) => op.security !== undefined).map(({ path }) => path).sort()).toEqual(['/api/queues/{queue}/claim', '/api/tasks/{id}/notes', '/health', '/livez', '/readyz'])
   })
 
   test('every error answer is the {error, code} schema; 401 and 500 everywhere, 404 where the path has parameters', () => {
@@ -139,7 +146,7 @@ describe('conventions on every operation', () => {
         const answer = op.responses[status].$ref ? doc.components.responses[op.responses[status].$ref.split('/').pop()] : op.responses[status]
         expect([path, method, status, answer.content['application/json'].schema]).toEqual([path, method, status, { $ref: '#/components/schemas/Error' }])
       }
-      expect([path, method, statuses.includes('500'), statuses.includes('401') || path === '/health']).toEqual([path, method, true, true])
+      expect([path, method, statuses.includes('500'), statuses.includes('401') || OPEN.includes(path)]).toEqual([path, method, true, true])
       if (path.includes('{')) expect([path, method, statuses]).toEqual([path, method, expect.arrayContaining(['404'])])
     }
     expect(doc.components.schemas.Error).toEqual(expect.objectContaining({ required: ['error', 'code'] }))

@@ -102,6 +102,10 @@ describe.skipIf(!PG_BASE || !bins)('a PostgreSQL outage', () => {
 
   test('/health keeps the spec answer, and the log names the outage without a stack per request', async () => {
     expect((await call(server.api, 'GET', '/health')).status).toBe(200)
+    expect((await call(server.api, 'GET', '/livez')).status).toBe(200)
+    const ready = await call(server.api, 'GET', '/readyz')
+    expect([ready.status, ready.body.code]).toEqual([503, 503])
+    expect(ready.body.error).toStartWith('not ready: database')
     expect(server.stdout()).toContain('database unavailable')
     expect(server.output()).not.toContain('internal error')
     expect(server.output()).not.toMatch(/\n\s+at /)
@@ -117,5 +121,6 @@ describe.skipIf(!PG_BASE || !bins)('a PostgreSQL outage', () => {
       for (const [method, path, body, headers] of requests()) expect((await call(server[port], method, path, body, headers)).status).toBe(200)
     }
     expect((await call(server.api, 'GET', '/api/state/outage-key')).body).toEqual({ v: 2 })
+    expect((await call(server.api, 'GET', '/readyz')).status).toBe(200)
   }, 40_000)
 })

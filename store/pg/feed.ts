@@ -23,6 +23,8 @@ export class EventFeed {
   private catching: Promise<void> | null = null
   private again = false
   private unlisten: (() => Promise<void>) | null = null
+  /** Between the LISTEN's acknowledgement and stop (Bun reconnects a dropped LISTEN connection without telling). */
+  listening = false
 
   constructor(private sql: SQL) {}
 
@@ -38,6 +40,7 @@ export class EventFeed {
         // Called again after every reconnect: what was committed while deaf is read now.
         if (!first) this.catchUp()
         first = false
+        this.listening = true
       },
     )
     this.unlisten = () => sub.unlisten()
@@ -56,6 +59,7 @@ export class EventFeed {
   }
 
   async stop(): Promise<void> {
+    this.listening = false
     await this.unlisten?.().catch(() => {})
     await this.catching
   }

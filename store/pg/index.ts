@@ -10,7 +10,7 @@ import type { UnitHooks } from '../runner'
 import { removeStaleTemps, tempPath } from '../backup'
 import type { Store } from '../types'
 import { tables } from '../tables'
-import { connect, migrate, PgUnits } from './db'
+import { connect, migrate, PG_MIGRATIONS, PgUnits } from './db'
 import { EventFeed } from './feed'
 import { Leader } from './leader'
 import { syncClock } from './clock'
@@ -18,6 +18,19 @@ import { pgSnapshot, pgRestore, RESET_CHANNEL } from './backup'
 import { pgEventsStore, pgEventsWrites } from './events'
 import { pgDocs } from './versioned'
 import { pgRunner, PG } from './runner'
+
+/** How long GET /readyz waits for the database before calling it unreachable (a dead host would hold it for the pool's connect timeout). */
+const READY_WAIT_MS = 2_000
+
+async function notReady(sql: SQL, feed: EventFeed): Promise<string | null> {
+  const timeout = new Promise<'timeout'>((resolve) => setTimeout(resolve, READY_WAIT_MS, 'timeout').unref())
+  const version = sql.unsafe('SELECT version FROM muster_schema').then((rows) => Number(rows[0]?.version), (err: Error) => err)
+  const answer = await Promise.race([version, timeout])
+  if (answer === 'timeout') return `database did not answer within ${READY_WAIT_MS} ms`
+  if (answer instanceof Error) return `database unreachable: ${answer.message}`
+  if (answer !== PG_MIGRATIONS.length) return `database schema is at version ${answer}, this build needs ${PG_MIGRATIONS.length}`
+  return feed.listening ? null : 'event feed is not listening for other replicas\' events'
+}
 
 export async function openPgStore(url: string, dataDir: string): Promise<Store> {
   const sql: SQL = connect(url)
@@ -63,6 +76,7 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
       }),
     onEvent: (listener) => feed.listeners.push(listener),
     schemaVersion: SCHEMA_VERSION,
+    notReady: () => notReady(sql, feed),
     tempFile: (kind) => tempPath(dataDir, kind),
     snapshot: async () => {
       const target = tempPath(dataDir, 'backup')

@@ -158,6 +158,10 @@ export function openStore(dataDir: string, { turnoverFrames = TURNOVER_FRAMES, c
     },
     onEvent: (listener) => void listeners.push(listener),
     schemaVersion: SCHEMA_VERSION,
+    notReady: async () => {
+      const { user_version } = reader.query('PRAGMA user_version').get() as { user_version: number }
+      return user_version === SCHEMA_VERSION ? null : `database schema is at version ${user_version}, this build needs ${SCHEMA_VERSION}`
+    },
     backend: 'sqlite',
     isLeader: () => true,
     tempFile: (kind) => tempPath(dataDir, kind),
