@@ -9,6 +9,9 @@
 // hashed a label object on every observation, the one cost every request pays.
 // Here a series is found once by its label values and then only counted.
 
+import { readdirSync, readFileSync } from 'node:fs'
+import { VERSION } from '../lib/version'
+
 type Labels = Record<string, string>
 type Sample = { labels?: Labels; value: number }
 
@@ -151,19 +154,20 @@ export class Histogram extends Labelled<HistogramData> {
   }
 }
 
-/** A gauge whose samples are read when scraped. */
+/** A gauge (or a counter kept elsewhere, e.g. by the kernel) whose samples are read when scraped. */
 class ReadGauge implements Family {
   constructor(
     readonly name: string,
     private help: string,
     private labelNames: readonly string[],
     private read: () => Promise<number | Sample[]> | number | Sample[],
+    private type: 'gauge' | 'counter' = 'gauge',
   ) {}
 
   async text(): Promise<string> {
     const value = await this.read()
     const samples = typeof value === 'number' ? [{ labels: {}, value }] : value
-    const lines = [`# HELP ${this.name} ${escapeHelp(this.help)}`, `# TYPE ${this.name} gauge`]
+    const lines = [`# HELP ${this.name} ${escapeHelp(this.help)}`, `# TYPE ${this.name} ${this.type}`]
     for (const s of samples) {
       const names = this.labelNames.filter((n) => s.labels?.[n] !== undefined)
       lines.push(`${this.name}${labelText(names, names.map((n) => s.labels![n]))} ${number(s.value)}`)
@@ -210,3 +214,28 @@ export function gaugeOf(name: string, help: string, read: () => Promise<number |
   registry.removeSingleMetric(name)
   registry.register(new ReadGauge(name, help, labelNames, read))
 }
+
+// ---- the process: what prom-client's default metrics gave, under the same names ----
+
+/** `read`, or null where it does not work (no /proc off Linux): the family is then left out. */
+function tried(read: () => number): number | null {
+  try {
+    return read()
+  } catch {
+    return null
+  }
+}
+
+const openFds = () => readdirSync('/proc/self/fd').length
+/** The soft limit on open files (`Max open files  <soft>  <hard>  files` in /proc/self/limits). */
+const maxFds = () => Number(/^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))![1])
+
+registry.register(new ReadGauge('muster_build_info', 'Always 1; the version of this build as a label', ['version'], () => [{ labels: { version: VERSION }, value: 1 }]))
+registry.register(new ReadGauge('process_resident_memory_bytes', 'Resident memory size in bytes', [], () => process.memoryUsage.rss()))
+registry.register(new ReadGauge('process_cpu_seconds_total', 'Total user and system CPU time spent in seconds', [], () => {
+  const { user, system } = process.cpuUsage()
+  return (user + system) / 1e6
+}, 'counter'))
+registry.register(new ReadGauge('process_start_time_seconds', 'Start time of the process since unix epoch in seconds', [], () => Math.round(performance.timeOrigin) / 1000))
+if (tried(openFds) !== null) registry.register(new ReadGauge('process_open_fds', 'Number of open file descriptors', [], openFds))
+if (tried(maxFds) !== null) registry.register(new ReadGauge('process_max_fds', 'Maximum number of open file descriptors', [], maxFds))

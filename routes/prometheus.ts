@@ -21,8 +21,9 @@ export function prometheusRoutes(ctx: Ctx) {
   gaugeOf('muster_instances', 'Registered instances by status', async () =>
     sumBy('status', INSTANCE_STATUSES, (await ctx.store.instances.list({})).map((i) => [i.status, 1])), ['status'])
   gaugeOf('muster_subscribers', 'Open event subscriptions (WebSocket)', () => ctx.bus.subscribers().length)
-  gaugeOf('muster_tasks', 'Tasks by status, over every queue', async () =>
-    sumBy('status', TASK_STATUSES, (await ctx.store.queue.queues()).flatMap((q) => Object.entries(q.counts))), ['status'])
+  gaugeOf('muster_tasks', 'Tasks by queue and status (every status of a queue that has tasks, 0 included)', async () =>
+    (await ctx.store.queue.queues()).flatMap(({ queue, counts }) =>
+      sumBy('status', TASK_STATUSES, Object.entries(counts)).map((s) => ({ ...s, labels: { queue, ...s.labels } }))), ['queue', 'status'])
   gaugeOf('muster_lock_holders', 'Holders of named locks (a semaphore counts each holder)', async () => (await ctx.store.locks.list()).length)
   gaugeOf('muster_locks_held', 'Named locks with at least one holder', async () => new Set((await ctx.store.locks.list()).map((h) => h.name)).size)
   gaugeOf('muster_reservations', 'Path reservations held, by kind', async () =>
@@ -39,7 +40,7 @@ export function prometheusRoutes(ctx: Ctx) {
       detail: {
         summary: 'Prometheus metrics (text exposition format)',
         operationId: 'getPrometheusMetrics',
-        description: 'Request counts and latency per route pattern and status, state keys, events, instances by status, subscribers, webhook deliveries, tasks by status, lock holders and locks held, path reservations by kind, SQLite write batch sizes.',
+        description: 'Request counts and latency per route pattern and status, state keys, events, instances by status, subscribers, webhook deliveries, tasks by queue and status, lock holders and locks held, path reservations by kind, SQLite write batch sizes; `muster_build_info{version}` and the `process_*` basics (resident memory, CPU seconds, start time, open and maximum file descriptors).',
         tags: ['metrics'],
         responses: { 200: { description: 'Prometheus text format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } } },
       },

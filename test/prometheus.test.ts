@@ -102,8 +102,8 @@ describe('GET /metrics', () => {
     expect(after('muster_state_keys')).toBe(2)
     expect(after('muster_instances', { status: 'active' })).toBe(1)
     expect(after('muster_instances', { status: 'stale' })).toBe(0)
-    expect(after('muster_tasks', { status: 'ready' })).toBe(1)
-    expect(after('muster_tasks', { status: 'done' })).toBe(0)
+    expect(after('muster_tasks', { queue: 'builds', status: 'ready' })).toBe(1)
+    expect(after('muster_tasks', { queue: 'builds', status: 'done' })).toBe(0)
     expect(after('muster_locks_held')).toBe(1)
     expect(after('muster_lock_holders')).toBe(1)
     expect(after('muster_reservations', { kind: 'exclusive' })).toBe(1)
@@ -127,6 +127,24 @@ describe('GET /metrics', () => {
     expect(text).not.toContain('many/k')
     const m = await scrape()
     expect(m('muster_http_requests_total', { method: 'GET', route: '/api/state/*', status: '404' })).toBe(5)
+  })
+
+  test('build info carries package.json\'s version; the process_* basics are this server process\'s', async () => {
+    const m = await scrape()
+    const { version } = await Bun.file(new URL('../package.json', import.meta.url)).json()
+    expect(m('muster_build_info', { version })).toBe(1)
+    const { pid } = s.proc
+    // The kernel's own figures for the server process, read here: within a margin of what it reports of itself.
+    const status = await Bun.file(`/proc/${pid}/status`).text()
+    const rss = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)![1]) * 1024
+    expect(m('process_resident_memory_bytes') / rss).toBeWithin(0.5, 2)
+    expect(m('process_cpu_seconds_total')).toBeGreaterThan(0)
+    const started = m('process_start_time_seconds')
+    expect(started).toBeLessThanOrEqual(Date.now() / 1000)
+    expect(started).toBeGreaterThan(Date.now() / 1000 - 600)
+    const fds = (await Array.fromAsync(new Bun.Glob('*').scan({ cwd: `/proc/${pid}/fd`, onlyFiles: false }))).length
+    expect(Math.abs(m('process_open_fds') - fds)).toBeLessThanOrEqual(5)
+    expect(m('process_max_fds')).toBeGreaterThanOrEqual(m('process_open_fds'))
   })
 
   test('the JSON numbers stay at /api/metrics', async () => {
