@@ -27,20 +27,27 @@ function filesOf(event: HookEvent, root: string): string[] {
   return editedFiles(tool, event.tool_input, root, typeof event.cwd === 'string' ? event.cwd : root)
 }
 
+/** The events whose only work is showing new messages. */
+const SHOWING = new Set(['PostToolUse', 'UserPromptSubmit', 'Stop'])
+
 /**
- * A PreToolUse that changes nothing (another tool, a file nothing of another instance
- * holds exclusively, an edit-reserve file whose reservation is fresh), decided on
- * committed reads with no unit at all: `{}`, its heartbeat the throttled one every call
- * with an instance token counts as. Null when the event needs its unit (a new or ended
- * session, a denial to record, a reservation to grant or renew).
+ * An event that changes nothing, decided on committed reads with no unit at all: a
+ * PreToolUse of another tool, of a file nothing of another instance holds exclusively or
+ * of an edit-reserve file whose reservation is fresh; a PostToolUse, UserPromptSubmit or
+ * Stop with no message to show. `{}`, its heartbeat the throttled one every call with an
+ * instance token counts as. Null when the event needs its unit (a new or ended session,
+ * a denial to record, a reservation to grant or renew, messages to mark shown).
  */
 async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): Promise<HookAnswer | null> {
-  if (event.hook_event_name !== 'PreToolUse') return null
+  const name = event.hook_event_name
+  if (name !== 'PreToolUse' && !SHOWING.has(name)) return null
   const row = await ctx.store.sessions.get(event.session_id)
   const instance = row && row.ended_at === null ? await ctx.store.instances.get(row.instance_id) : null
   if (!row || !instance) return null
-  const files = filesOf(event, row.root)
-  if (files.length && writes(await planEdit(ctx.store.reservations, row.project, instance.id, files.map(literalPattern), headers.reserveMs))) return null
+  if (name === 'PreToolUse') {
+    const files = filesOf(event, row.root)
+    if (files.length && writes(await planEdit(ctx.store.reservations, row.project, instance.id, files.map(literalPattern), headers.reserveMs))) return null
+  } else if (!(name === 'Stop' && event.stop_hook_active === true) && (await ctx.store.messages.unshown(instance.name, row.session_id, 1)).length) return null
   ctx.heartbeats.seen(ctx, instance.id)
   return {}
 }

@@ -86,6 +86,8 @@ export interface MessagesStore {
    */
   inbox(name: string, q: InboxQuery): Promise<readonly InboxMessage[]>
   get(id: number): Promise<Message | null>
+  /** As the writes' `unshown`, on committed data: whether a hook event has anything to show at all. */
+  unshown(name: string, sessionId: string, limit: number): Promise<InboxMessage[]>
   /** Every receipt row of a message, by name. */
   receipts(id: number): Promise<Receipt[]>
   /** A thread's messages, oldest first. */
@@ -310,6 +312,7 @@ export function messagesStore(r: Runner, d: Dialect, keep = false): MessagesStor
     keysOf.delete(name)
   }
   return {
+    unshown: async (name, session, limit) => (await r.all(UNSHOWN.s, ...UNSHOWN.args({ name, after: 0, limit, session }))).map(toInbox),
     async inbox(name, q) {
       if (!keep) return query(name, q)
       const key = `${q.after}/${q.limit}/${q.unacked ? 1 : 0}/${name}`
