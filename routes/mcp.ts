@@ -201,6 +201,10 @@ function mcpServer(ctx: Ctx, request: Request, caller: Caller, { McpServer, z }:
         (rule) => ({ project: rule.project, rule_id: rule.rule_id, status: 'proposed' }),
       ),
   )
+  // The SDK advertises tools.listChanged on the first tool, but a stateless endpoint (one server per
+  // request, no stream) can never send that notification, and the list never changes: say so. The
+  // SDK merges capabilities and offers no way to drop a key, so false stands for "not supported".
+  server.server.registerCapabilities({ tools: { listChanged: false } })
   return server
 }
 

@@ -84,6 +84,10 @@ describe('MCP discovery endpoint', () => {
     expect(client.getServerVersion()).toMatchObject({ name: 'muster', version: pkg.version })
   })
 
+  test('advertises only what a stateless endpoint can do: tools, without list-change notifications', () => {
+    expect(client.getServerCapabilities()).toEqual({ tools: { listChanged: false } })
+  })
+
   test('register_instance returns id, token and REST endpoints; the instance exists over REST', async () => {
     const r = structured(await client.callTool({ name: 'register_instance', arguments: { name: 'mcp-agent', workspace: 'shop', stack: 'go', capabilities: ['review'] } }))
     expect(r.id).toBeString()
