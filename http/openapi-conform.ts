@@ -215,6 +215,7 @@ export function conformDocument(generated: { paths: Json; components?: Json }, o
     info: {
       title: 'Muster API',
       version: opts.version,
+      license: { name: 'MIT', identifier: 'MIT' },
       description:
         'Coordination server for cooperating AI coding agents. Errors are always `{"error", "code"}` with `code` equal to the HTTP status. ' +
         'With `--auth-token`, every call but `GET /health`, `/livez` and `/readyz` sends `Authorization: Bearer <token>`; an agent also sends its instance token as `X-Instance-Token`.',
