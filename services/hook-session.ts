@@ -65,6 +65,8 @@ export interface Session {
   registered: boolean
   /** SessionStart of a known session whose instance was still registered. */
   resumed: boolean
+  /** The event's heartbeat is left to the throttled one after the unit (a live instance, not a resume). */
+  throttledBeat: boolean
 }
 
 const resource = (sessionId: string) => `sessions/${sessionId}`
@@ -76,11 +78,15 @@ const resource = (sessionId: string) => `sessions/${sessionId}`
 export async function openSession(tx: Tx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<Session> {
   const row = await tx.sessions.get(event.session_id)
   if (row && row.ended_at === null) {
-    const instance = await tx.instances.heartbeat(row.instance_id)
+    // A live instance's heartbeat is the throttled one every call with a token gets (the
+    // caller's, `throttledBeat`); a resume, or a stale instance, beats inside this unit, so a
+    // stale one turns active before it is granted anything.
+    const resumed = event.hook_event_name === 'SessionStart'
+    const known = await tx.instances.get(row.instance_id)
+    const instance = known && (resumed || known.status !== 'active') ? await tx.instances.heartbeat(row.instance_id) : known
     if (instance) {
-      const resumed = event.hook_event_name === 'SessionStart'
       if (resumed) await recordAudit(tx, holderScope(instance, 'hook.session', resource(row.session_id)), `resumed ${instance.name}`)
-      return { row, instance, registered: false, resumed }
+      return { row, instance, registered: false, resumed, throttledBeat: !resumed && known!.status === 'active' }
     }
   }
   const root = headers.root ?? row?.root ?? (typeof event.cwd === 'string' ? event.cwd : '')
@@ -100,7 +106,7 @@ export async function openSession(tx: Tx, agent: HookAgent, event: HookEvent, he
     ended_at: null,
   }
   await tx.sessions.put(fresh)
-  return { row: fresh, instance, registered: true, resumed: false }
+  return { row: fresh, instance, registered: true, resumed: false, throttledBeat: false }
 }
 
 /** SessionEnd: the instance deregisters (its grants released, reason holder_deregistered) and the session ends. */

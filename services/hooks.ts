@@ -67,8 +67,10 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
     ])
     return context(name, finishBriefing(budget, session, { instances, reservations }))
   }
-  return ctx.store.write(async (tx): Promise<HookAnswer> => {
+  let beat: string | null = null
+  const answer = await ctx.store.write(async (tx): Promise<HookAnswer> => {
     const session = await openSession(tx, agent, event, headers)
+    if (session.throttledBeat) beat = session.instance.id
     switch (name) {
       case 'PreToolUse': {
         const files = filesOf(event, session.row.root)
@@ -94,4 +96,7 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
         return {}
     }
   })
+  // After the unit: a SessionEnd's instance is gone by then.
+  if (beat && name !== 'SessionEnd') ctx.heartbeats.seen(ctx, beat)
+  return answer
 }
