@@ -143,6 +143,18 @@ describe('inbox', () => {
       expect((await inbox(me, q)).status, q).toBe(400)
   })
 
+  test('bad parameters are 400 {error, code}; a parameter the inbox does not take is ignored', async () => {
+    const ann = await agent('ann')
+    const bo = await agent('bo')
+    for (let i = 0; i < 3; i++) expect((await send(ann, { to: [bo.name], subject: `s${i}` })).status).toBe(201)
+    const page = await inbox(bo, '?after=0&limit=2&unacked=1')
+    expect(page.status).toBe(200)
+    expect(ids(page)).toHaveLength(2)
+    expect(await inbox(bo, '?after=0&limit=2&unacked=1&other=x')).toEqual(page)
+    for (const bad of ['?limit=0', '?after=-1', '?limit=1001', '?wait=61s'])
+      expect(await inbox(bo, bad)).toMatchObject({ status: 400, body: { error: expect.stringMatching(/^invalid /), code: 400 } })
+  })
+
   test('unacked=1 leaves acked messages out', async () => {
     const me = await agent('fresh')
     const none = await inbox(me, '?unacked=1')
