@@ -25,7 +25,14 @@ export function admission(ctx: Ctx, table: RouteTable): Admit {
    */
   const countCall = (request: Request, path: string) => {
     const metric = path === '/mcp' ? 'mcp_calls' : path.startsWith('/api/') ? 'rest_calls' : null
-    if (metric && request.headers.has('x-instance-token')) ctx.background.track(countForCaller(ctx, request, metric).catch((err) => logFailure('agent metric count failed', err)))
+    const token = metric && request.headers.get('x-instance-token')
+    if (!token) return
+    // A token whose instance is known here is counted (and heartbeats, as its lookup would) at once.
+    const known = ctx.tokens.knownId(token)
+    if (known !== undefined) {
+      ctx.heartbeats.seen(ctx, known)
+      ctx.metrics.count(known, metric)
+    } else ctx.background.track(countForCaller(ctx, request, metric).catch((err) => logFailure('agent metric count failed', err)))
   }
 
   return (request, path, rule) => {

@@ -78,6 +78,11 @@ export class TokenIds {
     return id
   }
 
+  /** The instance id of `token` when known here, without a lookup. */
+  knownId(token: string): string | undefined {
+    return this.known.get(token)?.id
+  }
+
   /** The name of the instance of `token`, when known here (an instance keeps its name). */
   nameOf(token: string): string | undefined {
     return this.known.get(token)?.name
