@@ -3,13 +3,14 @@
 // takes a quarter of a second and a diff of two seconds, during which no other
 // request is answered (issue 38); on the worker only other large jobs wait.
 import { nestedDeeperThan } from './json'
-import type { DiffText } from './jsondiff'
 import { workerUrl } from './workers'
 
 /** At most this many bytes of JSON are worked on in the request thread (a few milliseconds); more go to the worker. */
 export const INLINE_JSON_BYTES = 64 * 1024
 
 export type JsonJob = { id: number } & ({ kind: 'diff'; a: Uint8Array; b: Uint8Array } | { kind: 'check'; bytes: Uint8Array; parse: boolean })
+/** The diff of two stored versions as JSON text, or which of them (1 or 2) is not JSON. */
+export type DiffText = { json: string } | { notJson: 1 | 2 }
 type Answers = { diff: DiffText; check: JsonProblem }
 export type JsonAnswer = { id: number; answer: DiffText | JsonProblem } | { id: number; error: string }
 

@@ -3,7 +3,8 @@
 // large versions are parsed and compared on a worker thread (lib/json-thread.ts),
 // never the request thread.
 import type jsonpatchModule from 'fast-json-patch'
-import { INLINE_JSON_BYTES, offThread } from './json-thread'
+import { INLINE_JSON_BYTES, offThread, type DiffText } from './json-thread'
+export type { DiffText } from './json-thread'
 
 // Required with the first diff, not when the server starts.
 const patches = (): typeof jsonpatchModule => require('fast-json-patch')
@@ -48,8 +49,6 @@ export function jsonDiff(before: unknown, after: unknown): DiffEntry[] {
     }))
 }
 
-/** The diff of two stored versions as JSON text, or which of them (1 or 2) is not JSON. */
-export type DiffText = { json: string } | { notJson: 1 | 2 }
 
 /** Parses both versions and diffs them, in whichever thread calls it. */
 export function diffText(a: Uint8Array, b: Uint8Array): DiffText {

@@ -10,7 +10,7 @@ import { claimReleaser, claimWaiters } from './queue'
 import { reservationReleaser } from './reservations'
 import { watchWaiters } from './watches'
 import { InboxWaiters } from './messages'
-import { TokenIds } from '../http/caller'
+import { TokenIds } from './token-ids'
 
 export type Coordination = Pick<Ctx, 'lockLines' | 'claimWaiters' | 'inboxWaiters' | 'tokens' | 'watches' | 'deliveries' | 'releasers'>
 

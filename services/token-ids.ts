@@ -1,0 +1,62 @@
+// Which instance an X-Instance-Token belongs to, kept per server (ctx.tokens) so a
+// repeated caller costs no hashing and no query. http/caller.ts asks it.
+import type { Ctx } from './context'
+import type { Instance } from '../store/instances'
+import { hashToken } from '../lib/token'
+
+/** Tokens whose instance is known here; beyond that the oldest is looked up again. */
+const KNOWN_TOKENS = 10_000
+
+/**
+ * Instances by X-Instance-Token, so a repeated caller costs no hashing and no query:
+ * one per server (ctx.tokens), dropped for an instance as its instance.deregistered
+ * arrives through the bus (from any replica) and all at once on a restore. holderOf
+ * still reads the instance itself, so a token of an instance deregistered elsewhere a
+ * moment ago, whose event has not arrived yet, still gets 403; only readerOf trusts
+ * what is known here, and only where the bus hears every write at its commit.
+ */
+export class TokenIds {
+  private known = new Map<string, { id: string; name?: string }>()
+  // Counts forgetting, so a lookup that one overtook is answered but not kept.
+  private dropped = 0
+
+  constructor(bus: { listen(l: (event: { topic: string; data: unknown }) => void): unknown }) {
+    bus.listen(({ topic, data }) => {
+      if (topic === 'instance.deregistered') this.forget((data as { id?: unknown }).id)
+      else if (topic === 'backup.restored') (this.dropped++, this.known.clear())
+    })
+  }
+
+  async idOf(ctx: Ctx, token: string): Promise<string | null> {
+    const known = this.known.get(token)
+    if (known) return known.id
+    const seen = this.dropped
+    const id = await ctx.store.instances.idByTokenHash(hashToken(token))
+    if (id && seen === this.dropped) {
+      if (this.known.size >= KNOWN_TOKENS) this.known.delete(this.known.keys().next().value!)
+      this.known.set(token, { id })
+    }
+    return id
+  }
+
+  /** The instance id of `token` when known here, without a lookup. */
+  knownId(token: string): string | undefined {
+    return this.known.get(token)?.id
+  }
+
+  /** The name of the instance of `token`, when known here (an instance keeps its name). */
+  nameOf(token: string): string | undefined {
+    return this.known.get(token)?.name
+  }
+
+  /** Notes the name of `instance`, just read for `token`. */
+  named(token: string, instance: Instance): void {
+    const known = this.known.get(token)
+    if (known?.id === instance.id) known.name = instance.name
+  }
+
+  private forget(id: unknown): void {
+    this.dropped++
+    for (const [token, known] of this.known) if (known.id === id) this.known.delete(token)
+  }
+}
