@@ -1,15 +1,16 @@
 // Held requests: a caller waits on a key until something wakes it, its time runs
 // out, or the server shuts down. Waking is done by the write itself (after its
-// COMMIT), never by polling. First come, first served within a key.
+// COMMIT), never by polling. First come, first served within a key. A wake may hand
+// the waiters a value (`V`, what woke them); by default it is just 'woken'.
 
 export type WakeReason = 'woken' | 'timeout' | 'shutdown'
 
-interface Waiter {
-  resolve(reason: WakeReason): void
+interface Waiter<V> {
+  resolve(reason: V | 'timeout' | 'shutdown'): void
 }
 
-export class Waiters<K = string> {
-  private byKey = new Map<K, Set<Waiter>>()
+export class Waiters<K = string, V = 'woken'> {
+  private byKey = new Map<K, Set<Waiter<V>>>()
 
   constructor(private shutdown: AbortSignal) {}
 
@@ -18,11 +19,11 @@ export class Waiters<K = string> {
    * server stops. Register before re-checking the condition: a change committed
    * between the check and the wait then still wakes it (no missed wake-up).
    */
-  wait(key: K, ms: number): { done: Promise<WakeReason>; cancel(): void } {
-    let waiter!: Waiter
+  wait(key: K, ms: number): { done: Promise<V | 'timeout' | 'shutdown'>; cancel(): void } {
+    let waiter!: Waiter<V>
     let timer: ReturnType<typeof setTimeout> | undefined
     const onShutdown = () => waiter.resolve('shutdown')
-    const done = new Promise<WakeReason>((resolve) => {
+    const done = new Promise<V | 'timeout' | 'shutdown'>((resolve) => {
       waiter = {
         resolve: (reason) => {
           clearTimeout(timer)
@@ -45,18 +46,18 @@ export class Waiters<K = string> {
     return { done, cancel: () => waiter.resolve('timeout') }
   }
 
-  /** Wakes every waiter of `key` (they re-check; whoever loses waits again). */
-  wake(key: K): void {
+  /** Wakes every waiter of `key` (they re-check; whoever loses waits again), handing each `value`. */
+  wake(key: K, value: V = 'woken' as V): void {
     const set = this.byKey.get(key)
     if (!set) return
-    for (const w of [...set]) w.resolve('woken')
+    for (const w of [...set]) w.resolve(value)
   }
 
   /** Wakes the first waiter of `key` only (first come, first served). */
-  wakeFirst(key: K): boolean {
+  wakeFirst(key: K, value: V = 'woken' as V): boolean {
     const first = this.byKey.get(key)?.values().next().value
     if (!first) return false
-    first.resolve('woken')
+    first.resolve(value)
     return true
   }
 

@@ -9,6 +9,7 @@ import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
 import type { Importance, InboxMessage, Message, MessageFilter, Overdue, Receipt } from '../store/messages'
 import { forbidden, invalid, notFound } from '../lib/errors'
+import { Waiters } from '../lib/waiters'
 import { nowIso, nowMs } from '../lib/time'
 import { logFailure } from '../obs/log'
 import { recordAudit, type AuditScope } from './audit'
@@ -55,8 +56,6 @@ export class Sent {
   }
 }
 
-type Woken = Sent | 'timeout' | 'shutdown'
-
 /**
  * The server's held inbox reads (ctx.inboxWaiters), by name: each is woken by the
  * message.sent that commits for its name (or for "*", from someone else), on any
@@ -64,53 +63,20 @@ type Woken = Sent | 'timeout' | 'shutdown'
  * increasing order, so the first message to wake a read that found nothing is the
  * oldest one it has not seen. Also the server's delivery marks.
  */
-export class InboxWaiters {
-  private byName = new Map<string, Set<(woken: Woken) => void>>()
+export class InboxWaiters extends Waiters<string, Sent> {
   readonly marks = new DeliveryMarks()
 
-  constructor(bus: Bus, private shutdown: AbortSignal) {
+  constructor(bus: Bus, shutdown: AbortSignal) {
+    super(shutdown)
     bus.listen((event) => {
       if (event.topic !== 'message.sent') return
       const { id, from, to } = event.data as { id?: unknown; from?: unknown; to?: unknown }
       if (typeof id !== 'number' || !Array.isArray(to)) return
       const sent = new Sent(id)
       if (to[0] === '*') {
-        for (const name of [...this.byName.keys()]) if (name !== from) this.wake(name, sent)
+        for (const name of this.keys()) if (name !== from) this.wake(name, sent)
       } else for (const name of to) if (typeof name === 'string') this.wake(name, sent)
     })
-  }
-
-  /** Register before reading the inbox: a send committed in between still wakes it (no missed wake-up). */
-  wait(name: string, ms: number): { done: Promise<Woken>; cancel(): void } {
-    let resolve!: (woken: Woken) => void
-    const done = new Promise<Woken>((r) => (resolve = r))
-    if (this.shutdown.aborted) return (resolve('shutdown'), { done, cancel() {} })
-    const end = (woken: Woken) => {
-      clearTimeout(timer)
-      this.shutdown.removeEventListener('abort', onShutdown)
-      const set = this.byName.get(name)
-      if (set?.delete(end) && !set.size) this.byName.delete(name)
-      resolve(woken)
-    }
-    const onShutdown = () => end('shutdown')
-    const timer = setTimeout(end, ms, 'timeout')
-    this.shutdown.addEventListener('abort', onShutdown, { once: true })
-    let set = this.byName.get(name)
-    if (!set) this.byName.set(name, (set = new Set()))
-    set.add(end)
-    return { done, cancel: () => end('timeout') }
-  }
-
-  private wake(name: string, sent: Sent): void {
-    const set = this.byName.get(name)
-    if (set) for (const end of [...set]) end(sent)
-  }
-
-  /** Held reads right now (for metrics and benchmarks). */
-  get size(): number {
-    let n = 0
-    for (const set of this.byName.values()) n += set.size
-    return n
   }
 }
 
