@@ -20,7 +20,7 @@ import { serveReference } from './reference'
 const store = openStore(process.argv[2])
 // The state service reads nothing of its context but the store.
 const ctx = { store } as unknown as Ctx
-const anonymous = { actor: 'anonymous', instanceId: null }
+const anonymous = { actor: 'anonymous', instanceId: null, role: 'admin', tokenId: null } as const
 // Keyed by the cached document, as Muster's kept answers are: a write caches a new one.
 const kept = new WeakMap<Doc, Response>()
 // The key as the fast route takes it: the path's, decoded and checked.

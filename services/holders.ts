@@ -53,9 +53,9 @@ export function reasonParam(reason: unknown): string | null {
   return reason
 }
 
-/** The audit scope of a holder's call: the actor is the instance id. */
+/** The audit scope of a holder's call (a hook event acting as its session's instance): the actor is the instance id. */
 export const holderScope = (instance: Instance, action: string, resource: string): AuditScope =>
-  scopeFor({ actor: instance.id, instanceId: instance.id }, action, resource)
+  scopeFor({ actor: instance.id, instanceId: instance.id, role: 'agent', tokenId: null }, action, resource)
 
 /** An optional ttl_ms: undefined, or an integer within the contract's bounds (else 400). */
 export function ttlParam(ttl: unknown): number | undefined {

@@ -21,6 +21,8 @@ export interface HookHeaders {
   /** Edit-reserve mode: the TTL of each edit's reservation. */
   reserveMs?: number
   capabilities?: string[]
+  /** The agent token of the call (not a header): a session's instance is bound to it. */
+  tokenId?: string | null
 }
 
 const text = (name: string, value: string | null, max = 1000): string | undefined => {
@@ -92,7 +94,7 @@ export async function openSession(tx: Tx, agent: HookAgent, event: HookEvent, he
   const root = headers.root ?? row?.root ?? (typeof event.cwd === 'string' ? event.cwd : '')
   const name = headers.agentName ?? row?.name ?? `${agent}-${event.session_id.slice(0, 8)}`
   const token = newToken()
-  const instance = await registerIn(tx, undefined, { name, workspace: root, capabilities: headers.capabilities }, token)
+  const instance = await registerIn(tx, undefined, { name, workspace: root, capabilities: headers.capabilities }, token, headers.tokenId ?? null)
   await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.session_id)), `registered ${name} (${agent})`)
   const fresh: HookSession = {
     session_id: event.session_id,

@@ -38,14 +38,17 @@ export function registerInstance(ctx: Ctx, scope: AuditScope | undefined, body: 
   for (const field of ['name', 'workspace', 'intent', 'stack'] as const) checkText(field, body[field])
   const input = { ...body, capabilities: checkCapabilities(body.capabilities) }
   const token = newToken()
-  return ctx.store.write(async (tx) => ({ ...(await registerIn(tx, scope, input, token)), token }))
+  return ctx.store.write(async (tx) => ({ ...(await registerIn(tx, scope, input, token, scope?.tokenId ?? null)), token }))
 }
 
 export const newToken = () => randomBytes(32).toString('hex')
 
-/** Registers inside the caller's unit (input already checked), with its event; audited when `scope` is given. */
-export async function registerIn(tx: Tx, scope: AuditScope | undefined, input: NewInstance, token: string): Promise<Instance> {
-  const instance = await tx.instances.register(input, hashToken(token))
+/**
+ * Registers inside the caller's unit (input already checked), with its event; audited when
+ * `scope` is given. `tokenId`: the agent token it is bound to (null for the admin token).
+ */
+export async function registerIn(tx: Tx, scope: AuditScope | undefined, input: NewInstance, token: string, tokenId: string | null): Promise<Instance> {
+  const instance = await tx.instances.register(input, hashToken(token), tokenId)
   await tx.emit('instance.registered', { id: instance.id, name: instance.name, workspace: instance.workspace, stack: instance.stack }, 'instances')
   await recordAudit(tx, scope, `${instance.id} (${instance.name})`)
   return instance

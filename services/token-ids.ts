@@ -31,7 +31,7 @@ export class TokenIds {
     const known = this.known.get(token)
     if (known) return known.id
     const seen = this.dropped
-    const id = await ctx.store.instances.idByTokenHash(hashToken(token))
+    const id = (await ctx.store.instances.byTokenHash(hashToken(token)))?.id ?? null
     if (id && seen === this.dropped) {
       if (this.known.size >= KNOWN_TOKENS) this.known.delete(this.known.keys().next().value!)
       this.known.set(token, { id })

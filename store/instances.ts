@@ -38,12 +38,18 @@ export interface InstancesStore {
   list(filter: InstanceFilter): Promise<Instance[]>
   get(id: string): Promise<Instance | null>
   stale(): Promise<Instance[]>
-  idByTokenHash(tokenHash: string): Promise<string | null>
+  /** The instance of an instance token, and the agent token that registered it (null: the admin token, or none). */
+  byTokenHash(tokenHash: string): Promise<{ id: string; token_id: string | null } | null>
+  /** The agent token that registered instance `id` (null: the admin token, or none); undefined for an unknown instance. */
+  tokenIdOf(id: string): Promise<string | null | undefined>
   count(): Promise<number>
 }
 
 export interface InstancesWrites {
-  register(i: NewInstance, tokenHash: string): Promise<Instance>
+  /** `tokenId`: the agent token registering it (null for the admin token or without auth). */
+  register(i: NewInstance, tokenHash: string, tokenId: string | null): Promise<Instance>
+  /** Takes up a registered instance again: the given fields replace its own, last_seen is now, status active. */
+  resume(id: string, i: NewInstance): Promise<Instance | null>
   get(id: string): Promise<Instance | null>
   /** Refreshes last_seen and makes a stale instance active again. */
   heartbeat(id: string): Promise<Instance | null>
@@ -73,8 +79,8 @@ const toInstance = (r: Row): Instance => ({
 const maybe = (r: Row | null): Instance | null => (r ? toInstance(r) : null)
 
 const INSERT = stmt<Row>(
-  `INSERT INTO instances (id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen, token_hash)
-   VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?) ${RETURNING}`,
+  `INSERT INTO instances (id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen, token_hash, token_id)
+   VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?) ${RETURNING}`,
 )
 const ONE = stmt<Row>(`SELECT ${COLUMNS} FROM instances WHERE id = ?`)
 const BEAT = stmt<Row>(`UPDATE instances SET last_seen = ?, status = 'active' WHERE id = ? ${RETURNING}`)
@@ -83,7 +89,12 @@ const CAPABILITIES = stmt<Row>(`UPDATE instances SET capabilities = ? WHERE id =
 const INTENT = stmt<Row>(`UPDATE instances SET intent = ?, last_seen = ? WHERE id = ? ${RETURNING}`)
 const REMOVE = stmt<Row>(`DELETE FROM instances WHERE id = ? ${RETURNING}`)
 const STALE = stmt<Row>(`SELECT ${COLUMNS} FROM instances WHERE status = 'stale' ORDER BY last_seen, id`)
-const BY_HASH = stmt<{ id: string }>('SELECT id FROM instances WHERE token_hash = ?')
+const RESUME = stmt<Row>(
+  `UPDATE instances SET workspace = COALESCE(?, workspace), intent = COALESCE(?, intent), stack = COALESCE(?, stack),
+     capabilities = COALESCE(?, capabilities), last_seen = ?, status = 'active' WHERE id = ? ${RETURNING}`,
+)
+const BY_HASH = stmt<{ id: string; token_id: string | null }>('SELECT id, token_id FROM instances WHERE token_hash = ?')
+const TOKEN_ID = stmt<{ token_id: string | null }>('SELECT token_id FROM instances WHERE id = ?')
 const COUNT = stmt<{ n: number | string }>('SELECT COUNT(*) AS n FROM instances')
 
 export function instancesWrites(w: Runner, d: Dialect): InstancesWrites {
@@ -91,10 +102,14 @@ export function instancesWrites(w: Runner, d: Dialect): InstancesWrites {
     `UPDATE instances SET status = 'stale' WHERE status = 'active' AND last_seen < ? ${RETURNING}, ${d.seq} AS seq`,
   )
   return {
-    async register(i, tokenHash) {
+    async register(i, tokenHash, tokenId) {
       const at = nowIso()
       const caps = JSON.stringify(i.capabilities ?? [])
-      return toInstance((await w.get(INSERT, crypto.randomUUID(), i.name, i.workspace ?? '', i.intent ?? '', i.stack ?? '', caps, at, at, tokenHash))!)
+      return toInstance((await w.get(INSERT, crypto.randomUUID(), i.name, i.workspace ?? '', i.intent ?? '', i.stack ?? '', caps, at, at, tokenHash, tokenId))!)
+    },
+    async resume(id, i) {
+      const caps = i.capabilities === undefined ? null : JSON.stringify(i.capabilities)
+      return maybe(await w.get(RESUME, i.workspace ?? null, i.intent ?? null, i.stack ?? null, caps, nowIso(), id))
     },
     get: async (id) => maybe(await w.get(ONE, id)),
     heartbeat: async (id) => maybe(await w.get(BEAT, nowIso(), id)),
@@ -122,7 +137,11 @@ export function instancesStore(r: Runner, d: Dialect): InstancesStore {
     },
     get: async (id) => maybe(await r.get(ONE, id)),
     stale: async () => (await r.all(STALE)).map(toInstance),
-    idByTokenHash: async (h) => (await r.get(BY_HASH, h))?.id ?? null,
+    byTokenHash: (h) => r.get(BY_HASH, h),
+    tokenIdOf: async (id) => {
+      const row = await r.get(TOKEN_ID, id)
+      return row ? row.token_id : undefined
+    },
     count: async () => int((await r.get(COUNT))!.n),
   }
 }

@@ -19,6 +19,7 @@ import { stateStore, stateWrites } from './state'
 import { templatesStore, templatesWrites } from './templates'
 import { webhooksStore, webhooksWrites } from './webhooks'
 import { messagesStore, messagesWrites } from './messages'
+import { tokensStore, tokensWrites } from './tokens'
 
 export interface Backend {
   /** Reads: committed data only. */
@@ -62,6 +63,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       audit: auditStore(r),
       events: events.reads,
       instances: instancesStore(r, d),
+      tokens: tokensStore(r),
       metrics: metricsStore(r),
       llm: llmStore(r, d),
       rules: rulesStore(r),
@@ -81,6 +83,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       audit: auditWrites(w),
       events: events.writes,
       instances: instancesWrites(w, d),
+      tokens: tokensWrites(w),
       metrics: metricsWrites(w),
       llm: llmWrites(w),
       rules: rulesWrites(w),

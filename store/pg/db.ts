@@ -155,6 +155,15 @@ export const PG_MIGRATIONS: string[] = [
   CREATE INDEX reservation_paths_reservation ON reservation_paths (reservation_id);
   INSERT INTO reservation_paths (project, prefix, reservation_id) SELECT project, '', id FROM reservations;
   `,
+  // As the SQLite schema's tokens migration.
+  `
+  CREATE TABLE tokens (
+    id ${T} PRIMARY KEY, name ${T} NOT NULL, role ${T} NOT NULL, hash ${T} NOT NULL UNIQUE,
+    created_at ${T} NOT NULL, expires_at ${T}, last_used_at ${T}, revoked_at ${T}
+  );
+  CREATE UNIQUE INDEX tokens_name ON tokens (name) WHERE revoked_at IS NULL;
+  ALTER TABLE instances ADD COLUMN token_id ${T};
+  `,
 ]
 
 /** Tables whose ids come from an identity column: restore moves each sequence past the copied rows. */

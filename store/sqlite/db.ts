@@ -217,6 +217,17 @@ export const MIGRATIONS: string[] = [
   CREATE INDEX reservation_paths_reservation ON reservation_paths (reservation_id);
   INSERT INTO reservation_paths (project, prefix, reservation_id) SELECT project, '', id FROM reservations;
   `,
+  // Tokens with roles (agent, viewer), kept as their SHA-256; a name is unique among the
+  // tokens not revoked. An instance remembers the agent token that registered it (NULL: the
+  // admin token, or registered before tokens existed).
+  `
+  CREATE TABLE tokens (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL, hash TEXT NOT NULL UNIQUE,
+    created_at TEXT NOT NULL, expires_at TEXT, last_used_at TEXT, revoked_at TEXT
+  );
+  CREATE UNIQUE INDEX tokens_name ON tokens (name) WHERE revoked_at IS NULL;
+  ALTER TABLE instances ADD COLUMN token_id TEXT;
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
