@@ -228,6 +228,23 @@ export const MIGRATIONS: string[] = [
   CREATE UNIQUE INDEX tokens_name ON tokens (name) WHERE revoked_at IS NULL;
   ALTER TABLE instances ADD COLUMN token_id TEXT;
   `,
+  // The webhook delivery queue (jobs/webhooks.ts): one row per event and webhook, kept after
+  // delivery for the list and redelivery; the payload is the event as sent (events are pruned).
+  // webhook_cursor is the last event turned into deliveries: a new leader catches up from it.
+  `
+  CREATE TABLE webhook_deliveries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, webhook_id TEXT NOT NULL, event_id INTEGER NOT NULL,
+    topic TEXT NOT NULL, payload TEXT NOT NULL, uuid TEXT NOT NULL, test INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL,
+    next_attempt_at TEXT, last_attempt_at TEXT, last_status INTEGER, last_error TEXT NOT NULL DEFAULT '',
+    last_duration_ms INTEGER
+  );
+  CREATE UNIQUE INDEX webhook_deliveries_event ON webhook_deliveries (webhook_id, event_id) WHERE test = 0;
+  CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, id);
+  CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+  CREATE TABLE webhook_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), event_id INTEGER NOT NULL);
+  INSERT INTO webhook_cursor (id, event_id) SELECT 1, COALESCE(MAX(id), 0) FROM events;
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
