@@ -7,6 +7,7 @@ import { apiApp, createDashboard } from './routes'
 import { ConfigError, USAGE, formatHostPort, loadConfig, type Config } from './lib/config'
 import type { Ctx } from './services/context'
 import { METRICS_FLUSH_MS, agentMetrics } from './services/metrics'
+import { USE_FLUSH_MS } from './services/credentials'
 import { every } from './jobs/timer'
 import { openConfiguredStore } from './store'
 import { cacheShares } from './lib/lru'
@@ -72,6 +73,7 @@ export async function startServer(config: Config): Promise<Server> {
 
   const stopJobs: (() => void | Promise<void>)[] = []
   stopJobs.push(every('metrics-flush', METRICS_FLUSH_MS, () => ctx.metrics.flush()))
+  stopJobs.push(every('token-uses', USE_FLUSH_MS, () => ctx.credentials.flush(ctx)))
   // Jobs below run on the leader only (on SQLite, this process; on PostgreSQL, one replica at a time).
   stopJobs.push(startPruneJob(ctx))
   stopJobs.push(startWebhookDispatcher(ctx))
@@ -111,6 +113,7 @@ export async function startServer(config: Config): Promise<Server> {
       await Promise.all(listeners.map((a) => a.server?.stop(true)))
       await ctx.background.settle()
       await ctx.metrics.flush().catch((err) => log.error({ err }, 'metrics flush failed'))
+      await ctx.credentials.flush(ctx)
       await store.close()
     },
   }

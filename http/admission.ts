@@ -1,20 +1,23 @@
 // Admission: what every API request passes before its handler, on Elysia's
-// onRequest and on the fast routes alike: the bearer check, its route's body limit
+// onRequest and on the fast routes alike: the bearer check and its role (access.md), its route's body limit
 // (413 before a byte of the body is read), JSON bodies whatever their label, and
 // the agent metric count of the calling instance.
 import type { Ctx } from '../services/context'
 import { logFailure } from '../obs/log'
 import { asJson, boundedRequest, tooLarge } from './body'
-import { authorized, countForCaller, sameCaller } from './caller'
+import { countForCaller, sameCaller, setCredential } from './caller'
+import { credentialOf, refusal, requiredRole } from './access'
 import { UNAUTHORIZED, errorResponse } from './errors'
 import type { BodyRule, RouteTable } from './route-table'
 
-/** The request as its handler gets it (size-bounded, labelled JSON), or the early answer when refused (401, 413). */
-export type Admit = (request: Request, path: string, rule?: BodyRule) => Request | Response
+/** The request as its handler gets it (size-bounded, labelled JSON), or the early answer when refused (401, 403, 413). */
+export type Admit = (request: Request, path: string, rule?: BodyRule, pattern?: string) => Request | Response
 
 /**
- * `path` is the request's path without the query; `rule` its route's body rule when
- * the caller knows its route (the fast routes), else looked up in `table`.
+ * `path` is the request's path without the query; `rule` its route's body rule and
+ * `pattern` its route when the caller knows them (the fast routes), else looked up in
+ * `table`. The credential's reads (a token seen for the first time) are done before
+ * (http/access.ts prepareAccess), so admission never waits.
  */
 export function admission(ctx: Ctx, table: RouteTable): Admit {
   /**
@@ -35,8 +38,15 @@ export function admission(ctx: Ctx, table: RouteTable): Admit {
     } else ctx.background.track(countForCaller(ctx, request, metric).catch((err) => logFailure('agent metric count failed', err)))
   }
 
-  return (request, path, rule) => {
-    if (!authorized(ctx, request, path)) return errorResponse(401, UNAUTHORIZED)
+  return (request, path, rule, pattern) => {
+    const credential = credentialOf(ctx, request, path)
+    if (!credential) return errorResponse(401, UNAUTHORIZED)
+    if (credential.role !== 'admin') {
+      const needed = pattern ? requiredRole(request.method, pattern) : table.roleOf(request.method, path)
+      const refused = refusal(ctx, credential, needed, request)
+      if (refused) return errorResponse(403, refused)
+    }
+    setCredential(request, credential)
     const declared = request.headers.get('content-length')
     let admitted = request
     // A request without a body needs no rule: most requests, and every read (no GET route reads a body).
@@ -48,6 +58,7 @@ export function admission(ctx: Ctx, table: RouteTable): Admit {
       if (declared === null) admitted = boundedRequest(admitted, limit)
       if (!raw && admitted.body) admitted = asJson(admitted)
       sameCaller(ctx, request, admitted)
+      setCredential(admitted, credential)
     }
     countCall(admitted, path)
     return admitted

@@ -8,6 +8,7 @@ import { SERVER_OPTIONS, checkParsedRequest } from './body'
 import { requestObserver } from './observe'
 import { apiDocs } from './openapi'
 import { admission, type Admit } from './admission'
+import { prepareAccess } from './access'
 import { pathOf, withOrigin } from './url'
 import { errorAnswer, thrownResponse } from './errors'
 import { auditFailure } from './audit'
@@ -45,7 +46,7 @@ export function createApi(ctx: Ctx, routes: readonly AnyElysia[], fastRoutes: re
   const app = new Elysia({ ...SERVER_OPTIONS, serve: { ...SERVER_OPTIONS.serve, routes: served } })
   // Elysia calls the wrapper for every request (hoc(route, request)(request)): each router's observed form is made once.
   const observed = new WeakMap<Router, Router>()
-  const observe = (route: Router) => observed.get(route) ?? observed.set(route, observer.wrap(withOrigin(route))).get(route)!
+  const observe = (route: Router) => observed.get(route) ?? observed.set(route, observer.wrap(withOrigin(prepared(ctx, route)))).get(route)!
   app
     // The observer times the whole handling; withOrigin gives the router an absolute URL whatever the Host.
     .wrap(observe as never)
@@ -74,21 +75,29 @@ export function createApi(ctx: Ctx, routes: readonly AnyElysia[], fastRoutes: re
   table = new RouteTable(app.routes)
   admit = admission(ctx, table)
   observer = requestObserver(ctx, table)
-  fastRoutes.forEach((route, i) => (handlers[i].handle = fastHandler(app, route, table.bodyRule(route.method, route.pattern), admit, observer)))
+  fastRoutes.forEach((route, i) => (handlers[i].handle = fastHandler(ctx, app, route, table.bodyRule(route.method, route.pattern), admit, observer)))
   return app
 }
 
 /** What Elysia's wrap gets: the router of one request. */
 type Router = (request: Request) => Response | Promise<Response> | undefined
 
+/** `route`, called once what the access check needs is read (a token's first use; at once otherwise). */
+const prepared =
+  (ctx: Ctx, route: Router): Router =>
+  (request) => {
+    const reading = prepareAccess(ctx, request)
+    return reading ? (reading.then(() => route(request)) as Promise<Response>) : route(request)
+  }
+
 /**
  * A fast route's handler: a plain request is admitted (held to `rule`, the body rule
  * of the full route it stands in for), observed and answered; the full app takes the rest.
  */
-function fastHandler(app: AnyElysia, route: FastRoute, rule: BodyRule, admit: Admit, observer: ReturnType<typeof requestObserver>): Handle {
+function fastHandler(ctx: Ctx, app: AnyElysia, route: FastRoute, rule: BodyRule, admit: Admit, observer: ReturnType<typeof requestObserver>): Handle {
   const observe = observer.route(route.method, route.pattern)
   const answer = (request: Request, path: string) => {
-    const admitted = admit(request, path, rule)
+    const admitted = admit(request, path, rule, route.pattern)
     if (admitted instanceof Response) return admitted
     const answered = route.handle(admitted, path)
     // What the route did not answer itself (a read on an unreachable database) is mapped as the error hook maps it,
@@ -100,6 +109,9 @@ function fastHandler(app: AnyElysia, route: FastRoute, rule: BodyRule, admit: Ad
     // A query, or a NUL (which the full app refuses, after auth, with 400): the full app's.
     if (url.includes('?') || url.includes('%00')) return app.fetch(request) as Promise<Response>
     const path = pathOf(url)
-    return observe(request, path, () => answer(request, path))
+    return observe(request, path, () => {
+      const reading = prepareAccess(ctx, request)
+      return reading ? reading.then(() => answer(request, path)) : answer(request, path)
+    })
   }
 }

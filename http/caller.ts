@@ -1,62 +1,53 @@
-// Who is calling: bearer-token auth, and the instance behind X-Instance-Token,
-// resolved once per request for everyone who asks (audit scope, agent metrics,
-// holders, the access log's actor).
-import { timingSafeEqual } from 'node:crypto'
+// Who is calling: the credential admission settled (http/access.ts), and the instance
+// behind X-Instance-Token, resolved once per request for everyone who asks (audit scope,
+// agent metrics, holders, the access log's actor).
 import type { Ctx } from '../services/context'
 import type { MetricName } from '../services/metrics'
 import type { Caller } from '../services/audit'
 import type { Instance } from '../store/instances'
-import { hashToken } from '../lib/token'
+import { ADMIN, type Credential } from '../services/credentials'
 import { forbidden, invalid } from '../lib/errors'
-import { log } from '../obs/log'
-import { urlOf } from './url'
 export { hashToken } from '../lib/token'
 export type { Caller } from '../services/audit'
 
-/** The WebSocket routes: the only ones where ?token= stands in for the header (browsers cannot set headers on an upgrade). */
-export const WEBSOCKET_PATHS = new Set(['/api/events/subscribe'])
+const credentials = new WeakMap<Request, Credential>()
 
-/** A real WebSocket handshake on a WebSocket route, not any request that claims `Upgrade: websocket`. */
-const isUpgrade = (request: Request, path: string) =>
-  request.method === 'GET' &&
-  WEBSOCKET_PATHS.has(path) &&
-  request.headers.get('upgrade')?.toLowerCase() === 'websocket' &&
-  /\bupgrade\b/i.test(request.headers.get('connection') ?? '') &&
-  request.headers.has('sec-websocket-key')
-
-/**
- * Bearer check in constant time; GET /health is open. WebSocket upgrades may pass ?token= instead.
- * `path` is the request's path without the query, as the router matches it.
- */
-export function authorized(ctx: Ctx, request: Request, path: string): boolean {
-  const expected = ctx.config.authToken
-  if (!expected) return true
-  if (request.method === 'GET' && (path === '/health' || path === '/livez' || path === '/readyz')) return true
-  const header = request.headers.get('authorization') ?? ''
-  let given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim()
-  if (!given && isUpgrade(request, path)) given = urlOf(request).searchParams.get('token') ?? undefined
-  const ok = !!given && timingSafeEqual(Buffer.from(hashToken(given), 'hex'), Buffer.from(hashToken(expected), 'hex'))
-  if (!ok) log.warn({ method: request.method, path, reason: given ? 'wrong token' : 'no token' }, 'auth failure')
-  return ok
+/** Admission's credential for `request` (and for the replacement its handler gets). */
+export function setCredential(request: Request, credential: Credential): void {
+  credentials.set(request, credential)
 }
 
-/** Who a caller without a valid instance token is: whoever holds the server token, or anyone when there is none. */
-export const actorWithoutInstance = (ctx: Ctx) => (ctx.config.authToken ? 'admin' : 'anonymous')
+/** The credential of an admitted request (the admin's when auth is off or for a request that did not pass admission). */
+export const credentialFor = (request: Request): Credential => credentials.get(request) ?? ADMIN
+
+/** `?force=1` (access.md): 403 unless the call is the admin token's. */
+export function assertForce(request: Request): void {
+  if (credentialFor(request).role !== 'admin') throw forbidden('?force=1 needs the admin token: release what your instance holds without it, or ask a person')
+}
+
+/** Who a caller without a valid instance token is: its agent or viewer token, else whoever holds the server token, else anyone. */
+export function actorWithoutInstance(ctx: Ctx, request?: Request): string {
+  const name = request && credentials.get(request)?.name
+  if (name) return `token:${name}`
+  return ctx.config.authToken ? 'admin' : 'anonymous'
+}
 
 // The lookup itself is kept, not its result: whoever asks while it runs (the agent
 // metric count and the audit scope of one request, on PostgreSQL) shares it.
 const callers = new WeakMap<Request, Promise<Caller>>()
 
-async function lookUp(ctx: Ctx, token: string | null): Promise<Caller> {
+async function lookUp(ctx: Ctx, request: Request): Promise<Caller> {
+  const token = request.headers.get('x-instance-token')
+  const { role, tokenId } = credentialFor(request)
   const instanceId = token ? await ctx.tokens.idOf(ctx, token) : null
   if (instanceId) ctx.heartbeats.seen(ctx, instanceId)
-  return { actor: instanceId ?? actorWithoutInstance(ctx), instanceId, role: 'admin', tokenId: null }
+  return { actor: instanceId ?? actorWithoutInstance(ctx, request), instanceId, role, tokenId }
 }
 
 /** The caller of a request: its actor, and the registered instance behind its X-Instance-Token (null without one or for an unknown one). */
 export function caller(ctx: Ctx, request: Request): Promise<Caller> {
   let known = callers.get(request)
-  if (!known) callers.set(request, (known = lookUp(ctx, request.headers.get('x-instance-token'))))
+  if (!known) callers.set(request, (known = lookUp(ctx, request)))
   return known
 }
 

@@ -73,7 +73,7 @@ export function requestObserver(ctx: Ctx, table: RouteTable) {
     const series = known ?? seriesOf(request.method, path)
     // A refused request has no caller; without an instance token the caller needs no lookup.
     if (status === 401) return record(request, path, series, status, seconds, null)
-    if (!request.headers.has('x-instance-token')) return record(request, path, series, status, seconds, actorWithoutInstance(ctx))
+    if (!request.headers.has('x-instance-token')) return record(request, path, series, status, seconds, actorWithoutInstance(ctx, request))
     // The lookup the audit and agent metrics made for this request (http/caller.ts), or its own.
     void caller(ctx, request).then(
       ({ actor }) => record(request, path, series, status, seconds, actor),

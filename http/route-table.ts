@@ -5,6 +5,8 @@
 // Allow), the audit action of a failing route, and the route pattern that labels
 // logs and Prometheus series (Elysia does not hand the matched pattern to a wrap).
 import { MAX_BODY } from './body'
+import type { Role } from '../services/audit'
+import { requiredRole } from './access'
 
 /** A route as Elysia lists it (`app.routes`): method, path pattern, and the options it was declared with. */
 export interface DeclaredRoute {
@@ -28,6 +30,8 @@ export interface Route extends BodyRule {
   pattern: string
   re: RegExp
   audit?: string
+  /** The least role that may call it (http/access.ts). */
+  role: Role
 }
 
 /** Distinct `METHOD path` pairs remembered; raw paths are unbounded, so the memory starts over when full. */
@@ -55,7 +59,8 @@ export class RouteTable {
       const hooks = r.hooks as { maxBody?: number; parse?: unknown; detail?: { 'x-audit'?: string } } | undefined
       const raw = [hooks?.parse].flat().some((p: any) => p === 'none' || p?.fn === 'none')
       const method = r.method === 'WS' ? 'GET' : r.method
-      return { method, listed: r.method, pattern: r.path, re: patternRe(r.path), limit: hooks?.maxBody ?? MAX_BODY, raw, audit: hooks?.detail?.['x-audit'] }
+      const role = requiredRole(method, r.path)
+      return { method, listed: r.method, pattern: r.path, re: patternRe(r.path), limit: hooks?.maxBody ?? MAX_BODY, raw, audit: hooks?.detail?.['x-audit'], role }
     })
     this.special = this.routes.filter((r) => r.raw || r.limit !== MAX_BODY)
     const isDynamic = (r: Route) => /[:*]/.test(r.pattern)
@@ -83,6 +88,11 @@ export class RouteTable {
     if (!ofMethod) this.seen.set(method, (ofMethod = new Map()))
     ofMethod.set(path, route)
     return route
+  }
+
+  /** The role a request needs: its route's, or for a path no route serves, a reader's for GET and a writer's else. */
+  roleOf(method: string, path: string): Role {
+    return this.routeOf(method, path)?.role ?? requiredRole(method, path)
   }
 
   /** The methods of the routes a path matches (a 405's Allow). */

@@ -4,7 +4,7 @@
 // WebSocket is served in process with the API's own handlers.
 import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
-import { authorized } from '../http/caller'
+import { credentialOf, prepareAccess } from '../http/access'
 import { urlOf, withOrigin } from '../http/url'
 import { UNAUTHORIZED, errorAnswer, errorResponse, methodNotAllowed } from '../http/errors'
 import { SERVER_OPTIONS } from '../http/body'
@@ -75,8 +75,9 @@ function eventsStream(ctx: Ctx) {
   const socket = subscribeSocket(ctx)
   return new Elysia().ws('/api/events/subscribe', {
     ...socket,
-    beforeHandle({ request, query }) {
-      if (!authorized(ctx, request, urlOf(request).pathname)) return errorResponse(401, UNAUTHORIZED)
+    async beforeHandle({ request, query }) {
+      await prepareAccess(ctx, request)
+      if (!credentialOf(ctx, request, urlOf(request).pathname)) return errorResponse(401, UNAUTHORIZED)
       return socket.beforeHandle({ query })
     },
   })

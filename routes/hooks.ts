@@ -7,6 +7,7 @@ import type { HookAgent } from '../store/sessions'
 import { invalid, notFound } from '../lib/errors'
 import { Nullable } from '../http/models'
 import { audited } from '../http/audit'
+import { credentialFor } from '../http/caller'
 
 const SessionSchema = t.Object({
   session_id: t.String(),
@@ -49,7 +50,8 @@ export function hooksRoutes(ctx: Ctx) {
       async ({ params, body, request }) => {
         const agent = HOOK_AGENTS.find((a) => a === params.agent)
         if (!agent) throw notFound(`unknown agent "${params.agent}": expected ${HOOK_AGENTS.join(' or ')}`)
-        return handleHook(ctx, agent as HookAgent, hookEvent(body), hookHeaders(request.headers))
+        const { role, tokenId } = credentialFor(request)
+        return handleHook(ctx, agent as HookAgent, hookEvent(body), { ...hookHeaders(request.headers), role, tokenId })
       },
       {
         params: t.Object({ agent: t.String() }),

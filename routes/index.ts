@@ -26,6 +26,7 @@ import { reservationsRoutes } from './reservations'
 import { hooksRoutes } from './hooks'
 import { messagesRoutes } from './messages'
 import { prometheusRoutes } from './prometheus'
+import { tokensRoutes } from './tokens'
 export { createDashboard } from './dashboard'
 
 /** The API app of a server. */
@@ -55,6 +56,7 @@ export function apiApp(ctx: Ctx) {
     hooksRoutes(ctx),
     messagesRoutes(ctx),
     prometheusRoutes(ctx),
+    tokensRoutes(ctx),
   ]
   return createApi(ctx, routes, stateFastRoutes(ctx))
 }

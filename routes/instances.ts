@@ -4,8 +4,9 @@ import { t } from 'elysia'
 import { IdParams } from '../http/models'
 import type { Ctx } from '../services/context'
 import type { AuditScope } from '../services/audit'
-import { activateInstance, deregisterInstance, found, heartbeat, registerInstance, setCapabilities, setIntent } from '../services/instances'
+import { activateInstance, assertManages, deregisterInstance, found, heartbeat, registerInstance, setCapabilities, setIntent } from '../services/instances'
 import { audited } from '../http/audit'
+import { credentialFor } from '../http/caller'
 
 const InstanceSchema = t.Object({
   id: t.String(),
@@ -37,22 +38,37 @@ const InstanceFilterQuery = t.Object({
 
 export function instancesRoutes(ctx: Ctx) {
   const store = () => ctx.store.instances
+  /** 403 unless the caller's token registered instance `id` (or is the admin's). */
+  const manages = (request: Request, id: string) => assertManages(ctx, credentialFor(request), id)
   /** heartbeat and activate: change one instance, answer `{id, status}`. */
   const touch =
     <S extends string>(change: typeof heartbeat, status: S) =>
-    async ({ params, audit }: { params: { id: string }; audit?: AuditScope }) => {
+    async ({ params, audit, request }: { params: { id: string }; audit?: AuditScope; request: Request }) => {
+      await manages(request, params.id)
       await change(ctx, audit, params.id)
       return { id: params.id, status }
     }
   return audited(ctx)
     .post(
       '/api/instances/register',
-      ({ body, audit }) => registerInstance(ctx, audit, body),
+      ({ body, audit, request }) => registerInstance(ctx, audit, body, request.headers.get('x-instance-token')),
       {
         body: RegisterBody,
-        response: { 200: t.Composite([InstanceSchema, t.Object({ token: t.String({ description: 'shown only here; send it as X-Instance-Token' }) })]) },
+        response: {
+          200: t.Composite([
+            InstanceSchema,
+            t.Object({
+              token: t.String({ description: 'shown only here; send it as X-Instance-Token' }),
+              resumed: t.Optional(t.Literal(true, { description: 'the X-Instance-Token sent was of a registered instance of this name, taken up again (same id, grants kept)' })),
+              warning: t.Optional(t.String({ description: 'a new instance was made while another active one has the name' })),
+            }),
+          ]),
+        },
         audit: 'instance.register',
-        detail: { summary: 'Register an instance; the answer carries its token, once', tags: ['instances'] },
+        detail: {
+          summary: 'Register an instance (or resume yours: send its X-Instance-Token); the answer carries its token',
+          tags: ['instances'],
+        },
       },
     )
     .get('/api/instances', ({ query: { name, workspace, stack, capability } }) => store().list({ name, workspace, stack, capability }), {
@@ -88,7 +104,8 @@ export function instancesRoutes(ctx: Ctx) {
     })
     .post(
       '/api/instances/:id/capabilities',
-      async ({ params, body, audit }) => {
+      async ({ params, body, audit, request }) => {
+        await manages(request, params.id)
         const instance = await setCapabilities(ctx, audit, params.id, body.capabilities)
         return { id: instance.id, capabilities: instance.capabilities }
       },
@@ -100,7 +117,7 @@ export function instancesRoutes(ctx: Ctx) {
         detail: { summary: 'Replace the capabilities', tags: ['instances'] },
       },
     )
-    .put('/api/instances/:id/intent', ({ params, body, audit }) => setIntent(ctx, audit, params.id, body.intent), {
+    .put('/api/instances/:id/intent', async ({ params, body, audit, request }) => (await manages(request, params.id), setIntent(ctx, audit, params.id, body.intent)), {
       params: IdParams,
       body: t.Object({ intent: t.String({ description: 'current task; also refreshes last_seen' }) }),
       response: { 200: InstanceSchema },
@@ -109,7 +126,10 @@ export function instancesRoutes(ctx: Ctx) {
     })
     .delete(
       '/api/instances/:id',
-      async ({ params, audit }) => ({ deleted: (await deregisterInstance(ctx, audit, params.id)).id }),
+      async ({ params, audit, request }) => {
+        await manages(request, params.id)
+        return { deleted: (await deregisterInstance(ctx, audit, params.id)).id }
+      },
       {
         params: IdParams,
         response: { 200: t.Object({ deleted: t.String() }) },

@@ -3,7 +3,7 @@ import { t } from 'elysia'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { reasonParam, readerHeartbeat, ttlParam, waitMsParam } from '../services/holders'
-import { caller, holderOf } from '../http/caller'
+import { assertForce, caller, holderOf } from '../http/caller'
 import { LIMIT_MAX, acquireLock, forceReleaseLock, getLock, listLocks, releaseLock } from '../services/locks'
 import { audited } from '../http/audit'
 import { keyParam } from '../http/documents'
@@ -86,6 +86,7 @@ export function locksRoutes(ctx: Ctx) {
     .delete(
       '/api/locks/*',
       async ({ params, query, request, audit }) => {
+        if (isSet(query.force)) assertForce(request)
         const name = keyParam(params['*'], 'name')
         if (isSet(query.force)) await forceReleaseLock(ctx, audit, name)
         else await releaseLock(ctx, audit, await holderOf(ctx, request), name)

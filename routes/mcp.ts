@@ -7,11 +7,12 @@ import type { Ctx } from '../services/context'
 import { caller } from '../http/caller'
 import { urlOf } from '../http/url'
 import { audited, resourceOf } from '../http/audit'
-import { AppError } from '../lib/errors'
+import { AppError, forbidden } from '../lib/errors'
+import { READ_ONLY } from '../http/access'
 import { STATUS } from '../http/errors'
 import { MATCH_TYPES, SEVERITIES, checkRule } from '../validation/rules'
 import { scopeFor, type Caller } from '../services/audit'
-import { registerInstance, setIntent } from '../services/instances'
+import { assertManages, registerInstance, setIntent } from '../services/instances'
 import { proposeRule } from '../services/rules'
 import { VERSION } from '../lib/version'
 import { rawBodyDoc, checkParsedRequest } from '../http/body'
@@ -108,6 +109,12 @@ function mcpServer(ctx: Ctx, request: Request, caller: Caller, { McpServer, z }:
       return result({ error: err.message, code, ...err.extra }, true)
     }
   }
+  /** A tool that changes something: a viewer token's call is refused as its REST twin would be. */
+  const write = <T>(run: () => Promise<T>, shape?: (ok: any) => Record<string, unknown>) =>
+    call(() => {
+      if (caller.role === 'viewer') throw forbidden(READ_ONLY)
+      return run()
+    }, shape)
   /** The audit scope of a tool's write: the action and resource of its REST twin. */
   const scope = (action: string, path: string) => scopeFor(caller, action, resourceOf(origin + path))
 
@@ -127,7 +134,7 @@ function mcpServer(ctx: Ctx, request: Request, caller: Caller, { McpServer, z }:
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     (args) =>
-      call(() => registerInstance(ctx, scope('instance.register', '/api/instances/register'), args), ({ id, token, status }) => {
+      write(() => registerInstance(ctx, scope('instance.register', '/api/instances/register'), args), ({ id, token, status }) => {
         const self = `${origin}/api/instances/${id}`
         return {
           id,
@@ -165,7 +172,11 @@ function mcpServer(ctx: Ctx, request: Request, caller: Caller, { McpServer, z }:
       },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    ({ instance_id, intent }) => call(() => setIntent(ctx, scope('instance.intent', `/api/instances/${encodeURIComponent(instance_id)}/intent`), instance_id, intent)),
+    ({ instance_id, intent }) =>
+      write(async () => {
+        await assertManages(ctx, caller, instance_id)
+        return setIntent(ctx, scope('instance.intent', `/api/instances/${encodeURIComponent(instance_id)}/intent`), instance_id, intent)
+      }),
   )
   server.registerTool(
     'get_endpoints',
@@ -196,7 +207,7 @@ function mcpServer(ctx: Ctx, request: Request, caller: Caller, { McpServer, z }:
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     (args) =>
-      call(
+      write(
         () => proposeRule(ctx, scope('rule.propose', '/api/rules/propose'), checkRule(args)),
         (rule) => ({ project: rule.project, rule_id: rule.rule_id, status: 'proposed' }),
       ),

@@ -1,4 +1,4 @@
-// /api/queues and /api/tasks: the task queue. Creating, reading and cancelling
+// /api/queues and /api/tasks: the task queue. Creating, reading, cancelling and retrying
 // need no instance token; claiming, acking, nacking, extending and notes do (the
 // caller is the claimer, or the note's author). claim_id appears only in the
 // claimer's claim and ack answers; every task answer carries its notes.
@@ -21,9 +21,11 @@ import {
   hideClaim,
   nackTask,
   noteTask,
+  retryTask,
   taskId,
   withNotes,
   type ShownTask,
+  type TaskGuard,
 } from '../services/queue'
 import { readerHeartbeat } from '../services/holders'
 import { tasksJson, type ClaimCursor } from '../store/queue'
@@ -117,11 +119,26 @@ async function taskListing(ctx: Ctx, queue: string, status: TaskStatus | undefin
   return new Response(body, { headers: JSON_TYPE })
 }
 
+/**
+ * Who may cancel or retry this task (access.md: an agent token may not cancel or retry
+ * a task that an instance of another token has claimed). The service runs it inside the
+ * unit, on the task as stored, before anything is checked or changed; it throws to refuse.
+ */
+const mayCancelOrRetry =
+  (_request: Request): TaskGuard =>
+  () => {}
+
 const QueueParams = t.Object({ queue: t.String() })
 const ClaimId = t.String({ description: 'from the claim answer; another one is 409 claim lost' })
 const TAGS = ['tasks']
 
 export function queueRoutes(ctx: Ctx) {
+  /** cancel and retry: anyone's call (an instance token is optional), through one service helper each. */
+  const byHand =
+    (change: (ctx: Ctx, audit: AuditScope | undefined, caller: Instance | null, id: number, guard: TaskGuard) => Promise<ShownTask>) =>
+    async ({ request, params, audit }: { request: Request; params: { id: string }; audit?: AuditScope }) =>
+      change(ctx, audit, await optionalHolder(ctx, request), taskId(params.id), mayCancelOrRetry(request))
+
   /** ack, nack and extend: the holder's call on its claim, through one service helper each. */
   const onClaim =
     <B extends { claim_id: string }>(change: (ctx: Ctx, audit: AuditScope | undefined, holder: Instance, id: number, body: B) => Promise<ShownTask>) =>
@@ -237,16 +254,25 @@ export function queueRoutes(ctx: Ctx) {
       },
       { params: IdParams, response: { 200: TaskSchema }, detail: { summary: 'One task', tags: TAGS } },
     )
-    .delete(
-      '/api/tasks/:id',
-      async ({ request, params, audit }) => cancelTask(ctx, audit, await optionalHolder(ctx, request), taskId(params.id)),
-      {
-        params: IdParams,
-        response: { 200: TaskSchema },
-        audit: 'task.cancel',
-        detail: { summary: 'Cancel a task (a live claim ends; dependents fail); a done task is 409', tags: TAGS },
+    .delete('/api/tasks/:id', byHand(cancelTask), {
+      params: IdParams,
+      response: { 200: TaskSchema },
+      audit: 'task.cancel',
+      detail: { summary: 'Cancel a task (a live claim ends; dependents fail); a done task is 409', tags: TAGS },
+    })
+    .post('/api/tasks/:id/retry', byHand(retryTask), {
+      params: IdParams,
+      response: { 200: TaskSchema },
+      audit: 'task.retry',
+      detail: {
+        summary: 'Run a failed or cancelled task again: ready, attempts 0, no claim; any other status is 409',
+        description:
+          'last_error stays until a later attempt replaces it; event task.retried carries previous_status, previous_attempts and ' +
+          'last_error. A task with a dependency that is not done yet comes back blocked; one whose dependency failed or was ' +
+          'cancelled is 409 (retry the dependency first). Claims held with wait_ms on the queue take it at once.',
+        tags: TAGS,
       },
-    )
+    })
     .get(
       '/api/queues',
       async ({ request }) => {

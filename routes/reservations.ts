@@ -3,7 +3,7 @@
 import { t } from 'elysia'
 import type { Ctx } from '../services/context'
 import { reasonParam, readerHeartbeat, ttlParam } from '../services/holders'
-import { caller, holderOf, optionalHolder } from '../http/caller'
+import { assertForce, caller, holderOf, optionalHolder } from '../http/caller'
 import { checkPaths, checkPathsFree, checkProject, releaseReservation, renewReservation, reserve } from '../services/reservations'
 import { invalid, notFound } from '../lib/errors'
 import { audited } from '../http/audit'
@@ -119,6 +119,7 @@ export function reservationsRoutes(ctx: Ctx) {
     .delete(
       '/api/reservations/:id',
       async ({ params, query, request, audit }) => {
+        if (isSet(query.force)) assertForce(request)
         await releaseReservation(ctx, audit, isSet(query.force) ? null : await holderOf(ctx, request), params.id)
         return { id: params.id, released: true as const }
       },

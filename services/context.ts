@@ -6,6 +6,7 @@ import type { AgentMetrics } from './metrics'
 import type { Waiters } from '../lib/waiters'
 import type { InboxWaiters } from './messages'
 import type { TokenIds } from './token-ids'
+import type { Credentials } from './credentials'
 import type { LockLines } from './locks'
 import type { Watches } from './watches'
 import type { DeliveryLog } from './delivery-log'
@@ -35,6 +36,8 @@ export interface Ctx {
   inboxWaiters: InboxWaiters
   /** Instance ids by X-Instance-Token, known from earlier calls. */
   tokens: TokenIds
+  /** Agent and viewer tokens by their secret, known from earlier calls, and their uses not yet stored. */
+  credentials: Credentials
   /** Long polls on state keys and event history. */
   watches: Watches
   /** Each webhook's latest delivery attempts. */

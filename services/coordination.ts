@@ -11,8 +11,9 @@ import { reservationReleaser } from './reservations'
 import { watchWaiters } from './watches'
 import { InboxWaiters } from './messages'
 import { TokenIds } from './token-ids'
+import { Credentials } from './credentials'
 
-export type Coordination = Pick<Ctx, 'lockLines' | 'claimWaiters' | 'inboxWaiters' | 'tokens' | 'watches' | 'deliveries' | 'releasers'>
+export type Coordination = Pick<Ctx, 'lockLines' | 'claimWaiters' | 'inboxWaiters' | 'tokens' | 'credentials' | 'watches' | 'deliveries' | 'releasers'>
 
 /** Held requests end when `shutdown` is aborted. */
 export function coordination(bus: Bus, shutdown: AbortSignal): Coordination {
@@ -21,6 +22,7 @@ export function coordination(bus: Bus, shutdown: AbortSignal): Coordination {
     claimWaiters: claimWaiters(bus, shutdown),
     inboxWaiters: new InboxWaiters(bus, shutdown),
     tokens: new TokenIds(bus),
+    credentials: new Credentials(bus),
     watches: watchWaiters(bus, shutdown),
     deliveries: new Map(),
     // In this order their release events are written within one unit.

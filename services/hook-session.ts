@@ -11,7 +11,8 @@ import type { Instance } from '../store/instances'
 import type { HookAgent, HookSession } from '../store/sessions'
 import { checkCapabilities, deregisterIn, newToken, registerIn } from './instances'
 import { holderScope, TTL_MAX_MS, TTL_MIN_MS } from './holders'
-import { recordAudit } from './audit'
+import { recordAudit, type Role } from './audit'
+import { forbidden } from '../lib/errors'
 
 /** What the hook config says about the session (X-Muster-* headers), checked once per request. */
 export interface HookHeaders {
@@ -21,8 +22,9 @@ export interface HookHeaders {
   /** Edit-reserve mode: the TTL of each edit's reservation. */
   reserveMs?: number
   capabilities?: string[]
-  /** The agent token of the call (not a header): a session's instance is bound to it. */
+  /** The credential of the call (not a header): a session's instance is bound to its agent token. */
   tokenId?: string | null
+  role?: Role
 }
 
 const text = (name: string, value: string | null, max = 1000): string | undefined => {
@@ -72,6 +74,19 @@ export interface Session {
 }
 
 const resource = (sessionId: string) => `sessions/${sessionId}`
+
+/**
+ * 403 when an agent token sends the event of a live session whose instance another token
+ * registered (access.md: an agent token acts only as its own instances).
+ */
+export async function assertSessionOwner(ctx: Ctx, sessionId: string, headers: HookHeaders): Promise<void> {
+  if (headers.role !== 'agent') return
+  const row = await ctx.store.sessions.get(sessionId)
+  if (!row || row.ended_at !== null) return
+  const boundTo = await ctx.store.instances.tokenIdOf(row.instance_id)
+  if (boundTo !== undefined && boundTo !== headers.tokenId)
+    throw forbidden(`session ${sessionId} acts as an instance registered with another token: send its events with that token`)
+}
 
 /**
  * Opens the event's session inside `tx`: the known instance with a heartbeat, or a new

@@ -10,7 +10,7 @@ import type { HookAgent } from '../store/sessions'
 import { editedFiles, literalPattern, writesFiles } from './hook-paths'
 import { decideEdit, planEdit, writes } from './hook-edits'
 import { finishBriefing, newMessages, startBriefing } from './hook-briefing'
-import { endSession, openSession, type HookEvent, type HookHeaders } from './hook-session'
+import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders } from './hook-session'
 
 export { hookHeaders, type HookEvent, type HookHeaders } from './hook-session'
 
@@ -54,6 +54,7 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
 
 export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<HookAnswer> {
   const name = event.hook_event_name
+  await assertSessionOwner(ctx, event.session_id, headers)
   const quick = await withoutWrites(ctx, event, headers)
   if (quick) return quick
   if (name === 'SessionStart') {

@@ -8,8 +8,8 @@ import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance, NewInstance } from '../store/instances'
 import { hashToken } from '../lib/token'
-import { invalid, notFound } from '../lib/errors'
-import { recordAudit, type AuditScope } from './audit'
+import { forbidden, invalid, notFound } from '../lib/errors'
+import { recordAudit, type AuditScope, type Caller } from './audit'
 import { releaseHeld } from './releasers'
 
 const MAX_TEXT = 1000
@@ -32,13 +32,53 @@ export const found = <T>(instance: T | null): T => {
   return instance
 }
 
-/** Registers and announces an instance; returns it with its token (the only time the token is shown). */
-export function registerInstance(ctx: Ctx, scope: AuditScope | undefined, body: NewInstance): Promise<Instance & { token: string }> {
+/**
+ * 403 unless `who` may change instance `id` (intent, capabilities, heartbeat, activation,
+ * deregistration): the admin token, or the agent token that registered it (access.md).
+ * An unknown instance is not refused here: its use case answers 404.
+ */
+export async function assertManages(ctx: Ctx, who: Pick<Caller, 'role' | 'tokenId'>, id: string): Promise<void> {
+  if (who.role === 'admin') return
+  const boundTo = await ctx.store.instances.tokenIdOf(id)
+  if (boundTo === undefined || (who.role === 'agent' && boundTo === who.tokenId)) return
+  throw forbidden(`instance ${id} was registered with another token: only that token or the admin token may change it`)
+}
+
+/** `resumed` and `warning` appear only when they say something: a first registration answers as the spec shows it. */
+export type Registered = Instance & { token: string; resumed?: true; warning?: string }
+
+/**
+ * Registers and announces an instance; returns it with its token (shown only here and to
+ * the caller that presented it). `presented`: the caller's X-Instance-Token. When it is the
+ * token of a registered instance of the same name, that instance is resumed (same id, what
+ * it holds kept); otherwise a new one is made, and the answer warns when another active
+ * instance already has the name.
+ */
+export async function registerInstance(ctx: Ctx, scope: AuditScope | undefined, body: NewInstance, presented?: string | null): Promise<Registered> {
   if (!body.name?.trim()) throw invalid('name is required')
   for (const field of ['name', 'workspace', 'intent', 'stack'] as const) checkText(field, body[field])
   const input = { ...body, capabilities: checkCapabilities(body.capabilities) }
+  const resumable = presented ? await ctx.tokens.idOf(ctx, presented) : null
+  if (resumable) {
+    const resumed = await ctx.store.write(async (tx) => {
+      const known = await tx.instances.get(resumable)
+      if (known?.name !== input.name) return null
+      const instance = (await tx.instances.resume(known.id, input))!
+      await tx.emit('instance.resumed', { id: instance.id, name: instance.name, workspace: instance.workspace, stack: instance.stack }, 'instances')
+      await recordAudit(tx, scope, `${instance.id} (${instance.name}) resumed`)
+      return instance
+    })
+    if (resumed) return { ...resumed, token: presented!, resumed: true as const }
+  }
+  const namesakes = (await ctx.store.instances.list({ name: input.name, status: 'active' })).length
   const token = newToken()
-  return ctx.store.write(async (tx) => ({ ...(await registerIn(tx, scope, input, token, scope?.tokenId ?? null)), token }))
+  const instance = await ctx.store.write((tx) => registerIn(tx, scope, input, token, scope?.tokenId ?? null))
+  const registered: Registered = { ...instance, token }
+  if (namesakes > 0)
+    registered.warning =
+      `${namesakes} other active instance${namesakes > 1 ? 's are' : ' is'} named "${input.name}": messages to that name reach all of them. ` +
+      `To take up your earlier instance instead, register with its X-Instance-Token (the CLI does so unless --new).`
+  return registered
 }
 
 export const newToken = () => randomBytes(32).toString('hex')

@@ -1,5 +1,5 @@
 // Task queue use cases. Every transition (create, claim, ack, nack, extend, cancel,
-// requeue) is decided and written in one unit of work, with its task.* event and
+// retry, requeue) is decided and written in one unit of work, with its task.* event and
 // audit entry, so a task has at most one live claim whatever the concurrency.
 // Claims end without an ack when the claimer goes stale or deregisters or its
 // visibility timeout passes (claimReleaser).
@@ -33,7 +33,7 @@ import type { Releaser } from './releasers'
 import { checkPaths, checkProject, grantIn, overlapsIn, releaseIn } from './reservations'
 
 /** Events after whose COMMIT a task may have become claimable: held claims of that queue try again. */
-const WAKE_TOPICS = new Set(['task.created', 'task.requeued', 'task.unblocked'])
+const WAKE_TOPICS = new Set(['task.created', 'task.requeued', 'task.unblocked', 'task.retried'])
 
 /**
  * The waiter key of a project's reservation releases: a claim whose tasks were held back
@@ -362,19 +362,80 @@ export function extendTask(ctx: Ctx, audit: AuditScope | undefined, holder: Inst
   })
 }
 
-/** Cancelled (a live claim ends with it; dependents fail). A done task: 409; a cancelled one is returned as it is. */
-export function cancelTask(ctx: Ctx, audit: AuditScope | undefined, caller: Instance | null, id: number): Promise<ShownTask> {
+/**
+ * The access rule of a cancel or retry (the route's), run on the task as the unit read
+ * it, before anything is checked or changed: it throws (403) to refuse, and nothing
+ * changes. An agent token may not cancel or retry what another token's instance claimed.
+ */
+export type TaskGuard = (tx: Tx, task: Task) => void | Promise<void>
+
+/** A cancel or retry in one unit: 404 for an unknown task, then the guard, then `change` on the task. */
+function byHand(ctx: Ctx, caller: Instance | null, id: number, guard: TaskGuard, change: (tx: Tx, task: Task) => Promise<Task>): Promise<ShownTask> {
   return asHolder(ctx, caller, async (tx) => {
     const task = await tx.queue.get(id)
-    if (!task) throw notFound('task not found')
+    if (!task) throw notFound(`task ${id} not found`)
+    await guard(tx, task)
+    return withNotesOne(tx, hideClaim(await change(tx, task)))
+  })
+}
+
+/** Cancelled (a live claim ends with it; dependents fail). A done task: 409; a cancelled one is returned as it is. */
+export function cancelTask(ctx: Ctx, audit: AuditScope | undefined, caller: Instance | null, id: number, guard: TaskGuard): Promise<ShownTask> {
+  return byHand(ctx, caller, id, guard, async (tx, task) => {
     if (task.status === 'done') throw conflict('task is done')
-    if (task.status === 'cancelled') return withNotesOne(tx, hideClaim(task))
+    if (task.status === 'cancelled') return task
     await releaseFiles(tx, task)
     const cancelled = await tx.queue.cancel(id)
     await announce(tx, 'task.cancelled', cancelled, task.status === 'claimed' ? task.claimed_by : null)
     await settleDependents(tx, cancelled)
     await recordAudit(tx, audit, `task ${id} (was ${task.status})`)
-    return withNotesOne(tx, hideClaim(cancelled))
+    return cancelled
+  })
+}
+
+/** What to do instead, by the status of a task that cannot be retried. */
+const notRetryable = (task: Task): string =>
+  ({
+    blocked: 'it waits for its dependencies and starts once they are done',
+    ready: 'it waits for a claimer already',
+    claimed: `its claimer can nack it; or cancel it (DELETE /api/tasks/${task.id}) and retry it then`,
+    done: 'it succeeded; add a new task to run it again',
+  })[task.status as 'blocked' | 'ready' | 'claimed' | 'done']
+
+/**
+ * A failed or cancelled task starts over: attempts 0, no claim, ready (or blocked while
+ * a dependency is not done yet; one that failed or was cancelled is 409: retry it
+ * first). last_error stays, and event task.retried carries what the run before ended
+ * with (previous_status, previous_attempts, last_error). Held claims of the queue wake.
+ * Dependents it failed stay failed: retry them too (they wait for it, blocked).
+ */
+export function retryTask(ctx: Ctx, audit: AuditScope | undefined, caller: Instance | null, id: number, guard: TaskGuard): Promise<ShownTask> {
+  return byHand(ctx, caller, id, guard, async (tx, task) => {
+    if (task.status !== 'failed' && task.status !== 'cancelled')
+      throw conflict(`task ${id} is ${task.status}: only a failed or cancelled task can be retried; ${notRetryable(task)}`, { status: task.status })
+    const deps = await tx.queue.statuses(task.queue, task.depends_on)
+    const broken = deps.find((d) => d.status === 'failed' || d.status === 'cancelled')
+    if (broken)
+      throw conflict(`task ${id} depends on task ${broken.id}, which is ${broken.status}: retry task ${broken.id} first, then this one`, {
+        status: task.status,
+        dependency: broken.id,
+      })
+    const retried = await tx.queue.restart(id, deps.every((d) => d.status === 'done') ? 'ready' : 'blocked')
+    await tx.emit(
+      'task.retried',
+      {
+        id,
+        queue: task.queue,
+        status: retried.status,
+        ...(caller ? { instance_id: caller.id } : {}),
+        previous_status: task.status,
+        previous_attempts: task.attempts,
+        last_error: task.last_error,
+      },
+      SOURCE,
+    )
+    await recordAudit(tx, audit, `task ${id} (was ${task.status} after ${task.attempts} of ${task.max_attempts} attempts) now ${retried.status}`)
+    return retried
   })
 }
 

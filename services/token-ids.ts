@@ -16,7 +16,7 @@ const KNOWN_TOKENS = 10_000
  * what is known here, and only where the bus hears every write at its commit.
  */
 export class TokenIds {
-  private known = new Map<string, { id: string; name?: string }>()
+  private known = new Map<string, { id: string; tokenId: string | null; name?: string }>()
   // Counts forgetting, so a lookup that one overtook is answered but not kept.
   private dropped = 0
 
@@ -31,12 +31,20 @@ export class TokenIds {
     const known = this.known.get(token)
     if (known) return known.id
     const seen = this.dropped
-    const id = (await ctx.store.instances.byTokenHash(hashToken(token)))?.id ?? null
-    if (id && seen === this.dropped) {
+    const found = await ctx.store.instances.byTokenHash(hashToken(token))
+    if (found && seen === this.dropped) {
       if (this.known.size >= KNOWN_TOKENS) this.known.delete(this.known.keys().next().value!)
-      this.known.set(token, { id })
+      this.known.set(token, { id: found.id, tokenId: found.token_id })
     }
-    return id
+    return found?.id ?? null
+  }
+
+  /**
+   * The agent token that registered the instance of `token` (null: the admin token, or
+   * none), when known here; undefined when unknown (read it with idOf).
+   */
+  boundTo(token: string): string | null | undefined {
+    return this.known.get(token)?.tokenId
   }
 
   /** The instance id of `token` when known here, without a lookup. */

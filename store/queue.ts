@@ -110,6 +110,8 @@ export interface QueueWrites {
   cancel(id: number): Promise<Task>
   /** Back to ready, the claim cleared; claimable from `availableAt` (null: at once). */
   requeue(id: number, availableAt: string | null, lastError: string): Promise<Task>
+  /** A finished task starts over as `status`: attempts 0, no claim, claimable at once; last_error, result and fence stay. */
+  restart(id: number, status: 'ready' | 'blocked'): Promise<Task>
   unblock(id: number): Promise<Task>
   /** visible_until = the update's instant + `visibilityMs`. */
   extend(id: number, visibilityMs: number): Promise<Task>
@@ -188,6 +190,11 @@ const CANCEL = stmt<Row>(
 )
 const REQUEUE = stmt<Row>(
   `UPDATE tasks SET status = 'ready', claimed_by = NULL, claim_id = NULL, visible_until = NULL, available_at = ?, last_error = ?,
+   reservation_id = NULL, updated_at = ? WHERE id = ? ${RETURNING}`,
+)
+// last_error (what the run before ended with) and fence (fences never repeat) stay until a later claim replaces them.
+const RESTART = stmt<Row>(
+  `UPDATE tasks SET status = ?, attempts = 0, claimed_by = NULL, claim_id = NULL, visible_until = NULL, available_at = NULL,
    reservation_id = NULL, updated_at = ? WHERE id = ? ${RETURNING}`,
 )
 const UNBLOCK = stmt<Row>(`UPDATE tasks SET status = 'ready', updated_at = ? WHERE id = ? ${RETURNING}`)
@@ -283,6 +290,7 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
     fail: async (id, lastError) => must(await w.get(FAIL, lastError, nowIso(), id)),
     cancel: async (id) => must(await w.get(CANCEL, nowIso(), id)),
     requeue: async (id, availableAt, lastError) => must(await w.get(REQUEUE, availableAt, lastError, nowIso(), id)),
+    restart: async (id, status) => must(await w.get(RESTART, status, nowIso(), id)),
     unblock: async (id) => must(await w.get(UNBLOCK, nowIso(), id)),
     async extend(id, visibilityMs) {
       const at = nowIso()

@@ -11,6 +11,7 @@ import { removeStaleTemps, tempPath } from '../backup'
 import type { Store } from '../types'
 import { tables } from '../tables'
 import { connect, migrate, PG_MIGRATIONS, PgUnits } from './db'
+import { pgStartError } from './errors'
 import { EventFeed } from './feed'
 import { Leader } from './leader'
 import { syncClock } from './clock'
@@ -34,7 +35,11 @@ async function notReady(sql: SQL, feed: EventFeed): Promise<string | null> {
 
 export async function openPgStore(url: string, dataDir: string): Promise<Store> {
   const sql: SQL = connect(url)
-  await migrate(sql)
+  // The first query: where it fails, the database was not reached or refused the schema.
+  await migrate(sql).catch(async (err) => {
+    await sql.close().catch(() => {})
+    throw pgStartError(url, err)
+  })
   await syncClock(sql)
   // The data dir only stages backups and restores on this backend.
   mkdirSync(dataDir, { recursive: true })
