@@ -1,11 +1,13 @@
-// `task add|claim|ack|nack|extend|note|get|cancel|list`: the task queue. `claim` saves
-// the claim id in ./settings.json beside the instance token (under `claims`, by
-// task id), so `ack`, `nack` and `extend` need only the task id. `note` leaves
-// context for whoever takes the task next (as the registered instance).
+// `task add|claim|ack|nack|extend|note|get|cancel|retry|list`: the task queue. `claim`
+// saves the claim id in ./settings.json beside the instance token (under `claims`, by
+// task id), so `ack`, `nack` and `extend` need only the task id; a claim that gets
+// nothing says why on stderr. `note` leaves context for whoever takes the task next
+// (as the registered instance).
 import type { Command } from 'commander'
 import { api, apiPath, readSettings, updateSettings } from './client'
 import { durationArg, integer, jsonFlag } from './input'
-import { act, ServerError, UsageError } from './output'
+import { act, note, ServerError, UsageError } from './output'
+import { explainEmptyClaim } from './claim-hint'
 
 interface Claimed {
   id: number
@@ -94,7 +96,9 @@ export function taskCommands(program: Command): void {
 
   task
     .command('claim')
-    .description('claim the next task of a queue (needs `register`); prints it, or null when none came in time; saves its claim id')
+    .description(
+      'claim the next task of a queue (needs `register`); prints it, or null when none came in time (with the reason on stderr); saves its claim id',
+    )
     .argument('<queue>')
     .option('--wait <duration>', 'hold up to this long for a task, e.g. 30s (at most 60s)', durationArg)
     .option('--visibility <duration>', 'requeue unless acked or extended within this, e.g. 10m', durationArg)
@@ -102,6 +106,10 @@ export function taskCommands(program: Command): void {
       act(async (queue: string, o: { wait?: number; visibility?: number }) => {
         const claimed = (await api.post(apiPath('/api/queues', queue, 'claim'), { wait_ms: o.wait, visibility_ms: o.visibility })) as Claimed | null
         if (claimed) remember(String(claimed.id), claimed.claim_id)
+        else {
+          const why = await explainEmptyClaim(queue)
+          if (why) note(why)
+        }
         return claimed
       }),
     )
@@ -161,6 +169,12 @@ export function taskCommands(program: Command): void {
     .description('cancel a task (a live claim ends; its dependents fail)')
     .argument('<id>')
     .action(act((id: string) => api.delete(taskPath(id))))
+
+  task
+    .command('retry')
+    .description('run a failed or cancelled task again: ready, attempts reset (any other status is refused)')
+    .argument('<id>')
+    .action(act((id: string) => api.post(taskPath(id, 'retry'))))
 
   task
     .command('list')
