@@ -19,9 +19,10 @@ import { instanceCommands } from './cli/instances'
 import { llmCommands } from './cli/llm'
 import { lockCommands } from './cli/locks'
 import { messageCommands } from './cli/messages'
+import { completeNames } from './cli/names'
 import { reservationCommands } from './cli/reservations'
 import { metricsCommands } from './cli/metrics'
-import { EXIT, reportError, setDebug, setPretty } from './cli/output'
+import { EXIT, reportError, setDebug, setOutput, setPretty } from './cli/output'
 import { rulesCommands } from './cli/rules'
 import { specsCommands } from './cli/specs'
 import { stateCommands } from './cli/state'
@@ -31,18 +32,21 @@ import { webhookCommands } from './cli/webhooks'
 import { VERSION } from './lib/version'
 
 const GLOBALS_NOTE =
-  'Global options (anywhere in the command): --server <url>, --token <token> (beat SERVICE_SERVER / SERVICE_TOKEN and settings.json), --pretty, --debug'
+  'Global options (anywhere in the command): --server <url>, --token <token> (beat SERVICE_SERVER / SERVICE_TOKEN and settings.json), -o json|table|yaml, --fields <a,b.c>, --pretty, --no-color, --debug'
 
 export function buildProgram(): Command {
   const program = new Command('muster')
     .description(
-      'Client for the Muster coordination server. Config: ./settings.json {server, token}; env SERVICE_SERVER and SERVICE_TOKEN override it, --server and --token override both. Output is compact JSON. Exit codes: 0 ok, 1 server error, 2 usage error, 3 a check failed.',
+      'Client for the Muster coordination server. Config: ./settings.json {server, token}; env SERVICE_SERVER and SERVICE_TOKEN override it, --server and --token override both. Output is compact JSON when stdout is not a terminal; on a terminal a list prints as a table and anything else as indented, coloured JSON (-o chooses). Exit codes: 0 ok, 1 server error, 2 usage error, 3 a check failed.',
     )
     .version(VERSION, '-V, --version', 'print the version')
     // Documented here for --help; main() takes them out of argv before parsing (see cli/globals.ts).
     .option('--server <url>', 'server URL (beats SERVICE_SERVER and settings.json)')
     .option('--token <token>', 'API token (beats SERVICE_TOKEN and settings.json)')
+    .option('-o <format>', 'json, table (a list as columns, an object as key/value lines) or yaml; default: json, or table for a list on a terminal')
+    .option('--fields <list>', 'keep only these fields, comma-separated; a.b reaches into nested objects (any -o)')
     .option('--pretty', 'pretty-print JSON output')
+    .option('--no-color', 'no colour on a terminal either (as the NO_COLOR environment variable)')
     .option('--debug', 'print each request and the details of unexpected failures to stderr')
     .exitOverride()
     .enablePositionalOptions()
@@ -91,8 +95,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   const { globals, args } = parsed
   setPretty(globals.pretty)
+  setOutput(globals)
   setDebug(globals.debug)
   setFlagOverrides(globals)
+  // What the shell completion scripts call on <TAB>: names from the server, before any parsing.
+  if (args[0] === '__complete') return completeNames(args.slice(1), buildProgram)
   const program = buildProgram()
   if (args.length === 0) {
     program.outputHelp({ error: true })

@@ -3,7 +3,10 @@
 // completed without touching this file. Each script finds the command path typed
 // so far (words that extend a known command path, options skipped), then offers
 // that command's subcommands and options, or the choices of the option just typed.
+// Where a slot takes names that live on the server (a lock, a queue, an instance,
+// a project), the script asks `muster __complete line` for them (cli/names.ts).
 import { Argument, type Command } from 'commander'
+import { optionKind, takesNames } from './names'
 
 interface Word {
   word: string
@@ -14,6 +17,8 @@ interface ValueOption {
   flag: string
   /** Allowed values; empty when any value goes (then files are offered). */
   choices: string[]
+  /** Its values are names from the server (then those are offered, not files). */
+  named?: boolean
 }
 
 interface Node {
@@ -21,18 +26,25 @@ interface Node {
   path: string
   words: Word[]
   valued: ValueOption[]
+  /** Some argument or option of this command takes names from the server. */
+  named: boolean
 }
 
 const GLOBAL_WORDS: Word[] = [
   { word: '--server', description: 'server URL' },
   { word: '--token', description: 'API token' },
+  { word: '-o', description: 'output format: json, table or yaml' },
+  { word: '--fields', description: 'keep only these fields (a,b.c)' },
   { word: '--pretty', description: 'pretty-print JSON output' },
+  { word: '--no-color', description: 'no colour on a terminal' },
   { word: '--debug', description: 'print requests and failure details' },
   { word: '--help', description: 'show help' },
 ]
 const GLOBAL_VALUED: ValueOption[] = [
   { flag: '--server', choices: [] },
   { flag: '--token', choices: [] },
+  { flag: '-o', choices: ['json', 'table', 'yaml'] },
+  { flag: '--fields', choices: [] },
 ]
 
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim()
@@ -48,9 +60,9 @@ function nodesOf(program: Command): Node[] {
     for (const o of cmd.options) {
       if (!o.long || GLOBAL_WORDS.some((g) => g.word === o.long)) continue
       words.push({ word: o.long, description: oneLine(o.description) })
-      if (o.required || o.optional) valued.push({ flag: o.long, choices: o.argChoices ?? [] })
+      if (o.required || o.optional) valued.push({ flag: o.long, choices: o.argChoices ?? [], named: !!optionKind(cmd, o.long) })
     }
-    nodes.push({ path, words: [...words, ...GLOBAL_WORDS], valued })
+    nodes.push({ path, words: [...words, ...GLOBAL_WORDS], valued, named: takesNames(cmd) })
     for (const c of cmd.commands) walk(c, path ? `${path} ${c.name()}` : c.name())
   }
   walk(program, '')
@@ -60,6 +72,9 @@ function nodesOf(program: Command): Node[] {
 /** Single-quoted for any of the three shells (fish accepts the same `'\''` splice). */
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
 const fishQ = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
+
+/** Command paths with a slot that takes names, as a case pattern ('' when none). */
+const namedPattern = (nodes: Node[]) => nodes.filter((n) => n.named).map((n) => q(n.path)).join('|') || "''"
 
 function bash(nodes: Node[]): string {
   const commands = nodes.filter((n) => n.path).map((n) => q(n.path))
@@ -82,23 +97,39 @@ ${words.join('\n')}
 _muster_values() {
   case "$1|$2" in
 ${choices.join('\n')}
-    *'|--server'|*'|--token') echo '' ;;
+    *'|-o') echo 'json table yaml' ;;
+    *'|--server'|*'|--token'|*'|--fields') echo '' ;;
     *) return 1 ;;
   esac
 }
+# Names from the server for the slot at the cursor (one a line, a description after a tab).
+_muster_names() {
+  case "$1" in
+    ${namedPattern(nodes)}) "\${COMP_WORDS[0]}" __complete line -- "\${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null | cut -f1 ;;
+  esac
+}
 _muster() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}" cmdpath='' next w i values
+  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}" cmdpath='' next w i values names
   for ((i = 1; i < COMP_CWORD; i++)); do
     w="\${COMP_WORDS[i]}"
     [[ $w == -* ]] && continue
     next="\${cmdpath:+$cmdpath }$w"
     _muster_is_command "$next" && cmdpath="$next"
   done
+  COMPREPLY=()
+  [[ $cur != -* ]] && names=$(_muster_names "$cmdpath")
+  if [[ -n $names ]]; then
+    local IFS=$'\n'
+    COMPREPLY=($(compgen -W "$names" -- "$cur"))
+    # A project/ on its way to project/name: no space after it.
+    [[ \${COMPREPLY[*]} == */ ]] && compopt -o nospace 2>/dev/null
+    unset IFS
+  fi
   if values=$(_muster_values "$cmdpath" "$prev"); then
-    COMPREPLY=($(compgen -W "$values" -- "$cur"))
+    [[ -n $names ]] || COMPREPLY=($(compgen -W "$values" -- "$cur"))
     return
   fi
-  COMPREPLY=($(compgen -W "$(_muster_words "$cmdpath")" -- "$cur"))
+  COMPREPLY+=($(compgen -W "$(_muster_words "$cmdpath")" -- "$cur"))
 }
 complete -o default -F _muster muster
 `
@@ -110,6 +141,7 @@ function zsh(nodes: Node[]): string {
   const words = nodes.map((n) => `    ${q(n.path)}) cands=(${n.words.map(entry).join(' ')}) ;;`)
   const withChoices = nodes.flatMap((n) => n.valued.filter((v) => v.choices.length).map((v) => `    ${q(`${n.path}|${v.flag}`)}) compadd -- ${v.choices.map(q).join(' ')}; return ;;`))
   const anyValue = nodes.flatMap((n) => n.valued.filter((v) => !v.choices.length).map((v) => q(`${n.path}|${v.flag}`)))
+  const globalChoices = GLOBAL_VALUED.filter((v) => v.choices.length).map((v) => `    *${q(`|${v.flag}`)}) compadd -- ${v.choices.map(q).join(' ')}; return ;;`)
   return `#compdef muster
 # muster zsh completion, generated by \`muster completion zsh\`.
 # Load it with: source <(muster completion zsh)   (after compinit), or save it as _muster in your $fpath.
@@ -118,6 +150,18 @@ _muster_is_command() {
     ${commands.join('|')}) return 0 ;;
   esac
   return 1
+}
+# Names from the server for the slot at the cursor; project/ (on its way to project/name) takes no space.
+_muster_names() {
+  local -a found
+  case "$1" in
+    ${namedPattern(nodes)}) found=(\${(f)"$(\${words[1]} __complete line -- "\${(@)words[2,CURRENT]}" 2>/dev/null)"}) ;;
+  esac
+  found=(\${found%%$'\t'*})
+  (( \${#found} )) || return 1
+  compadd -S '' -- \${(M)found:#*/}
+  compadd -- \${found:#*/}
+  return 0
 }
 _muster() {
   local cmdpath='' next w i
@@ -130,8 +174,10 @@ _muster() {
   done
   case "$cmdpath|\${words[CURRENT-1]}" in
 ${withChoices.join('\n')}
-    ${[...anyValue, "*'|--server'", "*'|--token'"].join('|')}) _files; return ;;
+${globalChoices.join('\n')}
+    ${[...anyValue, "*'|--server'", "*'|--token'", "*'|--fields'"].join('|')}) _muster_names "$cmdpath" || _files; return ;;
   esac
+  [[ \${words[CURRENT]} == -* ]] || _muster_names "$cmdpath"
   case "$cmdpath" in
 ${words.join('\n')}
   esac
@@ -153,14 +199,17 @@ function fish(nodes: Node[]): string {
       .map((w) => {
         if (!w.word.startsWith('--')) return `complete -c muster ${at} -a ${fishQ(w.word)} -d ${fishQ(w.description)}`
         const v = n.valued.find((x) => x.flag === w.word)
-        const value = !v ? '' : v.choices.length ? ` -x -a ${fishQ(v.choices.join(' '))}` : ' -r -F'
+        const value = !v ? '' : v.choices.length ? ` -x -a ${fishQ(v.choices.join(' '))}` : v.named ? " -x -a '(__muster_names)'" : ' -r -F'
         return `complete -c muster ${at} -l ${w.word.slice(2)}${value} -d ${fishQ(w.description)}`
       })
   })
   const globals = GLOBAL_WORDS.map((g) => {
-    const valued = GLOBAL_VALUED.some((v) => v.flag === g.word) ? ' -x' : ''
-    return `complete -c muster -l ${g.word.slice(2)}${valued} -d ${fishQ(g.description)}`
+    const v = GLOBAL_VALUED.find((x) => x.flag === g.word)
+    const valued = !v ? '' : v.choices.length ? ` -x -a ${fishQ(v.choices.join(' '))}` : ' -x'
+    const flag = g.word.startsWith('--') ? `-l ${g.word.slice(2)}` : `-s ${g.word.slice(1)}`
+    return `complete -c muster ${flag}${valued} -d ${fishQ(g.description)}`
   })
+  const named = nodes.filter((n) => n.named).map((n) => fishQ(n.path))
   return `# muster fish completion, generated by \`muster completion fish\`.
 # Load it with: muster completion fish | source   (or save it as ~/.config/fish/completions/muster.fish)
 set -g __muster_commands ${nodes
@@ -182,8 +231,16 @@ function __muster_at
     set -l p (__muster_path)
     test "$p" = "$argv[1]"
 end
+set -g __muster_named ${named.join(' ')}
+# Names from the server for the slot at the cursor (a description after a tab).
+function __muster_names
+    contains -- (__muster_path) $__muster_named; or return
+    set -l tokens (commandline -opc)
+    $tokens[1] __complete line -- $tokens[2..-1] (commandline -ct) 2>/dev/null
+end
 complete -c muster -e
 complete -c muster -f
+complete -c muster -n 'not string match -q -- "-*" (commandline -ct)' -a '(__muster_names)'
 ${globals.join('\n')}
 ${lines.join('\n')}
 `

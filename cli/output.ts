@@ -1,6 +1,12 @@
-// What the CLI prints and how it fails: compact JSON by default (agents pay
-// for every byte they read), --pretty on request, and the three exit codes.
+// What the CLI prints and how it fails: compact JSON when stdout is not a
+// terminal (agents pay for every byte they read), --pretty on request; for a
+// person at a terminal a table for a list and coloured JSON for the rest;
+// -o json|table|yaml and --fields anywhere; and the three exit codes.
 import { renameSync, rmSync } from 'node:fs'
+import { colorJson, paint } from './color'
+import { type FieldPath, fieldNames, pickFields } from './fields'
+import { renderTable } from './table'
+import { toYaml } from './yaml'
 
 /** `check`: the command ran, but what it checked failed (validate --fail-on, contract validate/test). */
 export const EXIT = { ok: 0, server: 1, usage: 2, check: 3 } as const
@@ -63,9 +69,66 @@ export function formatJson(value: unknown): string {
   return pretty ? JSON.stringify(value, null, 2) : JSON.stringify(value)
 }
 
-export function printJson(value: unknown): void {
-  process.stdout.write(formatJson(value) + '\n')
+export const FORMATS = ['json', 'table', 'yaml'] as const
+export type Format = (typeof FORMATS)[number]
+
+interface OutputSettings {
+  /** -o; undefined: chosen by where stdout goes. */
+  format?: Format
+  fields?: FieldPath[]
+  tty: boolean
+  color: boolean
 }
+
+let output: OutputSettings = { tty: false, color: false }
+/** Results printed so far: a second YAML document needs its `---`, a second table a blank line. */
+let printed = 0
+
+/**
+ * -o, --fields and --no-color of this command line. Colour only on a terminal, and
+ * never with NO_COLOR set (to any value, even empty) or --no-color.
+ */
+export function setOutput(given: { format?: Format; fields?: FieldPath[]; noColor?: boolean }): void {
+  const tty = !!process.stdout.isTTY
+  output = { format: given.format, fields: given.fields, tty, color: tty && !given.noColor && process.env.NO_COLOR === undefined }
+  printed = 0
+}
+
+/** Columns to fit a table into: the terminal's, else $COLUMNS, else 80. */
+const terminalWidth = () => process.stdout.columns || Number(process.env.COLUMNS) || 80
+
+/** A result as text in the chosen format, with the notes (for stderr) that go with it. */
+export function formatResult(value: unknown): { text: string; notes: string[] } {
+  const notes: string[] = []
+  let v = value
+  if (output.fields) {
+    const known = fieldNames(v)
+    const missing = [...new Set(output.fields.map((f) => f[0]!))].filter((f) => !known.includes(f))
+    if (known.length && missing.length) notes.push(`--fields: no field ${missing.map((m) => `'${m}'`).join(', ')} here; the fields are ${known.join(', ')}`)
+    v = pickFields(v, output.fields)
+  }
+  const p = paint(output.color)
+  const format = output.format ?? (output.tty && Array.isArray(v) ? 'table' : 'json')
+  if (format === 'yaml') return { text: (printed ? '---\n' : '') + toYaml(v, p), notes }
+  if (format === 'table') {
+    const table = renderTable(v, { paint: p, width: output.tty ? terminalWidth() : undefined, hideEmpty: !output.fields })
+    return { text: (printed && table.text ? '\n' : '') + table.text, notes: [...notes, ...table.notes] }
+  }
+  // A person at a terminal reads indented JSON; anything else gets today's bytes.
+  if (output.tty && !output.format) return { text: colorJson(v, 2, p) + '\n', notes }
+  return { text: (output.color ? colorJson(v, pretty ? 2 : 0, p) : formatJson(v)) + '\n', notes }
+}
+
+/** Prints a command's result in the chosen format (JSON unless told otherwise or on a terminal). */
+export function printJson(value: unknown): void {
+  const { text, notes } = formatResult(value)
+  for (const n of notes) note(n)
+  process.stdout.write(text)
+  printed++
+}
+
+/** -o or --fields given: a raw JSON answer is reformatted like any result. */
+const reformatRaw = () => output.format !== undefined || output.fields !== undefined
 
 /** Raw bytes to stdout, exactly as given (binary-safe), flushed before returning. */
 export async function writeRaw(bytes: Uint8Array): Promise<void> {
@@ -105,7 +168,7 @@ export function reportError(err: unknown): number {
 
 /**
  * Wraps a command action: whatever it returns (other than undefined) is
- * printed as JSON; a CheckFailed is printed the same, then thrown. Errors
+ * printed by printJson in the chosen format; a CheckFailed is printed the same, then thrown. Errors
  * propagate to cli.ts, which maps them to exit codes.
  */
 export function act<A extends unknown[]>(fn: (...args: A) => Promise<unknown> | unknown) {
@@ -129,9 +192,23 @@ export function maybePretty(bytes: Uint8Array, contentType: string | null): Uint
   }
 }
 
-/** A raw answer body to stdout: untouched, or reformatted JSON under --pretty. */
+/**
+ * A raw answer body to stdout: untouched (a stored value is data, printed as stored),
+ * reformatted JSON under --pretty, or, for a JSON value, in the format -o or --fields ask for.
+ */
 export async function printRawResponse(res: Response): Promise<void> {
-  await writeRaw(maybePretty(new Uint8Array(await res.arrayBuffer()), res.headers.get('content-type')))
+  const bytes = new Uint8Array(await res.arrayBuffer())
+  const type = res.headers.get('content-type')
+  if (reformatRaw() && /json/i.test(type ?? '')) {
+    let value: unknown
+    try {
+      value = JSON.parse(new TextDecoder().decode(bytes))
+    } catch {
+      return writeRaw(bytes)
+    }
+    return printJson(value)
+  }
+  await writeRaw(maybePretty(bytes, type))
 }
 
 /**
