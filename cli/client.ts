@@ -1,16 +1,23 @@
-// The CLI's only way to the server: configuration (--server/--token beat env,
-// env beats ./settings.json, the file beats defaults), the headers every request
-// carries, and error mapping.
-import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { resolve } from 'node:path'
+// The CLI's only way to the server: configuration, the headers every request
+// carries, and error mapping. Server and token: --server/--token, then
+// SERVICE_SERVER/SERVICE_TOKEN (the spec's names), then MUSTER_SERVER/MUSTER_TOKEN,
+// then the nearest settings.json (cli/settings.ts), then the default. The instance
+// this directory acts as, and its claims, live apart (cli/identity.ts).
 import { ClientError, isDebug, note, ServerError, UsageError } from './output'
+import { configError } from './config-error'
+import { identityKeysOf, identityPath, readIdentity, writeIdentity, type Identity } from './identity'
+import { SettingsFile, type SettingKey } from './settings'
 
 export const DEFAULT_SERVER = 'http://localhost:9800'
+
+/** Shown by `config show` and the help: who wins when a value is given twice. */
+export const PRECEDENCE =
+  'flag (--server/--token) > SERVICE_SERVER/SERVICE_TOKEN > MUSTER_SERVER/MUSTER_TOKEN > settings.json (the nearest, from here up to the git root) > default'
 
 export interface Settings {
   server?: string
   token?: string
-  /** Saved by `register`: the instance this working directory acts as. */
+  /** Saved by `register`: the instance this directory acts as (kept in the identity file, not settings.json). */
   instance_id?: string
   instance_token?: string
   /** Saved by `task claim`: the claim id of each task this directory holds, by task id, for `task ack|nack|extend`. */
@@ -25,38 +32,66 @@ export interface Resolved {
   instanceId: string | null
   instanceToken: string | null
   sources: { server: Source; token: Source | null }
+  /** Exactly where each value came from: the flag, the variable's name, the file's path, or 'default'. */
+  from: { server: string; token: string | null }
+  /** The settings.json in effect, or where `config set` would create one. */
   file: string
+  /** Where this directory's identity lives (whether or not one is saved). */
+  identityFile: string
+  identity: Identity
 }
 
-export const settingsPath = () => resolve(process.cwd(), 'settings.json')
+/** The keys a settings.json of the old layout held beside server and token; read as a fallback, moved out on the next write. */
+const LEGACY_KEYS = ['instance_id', 'instance_token', 'claims'] as const
 
-export function readSettings(): Settings {
-  const file = settingsPath()
-  if (!existsSync(file)) return {}
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(readFileSync(file, 'utf8'))
-  } catch (err) {
-    throw new UsageError(`${file} is not valid JSON: ${(err as Error).message}`)
-  }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new UsageError(`${file} must hold a JSON object`)
-  return parsed as Settings
+/** The saved identity, else the one an old-layout settings.json holds. */
+function loadIdentity(settings: SettingsFile): { identity: Identity; file: string } {
+  const file = identityPath()
+  const saved = readIdentity(file)
+  if (saved) return { identity: saved, file }
+  const old = settings.object()
+  return { identity: old ? identityKeysOf(old, LEGACY_KEYS) : {}, file }
 }
 
-/** Merges `patch` into ./settings.json (undefined removes a key). Written atomically, readable by the owner only: it holds tokens. */
-export function updateSettings(patch: { [K in keyof Settings]?: Settings[K] | undefined }): string {
-  const file = settingsPath()
-  const next: Record<string, unknown> = { ...readSettings() }
+/** Saves the identity with `patch` applied, and moves the identity keys out of an old-layout settings.json. */
+export function updateIdentity(patch: { [K in keyof Identity]?: Identity[K] | undefined }): string {
+  const settings = SettingsFile.find()
+  const { identity, file } = loadIdentity(settings)
+  const next: Record<string, unknown> = { ...identity }
   for (const [k, v] of Object.entries(patch)) {
     if (v === undefined) delete next[k]
     else next[k] = v
   }
-  const tmp = `${file}.${process.pid}.tmp`
-  writeFileSync(tmp, JSON.stringify(next, null, 2) + '\n', { mode: 0o600 })
-  chmodSync(tmp, 0o600)
-  renameSync(tmp, file)
+  writeIdentity(next as Identity, file)
+  const old = settings.object()
+  if (old && LEGACY_KEYS.some((k) => k in old)) settings.write(Object.fromEntries(LEGACY_KEYS.map((k) => [k, undefined])))
   return file
 }
+
+/** settings.json's server and token (those that are strings) with the identity: what this directory knows. */
+export function readSettings(): Settings {
+  const settings = SettingsFile.find()
+  const file = settings.object() ?? {}
+  const own: Settings = {}
+  for (const key of ['server', 'token'] as const) if (typeof file[key] === 'string') own[key] = file[key] as string
+  return { ...own, ...loadIdentity(settings).identity }
+}
+
+/**
+ * Merges `patch`: server and token into the nearest settings.json (./settings.json
+ * when there is none), the identity keys into the identity file. Returns the file
+ * written (settings.json when the patch has a setting in it).
+ */
+export function updateSettings(patch: { [K in keyof Settings]?: Settings[K] | undefined }): string {
+  const { server, token, ...identity } = patch
+  const own = Object.entries({ server, token }).filter(([k]) => k in patch)
+  const identityFile = Object.keys(identity).length ? updateIdentity(identity) : null
+  if (own.length) return SettingsFile.find().write(Object.fromEntries(own))
+  return identityFile ?? SettingsFile.find().path
+}
+
+/** The settings.json in effect, or where `config set` creates one. */
+export const settingsPath = () => SettingsFile.find().path
 
 /** A server URL as stored and used: http(s) only, no trailing slash. */
 export function normalizeServer(value: string): string {
@@ -82,22 +117,44 @@ const env = (name: string) => {
   return v === undefined || v === '' ? undefined : v
 }
 
+/** One setting by the precedence above: its value, its kind of source, and exactly where it came from. */
+function pick(key: SettingKey, settings: SettingsFile): { value: string; source: Source; from: string } | null {
+  const upper = key.toUpperCase()
+  if (flags[key]) return { value: flags[key]!, source: 'flag', from: `--${key}` }
+  for (const name of [`SERVICE_${upper}`, `MUSTER_${upper}`]) {
+    const value = env(name)
+    if (value) return { value, source: 'env', from: name }
+  }
+  const value = settings.string(key)
+  return value ? { value, source: 'file', from: settings.path } : null
+}
+
+function serverOf(picked: { value: string; source: Source; from: string } | null, settings: SettingsFile): string {
+  if (!picked) return DEFAULT_SERVER
+  try {
+    return normalizeServer(picked.value)
+  } catch (err) {
+    if (picked.source === 'file') return settings.fail('server', `: "server" is not a server URL: ${(err as Error).message}`)
+    if (picked.source === 'env') return configError(`${picked.from}: ${(err as Error).message}`)
+    throw err
+  }
+}
+
 export function resolveConfig(): Resolved {
-  const file = readSettings()
-  const envServer = env('SERVICE_SERVER')
-  const envToken = env('SERVICE_TOKEN')
-  const server = flags.server ?? envServer ?? file.server ?? DEFAULT_SERVER
-  const token = flags.token ?? envToken ?? file.token ?? null
+  const settings = SettingsFile.find()
+  const server = pick('server', settings)
+  const token = pick('token', settings)
+  const { identity, file: identityFile } = loadIdentity(settings)
   return {
-    server: normalizeServer(server),
-    token,
-    instanceId: file.instance_id ?? null,
-    instanceToken: file.instance_token ?? null,
-    sources: {
-      server: flags.server ? 'flag' : envServer ? 'env' : file.server ? 'file' : 'default',
-      token: flags.token ? 'flag' : envToken ? 'env' : file.token ? 'file' : null,
-    },
-    file: settingsPath(),
+    server: serverOf(server, settings),
+    token: token?.value ?? null,
+    instanceId: identity.instance_id ?? null,
+    instanceToken: identity.instance_token ?? null,
+    sources: { server: server?.source ?? 'default', token: token?.source ?? null },
+    from: { server: server?.from ?? 'default', token: token?.from ?? null },
+    file: settings.path,
+    identityFile,
+    identity,
   }
 }
 
@@ -123,6 +180,8 @@ export interface RequestOptions {
   /** Sent as is (raw values, files). */
   body?: BodyInit
   headers?: Record<string, string>
+  /** The X-Instance-Token to send instead of the saved one; null sends none. */
+  instanceToken?: string | null
 }
 
 /** One request; a non-2xx answer becomes a ServerError carrying the server's {error, code}. */
@@ -130,6 +189,7 @@ export async function request(method: string, path: string, opts: RequestOptions
   const cfg = resolveConfig()
   const url = new URL(cfg.server + path)
   for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined && v !== null) url.searchParams.set(k, String(v))
+  if (opts.instanceToken !== undefined) cfg.instanceToken = opts.instanceToken
   const headers: Record<string, string> = { ...authHeaders(cfg), ...opts.headers }
   let body = opts.body
   if (opts.json !== undefined) {

@@ -6,6 +6,7 @@
 // `muster init` (cli/init.ts) writes the hook configuration.
 import type { Command } from 'commander'
 import { api, authHeaders, resolveConfig } from './client'
+import { ConfigError } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { planInit, writeInit, type InitAgent } from './init'
@@ -43,7 +44,8 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   try {
     cfg = resolveConfig()
   } catch (err) {
-    return fail((err as Error).message)
+    // A ConfigError has said what is wrong with which file on stderr already.
+    return fail(err instanceof ConfigError ? 'unusable configuration' : (err as Error).message)
   }
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   const auth = authHeaders(cfg).authorization

@@ -1,10 +1,11 @@
 // `register`, `activate`, `heartbeat` and `instances ...`: the instance registry.
-// `register` saves the new instance's id and token in ./settings.json; from then
-// on every command from this directory sends X-Instance-Token.
+// `register` saves the instance's name, id and token as this directory's identity
+// (cli/identity.ts); from then on every command from here or below sends
+// X-Instance-Token, and `register` of the same name resumes that instance.
 import type { Command } from 'commander'
-import { api, apiPath, resolveConfig, updateSettings } from './client'
+import { api, apiPath, requestJson, resolveConfig, updateIdentity } from './client'
 import { commaList, durationArg } from './input'
-import { act, ClientError, note, printJson, UsageError } from './output'
+import { act, ClientError, note, printJson, ServerError, UsageError } from './output'
 
 /** An explicit id, else the instance saved by `register`. */
 function instanceId(given: string | undefined): string {
@@ -44,33 +45,61 @@ async function heartbeatLoop(id: string, everyMs?: number): Promise<void> {
   }
 }
 
+interface RegisterOptions {
+  workspace?: string
+  intent?: string
+  stack?: string
+  capabilities?: string[]
+  new?: boolean
+}
+
+type Registered = Record<string, unknown> & { id: string; token: string; resumed?: boolean; warning?: unknown }
+
+/**
+ * Registers, presenting the saved instance's token when it has this name, so the
+ * server resumes it rather than making a second instance of the same name.
+ */
+async function register(name: string, o: RegisterOptions): Promise<Registered> {
+  const cfg = resolveConfig()
+  const saved = cfg.identity
+  const resume = !o.new && saved.name === name && !!saved.instance_token && (!saved.server || saved.server === cfg.server)
+  const json = { name, workspace: o.workspace, intent: o.intent, stack: o.stack }
+  const send = (instanceToken: string | null) => requestJson('POST', '/api/instances/register', { json, instanceToken }) as Promise<Registered>
+  let inst: Registered
+  try {
+    inst = await send(resume ? saved.instance_token! : null)
+  } catch (err) {
+    // The saved instance is gone (deregistered, or it belongs to another token): a fresh one.
+    if (!(resume && err instanceof ServerError && (err.status === 403 || err.status === 404))) throw err
+    note(`the saved instance ${saved.instance_id} cannot be resumed (${err.status}); registering a new one`)
+    inst = await send(null)
+  }
+  if (typeof inst.warning === 'string') note(inst.warning)
+  const same = inst.id === saved.instance_id
+  updateIdentity({ name, server: cfg.server, instance_id: inst.id, instance_token: inst.token, claims: same ? saved.claims : undefined })
+  if (o.capabilities?.length) {
+    const caps = (await api.post(apiPath('/api/instances', inst.id, 'capabilities'), { capabilities: o.capabilities })) as { capabilities: string[] }
+    inst.capabilities = caps.capabilities
+  }
+  return inst
+}
+
+/** Forgets this directory's instance and its claims. */
+const forget = () => updateIdentity({ name: undefined, server: undefined, instance_id: undefined, instance_token: undefined, claims: undefined })
+
 export function instanceCommands(program: Command): void {
   program
     .command('register')
-    .description('register this agent; saves its id and token to ./settings.json (later commands send X-Instance-Token)')
+    .description(
+      'register this agent and save its id and token as the identity of this directory (.muster/ at the git root; later commands from here or below send X-Instance-Token). Run again with the same name, it resumes that instance (same id, its locks, reservations and claims kept).',
+    )
     .argument('<name>', 'instance name')
     .option('--workspace <workspace>', 'workspace (the project it works on)')
     .option('--intent <intent>', 'current task')
     .option('--stack <stack>', 'technology stack, e.g. react')
     .option('--capabilities <list>', 'comma-separated capabilities', commaList)
-    .action(
-      act(async (name: string, o: { workspace?: string; intent?: string; stack?: string; capabilities?: string[] }) => {
-        const inst = (await api.post('/api/instances/register', {
-          name,
-          workspace: o.workspace,
-          intent: o.intent,
-          stack: o.stack,
-        })) as Record<string, unknown> & { id: string; token: string }
-        updateSettings({ instance_id: inst.id, instance_token: inst.token })
-        if (o.capabilities?.length) {
-          const caps = (await api.post(apiPath('/api/instances', inst.id, 'capabilities'), { capabilities: o.capabilities })) as {
-            capabilities: string[]
-          }
-          inst.capabilities = caps.capabilities
-        }
-        return inst
-      }),
-    )
+    .option('--new', 'a fresh instance, even when this directory holds one of that name')
+    .action(act(register))
 
   program
     .command('activate')
@@ -132,12 +161,12 @@ export function instanceCommands(program: Command): void {
 
   instances
     .command('delete')
-    .description('deregister an instance (forgets it in ./settings.json if it is the registered one)')
+    .description("deregister an instance (and forget it, when it is this directory's own)")
     .argument('<id>')
     .action(
       act(async (id: string) => {
         const result = await api.delete(apiPath('/api/instances', id))
-        if (resolveConfig().instanceId === id) updateSettings({ instance_id: undefined, instance_token: undefined })
+        if (resolveConfig().instanceId === id) forget()
         return result
       }),
     )

@@ -79,6 +79,7 @@ const COMMAND_OF: Record<string, string> = {
   'GET /api/tasks/{id}': 'task get',
   'DELETE /api/tasks/{id}': 'task cancel',
   'POST /api/tasks/{id}/notes': 'task note',
+  'POST /api/tasks/{id}/retry': 'task retry',
   'POST /api/messages': 'send',
   'GET /api/inbox': 'inbox',
   'POST /api/messages/{id}/ack': 'ack',
@@ -117,6 +118,10 @@ const COMMAND_OF: Record<string, string> = {
   'PUT /api/templates/{id}': 'templates update',
   'DELETE /api/templates/{id}': 'templates delete',
   'POST /api/templates/{id}/apply': 'templates apply',
+  'POST /api/tokens': 'token create',
+  'GET /api/tokens': 'token list',
+  'DELETE /api/tokens/{id}': 'token revoke',
+  'GET /api/whoami': 'whoami',
 }
 /** MCP is the agents' discovery door and /metrics is for Prometheus to scrape, not data operations: no command. */
 // For machines, not people: MCP clients, Prometheus, and the probes of an orchestrator (a person runs `muster status`).

@@ -1,10 +1,12 @@
 // Runs the CLI (`bun cli.ts`) as a subprocess in its own working directory, so
-// each test has its own ./settings.json, and with SERVICE_* env vars under the
-// test's control only.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+// each test has its own ./settings.json and identity, with SERVICE_* and
+// MUSTER_SERVER/MUSTER_TOKEN under the test's control only, and a config
+// directory of the test run's own (XDG_CONFIG_HOME) instead of the user's.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
+import { identityPath } from '../cli/identity'
 
 const CLI = join(import.meta.dir, '..', 'cli.ts')
 
@@ -27,10 +29,21 @@ export interface CliOptions {
   stdin?: string | Uint8Array
 }
 
+/** Where identities of directories outside a repository go in these tests. */
+export const CONFIG_HOME = mkdtempSync(join(tmpdir(), 'muster-cli-config-'))
+process.once('exit', () => rmSync(CONFIG_HOME, { recursive: true, force: true }))
+const INHERITED_NOT = /^(SERVICE_|MUSTER_SERVER$|MUSTER_TOKEN$)/
+
 function cliEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('SERVICE_')) env[k] = v
-  return { ...env, ...extra }
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !INHERITED_NOT.test(k)) env[k] = v
+  return { ...env, XDG_CONFIG_HOME: CONFIG_HOME, ...extra }
+}
+
+/** The identity file the CLI keeps for `dir` (as run by runCli), parsed; null when there is none. */
+export function identityOf(dir: string, configHome = CONFIG_HOME): Record<string, any> | null {
+  const file = identityPath(dir, { XDG_CONFIG_HOME: configHome })
+  return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : null
 }
 
 const tryJson = (text: string) => {
@@ -101,4 +114,7 @@ export function workdir(settings?: Record<string, unknown>): string {
 
 export function removeWorkdirs(): void {
   for (const dir of workdirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+  // Other test files of the same run may still use it: empty it, keep it.
+  rmSync(CONFIG_HOME, { recursive: true, force: true })
+  mkdirSync(CONFIG_HOME, { recursive: true })
 }

@@ -6,7 +6,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Server, ServerWebSocket } from 'bun'
 import { call, eventually, startServer } from './helpers'
-import { removeWorkdirs, runCli, spawnCli, workdir, type LiveCli } from './cli-run'
+import { identityOf, removeWorkdirs, runCli, spawnCli, workdir, type LiveCli } from './cli-run'
 
 const TOKEN = 'cli-services-token'
 const auth = { authorization: `Bearer ${TOKEN}` }
@@ -150,13 +150,14 @@ describe('register and instances', () => {
   const agent = (...args: string[]) => runCli(args, { cwd: agentDir })
   let id = ''
 
-  test('register saves the instance id and token to ./settings.json', async () => {
+  test('register saves the instance id and token as the identity of the directory, not in ./settings.json', async () => {
     const r = await agent('register', 'cli-agent', '--workspace', 'shop', '--intent', 'build the api', '--stack', 'bun', '--capabilities', 'ts,sql')
     expect(r.code).toBe(0)
     expect(r.json).toMatchObject({ name: 'cli-agent', workspace: 'shop', intent: 'build the api', stack: 'bun', capabilities: ['ts', 'sql'] })
     expect(typeof r.json.token).toBe('string')
     id = r.json.id
-    expect(settingsOf(agentDir)).toEqual({ server: s.api, token: TOKEN, instance_id: id, instance_token: r.json.token })
+    expect(identityOf(agentDir)).toMatchObject({ name: 'cli-agent', server: s.api, instance_id: id, instance_token: r.json.token })
+    expect(settingsOf(agentDir)).toEqual({ server: s.api, token: TOKEN })
   })
 
   test('later commands send X-Instance-Token: the audit actor is the instance', async () => {
@@ -197,6 +198,7 @@ describe('register and instances', () => {
 
   test('instances delete deregisters and forgets the saved instance', async () => {
     expect((await agent('instances', 'delete', id)).json).toEqual({ deleted: id })
+    expect(identityOf(agentDir)).toBeNull()
     expect(settingsOf(agentDir)).toEqual({ server: s.api, token: TOKEN })
     expect((await cli('instances', 'get', id)).code).toBe(1)
   })
