@@ -27,6 +27,7 @@ import { rulesCommands } from './cli/rules'
 import { specsCommands } from './cli/specs'
 import { stateCommands } from './cli/state'
 import { taskCommands } from './cli/tasks'
+import { tokenCommands } from './cli/tokens'
 import { templateCommands } from './cli/templates'
 import { webhookCommands } from './cli/webhooks'
 import { VERSION } from './lib/version'
@@ -73,6 +74,7 @@ export function buildProgram(): Command {
     reservationCommands,
     hookCommands,
     messageCommands,
+    tokenCommands,
   ])
     register(program)
   addExamples(program)
