@@ -1,8 +1,9 @@
-// The server's log, on stdout. `json` writes one JSON object per line
-// ({level, time, message, ...fields}) for log shippers; `pretty` one readable
-// line per entry for people. The pretty writer is a few lines of our own rather than
-// pino-pretty: it needs no worker thread or extra dependency inside the compiled
-// binary, and the line is exactly what the README shows.
+// The server's log, on stdout. `json` writes one JSON object per line for log shippers,
+// in pino's own shape ({level: 30, time, pid, hostname, ...fields, msg}, what pino-pretty
+// and pino parsers read), with an ISO time rather than epoch ms (they read both; a raw
+// line stays readable); `pretty` one readable line per entry for people. The pretty
+// writer is a few lines of our own rather than pino-pretty: it needs no worker thread or
+// extra dependency inside the compiled binary, and the line is exactly what the README shows.
 //
 // pino writes the lines that carry fields. The lines every server writes are written
 // here in the same shape: the access line (every request) and a bare message (the
@@ -11,6 +12,7 @@
 // share of a started server's memory and start time.
 import type pino from 'pino'
 import { writeSync } from 'node:fs'
+import { hostname } from 'node:os'
 import { isoEachMs } from '../lib/time'
 import type { LogFormat, LogLevel } from '../lib/config'
 import { AppError } from '../lib/errors'
@@ -99,16 +101,19 @@ function pretty(time: string, level: string, message: string | undefined, fields
   return `${time} ${level.toUpperCase().padEnd(5)} ${message ?? ''}${extra}${stack}\n`
 }
 
-/** Renders one pino JSON line as the pretty line. */
+/** Renders one pino JSON line (made without pid and hostname) as the pretty line. */
 export function prettyLine(line: string): string {
-  const { time, level, message, err, ...fields } = JSON.parse(line)
-  return pretty(time, String(level), message, fields, err)
+  const { time, level, msg, err, ...fields } = JSON.parse(line)
+  return pretty(time, LABEL[level] ?? String(level), msg, fields, err)
 }
 
-/** A line of a bare message, as pino writes it (level, time, message) or its pretty form. */
+/** What pino puts after level and time on every line by default (its `base`), written once. */
+const BASE = `"pid":${process.pid},"hostname":${JSON.stringify(hostname())}`
+
+/** A line of a bare message, as pino writes it (level, time, pid, hostname, msg) or its pretty form. */
 function messageLine(level: LogLevel, message: string): string {
   const time = isoNow()
-  return currentFormat === 'pretty' ? pretty(time, level, message, {}) : `{"level":"${level}","time":"${time}","message":${JSON.stringify(message)}}\n`
+  return currentFormat === 'pretty' ? pretty(time, level, message, {}) : `{"level":${RANK[level]},"time":"${time}",${BASE},"msg":${JSON.stringify(message)}}\n`
 }
 
 export interface AccessEntry {
@@ -151,8 +156,8 @@ export function accessLog(e: AccessEntry): void {
       `${time} INFO  ${message} method=${bareName(e.method)} route=${bareName(e.route)} path=${bare(e.path)} status=${e.status} duration_ms=${e.duration_ms} actor=${bareName(e.actor)}\n`,
     )
   out.write(
-    `{"level":"info","time":"${time}","method":${jsonName(e.method)},"route":${jsonName(e.route)},"path":${JSON.stringify(e.path)},` +
-      `"status":${e.status},"duration_ms":${e.duration_ms},"actor":${jsonName(e.actor)},"message":${JSON.stringify(message)}}\n`,
+    `{"level":30,"time":"${time}",${BASE},"method":${jsonName(e.method)},"route":${jsonName(e.route)},"path":${JSON.stringify(e.path)},` +
+      `"status":${e.status},"duration_ms":${e.duration_ms},"actor":${jsonName(e.actor)},"msg":${JSON.stringify(message)}}\n`,
   )
 }
 
@@ -163,7 +168,9 @@ let currentFormat: LogFormat = 'pretty'
 /** Whether access lines (info) pass the level: asking the logger on every request costs more than this flag. */
 let accessLines = true
 
+/** pino's level numbers, which its JSON lines carry as `level`. */
 const RANK: Record<LogLevel, number> = { debug: 20, info: 30, warn: 40, error: 50 }
+const LABEL: Record<number, LogLevel> = { 20: 'debug', 30: 'info', 40: 'warn', 50: 'error' }
 
 type LogFn = { (message: string): void; (fields: object, message?: string): void }
 
@@ -199,16 +206,10 @@ export class Logger {
 function pinoLogger(format: LogFormat, level: LogLevel): pino.Logger {
   const pino = require('pino') as typeof import('pino')
   const dest = format === 'json' ? out : { write: (line: string) => out.write(prettyLine(line)) }
-  return pino(
-    {
-      level,
-      messageKey: 'message',
-      base: undefined,
-      timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }) },
-    },
-    dest,
-  )
+  // pino's defaults but the ISO time; the pretty line shows no pid or hostname, so it is not given them.
+  const options: pino.LoggerOptions = { level, timestamp: pino.stdTimeFunctions.isoTime }
+  if (format === 'pretty') options.base = undefined
+  return pino(options, dest)
 }
 
 function build(format: LogFormat, level: LogLevel): Logger {
