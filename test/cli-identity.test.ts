@@ -117,6 +117,17 @@ describe('identity in a repository', () => {
     expect(identityOf(root)).toMatchObject({ name: 'dee', instance_id: fresh.json.id, instance_token: fresh.json.token })
   })
 
+  test('register of the saved name after the server dropped that instance makes a new one', async () => {
+    const root = repo()
+    const first = await runCli(['register', 'eve'], { cwd: root, env: viaEnv })
+    expect((await call(s.api, 'DELETE', `/api/instances/${first.json.id}`, undefined, auth)).status).toBe(200)
+    const again = await runCli(['register', 'eve'], { cwd: root, env: viaEnv })
+    expect(again.code).toBe(0)
+    expect(again.json.id).not.toBe(first.json.id)
+    expect(again.json.resumed).toBeUndefined()
+    expect(identityOf(root)).toMatchObject({ name: 'eve', instance_id: again.json.id })
+  })
+
   test('instances delete of its own instance forgets the identity', async () => {
     const root = repo()
     const reg = await runCli(['register', 'gone'], { cwd: root, env: viaEnv })
@@ -277,6 +288,20 @@ describe('tokens', () => {
     expect([refused.code, refused.error.code]).toEqual([1, 401])
     const again = await runCli(['token', 'revoke', made.json.id], { cwd: d })
     expect([again.code, again.error.code]).toEqual([1, 404])
+  })
+
+  test("a directory whose saved instance belongs to another agent token registers a new one, and says so", async () => {
+    const d = workdir({ server: s.api, token: TOKEN })
+    const tokenOf = async (name: string) => (await runCli(['token', 'create', name, '--role', 'agent'], { cwd: d })).json.token as string
+    const [first, second] = [await tokenOf('agent-first'), await tokenOf('agent-second')]
+    const root = repo()
+    const a = await runCli(['register', 'shared'], { cwd: root, env: { MUSTER_SERVER: s.api, MUSTER_TOKEN: first } })
+    expect(a.code).toBe(0)
+    const b = await runCli(['register', 'shared'], { cwd: root, env: { MUSTER_SERVER: s.api, MUSTER_TOKEN: second } })
+    expect(b.code).toBe(0)
+    expect(b.json.id).not.toBe(a.json.id)
+    expect(b.stderr).toContain(`the saved instance ${a.json.id} cannot be resumed (403); registering a new one`)
+    expect(identityOf(root)).toMatchObject({ name: 'shared', instance_id: b.json.id })
   })
 
   test('bad input is exit 2 and makes nothing', async () => {
