@@ -5,5 +5,5 @@ import { checkLiveness } from '../services/instances'
 import { onLeader } from './timer'
 
 export function startLivenessJob(ctx: Ctx): () => Promise<void> {
-  return onLeader(ctx, 'liveness', ctx.config.livenessIntervalMs, () => checkLiveness(ctx))
+  return onLeader(ctx, 'liveness', ctx.config.livenessIntervalMs, async () => ({ stale: (await checkLiveness(ctx)).length }))
 }

@@ -7,6 +7,7 @@ import type { Ctx } from '../services/context'
 import { raiseOverdue } from '../services/messages'
 import { nowMs } from '../lib/time'
 import { isOutage, logFailure } from '../obs/log'
+import { logRun } from './timer'
 
 /** The longest sleep: how soon a replica that just became leader (or a database back from an outage) looks again. */
 export const OVERDUE_RECHECK_MS = 2_000
@@ -31,7 +32,8 @@ export function startOverdueJob(ctx: Ctx): () => Promise<void> {
     try {
       let next = await ctx.store.messages.nextDue()
       if (next !== null && Date.parse(next) <= nowMs()) {
-        await raiseOverdue(ctx)
+        const started = performance.now()
+        logRun('overdue', OVERDUE_RECHECK_MS, { raised: (await raiseOverdue(ctx)).length }, performance.now() - started)
         next = await ctx.store.messages.nextDue()
       }
       inOutage = false

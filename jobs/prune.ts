@@ -23,25 +23,29 @@ const HISTORY_RUN_MS = 10_000
 export function startPruneJob(ctx: Ctx): () => Promise<void> {
   let after = ''
   return onLeader(ctx, 'prune', ctx.config.pruneIntervalMs, async () => {
-    await pruneEvents(ctx, ctx.config.eventRetention)
-    await pruneCompliance(ctx, COMPLIANCE_RUNS_KEPT)
-    after = await pruneStateHistory(ctx, after)
+    const events = await pruneEvents(ctx, ctx.config.eventRetention)
+    const compliance_runs = await pruneCompliance(ctx, COMPLIANCE_RUNS_KEPT)
+    const history = await pruneStateHistory(ctx, after)
+    after = history.after
+    return { events, compliance_runs, state_versions: history.deleted }
   })
 }
 
 /**
- * Prunes state history from the key after `after` until every key is done (returns '') or the
- * run's time is up or the server stops (returns the key to go on after).
+ * Prunes state history from the key after `after` until every key is done (`after` is '') or the
+ * run's time is up or the server stops (`after` is the key to go on after); `deleted` versions went.
  */
-export async function pruneStateHistory(ctx: Ctx, after = ''): Promise<string> {
+export async function pruneStateHistory(ctx: Ctx, after = ''): Promise<{ after: string; deleted: number }> {
   const { stateHistory, stateHistoryMaxAgeMs } = ctx.config
   const before = stateHistoryMaxAgeMs === null ? null : afterMs(nowIso(), -stateHistoryMaxAgeMs)
   const retention = { keep: stateHistory, before }
   const until = performance.now() + HISTORY_RUN_MS
+  let deleted = 0
   for (;;) {
     const step = await ctx.store.write(async (tx) => tx.state.prune(retention, after, HISTORY_STEP))
-    if (step.next === null) return ''
+    deleted += step.deleted
+    if (step.next === null) return { after: '', deleted }
     after = step.next
-    if (performance.now() > until || ctx.shutdown.aborted) return after
+    if (performance.now() > until || ctx.shutdown.aborted) return { after, deleted }
   }
 }
