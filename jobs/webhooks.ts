@@ -1,40 +1,72 @@
-// The webhook dispatcher (README "Webhooks"): every published event
-// that matches an active webhook's patterns is POSTed to its url. Each webhook has
-// its own queue worked one delivery at a time, so a slow receiver delays only
-// itself; 10 consecutive failures disable the webhook.
+// The webhook dispatcher (README "Webhooks"), on the leader only. Every published event
+// that matches an active webhook becomes a pending row of the delivery queue
+// (store/webhook-deliveries.ts), written right after the event commits rather than in
+// its unit: every write of the server publishes events, and matching them there would
+// put a webhook lookup in each. Nothing is lost in between: the queue keeps a cursor (the
+// last event queued), and a leader that starts (a restart, a kill -9, another replica
+// taking over) first queues what the events table holds after it.
+//
+// Each webhook has its own lane worked one attempt at a time, so a slow receiver delays
+// only itself. A new event goes to the lane's fresh queue and is attempted at once,
+// whatever older deliveries wait for a retry (no head-of-line blocking; order is not
+// promised while retries run); due retries take turns with it. A failed attempt is
+// retried after RETRY_BASE_MS·RETRY_FACTOR^(n−1), at most RETRY_CAP_MS, ±JITTER: about
+// 2 s, 10 s, 50 s, 4 min, 21 min, 1.7 h and 4 h; the MAX_ATTEMPTS-th failure (about 6 h
+// after the event) marks the delivery failed for good. MAX_FAILURES consecutive failed
+// attempts disable the webhook; its pending deliveries wait, and enabling sends them
+// oldest first. Delivery is at least once: a receiver dedupes on X-Service-Delivery.
 import type { Ctx } from '../services/context'
 import { log } from '../obs/log'
 import { webhookDeliveries } from '../obs/prometheus'
 import { signatureHeaders } from '../lib/webhook-signature'
 import { matchesAny } from '../lib/glob'
 import type { Event } from '../store'
-import { recordDelivery } from '../services/webhooks'
-import { logDelivery } from '../services/delivery-log'
+import type { Webhook } from '../store/webhooks'
+import type { Attempt } from '../store/webhook-deliveries'
+import { recordAttempt, recordTest } from '../services/webhooks'
 import { resolvedRefusal } from '../services/targets'
 import { isEcho } from '../services/events'
-import { nowIso } from '../lib/time'
+import { nowIso, nowMs } from '../lib/time'
 import { StreamTooLarge, readUpTo } from '../lib/stream'
 
 export const DELIVERY_TIMEOUT_MS = 5000
 export const MAX_FAILURES = 10
 /** The receiver's answer is read (and discarded) up to this size; a longer one fails the delivery. */
 export const MAX_ANSWER = 1024 * 1024
-/** Events waiting per webhook; beyond this the oldest waiting one is dropped (logged). */
-const QUEUE_MAX = 1000
+
+export const RETRY_BASE_MS = 2000
+export const RETRY_FACTOR = 5
+export const RETRY_CAP_MS = 4 * 3600_000
+export const JITTER = 0.2
+export const MAX_ATTEMPTS = 8
+
+/** How often the leader looks for due retries (and whether it is still the leader). */
+const TICK_MS = 500
+/** Events read per step of a catch-up. */
+const CATCH_UP_PAGE = 500
+/** Due deliveries taken per look. */
+const DUE_PAGE = 500
+/** The cursor is written at most this often while events match no webhook. */
+const CURSOR_EVERY_MS = 5000
+const PRUNE_EVERY_MS = 60_000
+
+/** When the attempt after the `attempts`-th failed one is due (ms from now), jitter included. */
+export function retryDelay(attempts: number, random = Math.random()): number {
+  const base = Math.min(RETRY_BASE_MS * RETRY_FACTOR ** (attempts - 1), RETRY_CAP_MS)
+  return Math.round(base * (1 - JITTER + 2 * JITTER * random))
+}
 
 export type Delivery = { ok: true; status: number } | { ok: false; error: string; status?: number }
 
 /** The header every delivery carries; an event published by a request carrying it is an echo (services/events.ts). */
 export const DELIVERY_HEADER = 'x-service-delivery'
 
-/** One POST of the event, signed (both styles, lib/webhook-signature.ts) when there is a secret. Never throws. */
-export async function deliver(target: { url: string; secret: string }, event: Event, stop?: AbortSignal): Promise<Delivery> {
-  const body = JSON.stringify(event)
-  const delivery = crypto.randomUUID()
+/** One POST of `body` (an event's JSON), signed (both styles, lib/webhook-signature.ts) when there is a secret. Never throws. */
+export async function deliver(target: { url: string; secret: string }, delivery: string, topic: string, body: string, stop?: AbortSignal): Promise<Delivery> {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'user-agent': 'muster-webhooks',
-    'x-service-event': event.topic,
+    'x-service-event': topic,
     [DELIVERY_HEADER]: delivery,
     ...(target.secret ? signatureHeaders(target.secret, delivery, body) : {}),
   }
@@ -57,80 +89,215 @@ export async function deliver(target: { url: string; secret: string }, event: Ev
   }
 }
 
-/** deliver(), with the attempt added to the webhook's recent deliveries (lib/delivery-log.ts). */
-export async function deliverAndLog(
-  ctx: Ctx,
-  target: { id: string; url: string; secret: string },
-  event: Event,
-  opts: { test?: boolean; stop?: AbortSignal } = {},
-): Promise<Delivery> {
+/** deliver(), after the target policy check, timed and counted. */
+async function attempt(ctx: Ctx, target: { url: string; secret: string }, delivery: string, topic: string, body: string, stop?: AbortSignal): Promise<Attempt> {
   const at = nowIso()
   const started = performance.now()
   // Checked per delivery too: for webhooks stored before the policy (or under --allow-link-local-targets).
   const refused = await resolvedRefusal(ctx, target.url)
-  const result: Delivery = refused ? { ok: false, error: refused } : await deliver(target, event, opts.stop)
+  const result: Delivery = refused ? { ok: false, error: refused } : await deliver(target, delivery, topic, body, stop)
   webhookDeliveries.inc({ outcome: result.ok ? 'success' : 'failure' })
-  logDelivery(ctx, target.id, {
-    event_id: event.id,
-    topic: event.topic,
-    at,
-    ok: result.ok,
-    status: result.status ?? null,
-    error: result.ok ? '' : result.error,
-    duration_ms: Math.round(performance.now() - started),
-    test: opts.test ?? false,
-  })
+  return { at, ok: result.ok, status: result.status ?? null, error: result.ok ? '' : result.error, duration_ms: Math.round(performance.now() - started) }
+}
+
+/** A webhook.test delivery now, listed with the others; the webhook's counters stay as they are. */
+export async function sendTest(ctx: Ctx, target: { id: string; url: string; secret: string }): Promise<Attempt> {
+  const event: Event = { id: 0, topic: 'webhook.test', data: { webhook_id: target.id }, source: '', created_at: nowIso() }
+  const uuid = crypto.randomUUID()
+  const result = await attempt(ctx, target, uuid, event.topic, JSON.stringify(event))
+  await recordTest(ctx, target.id, event, uuid, result)
   return result
 }
 
-export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
-  const queues = new Map<string, Event[]>()
-  const workers = new Map<string, Promise<void>>()
-  const stopping = new AbortController()
+/** An event a webhook takes: its topic matches, and it is not older than the webhook (a catch-up reads old events). */
+const takes = (hook: Webhook, event: Event) => matchesAny(hook.patterns, event.topic) && event.created_at >= hook.created_at
 
-  async function work(id: string, queue: Event[]): Promise<void> {
-    while (queue.length && !stopping.signal.aborted) {
-      const event = queue.shift()!
-      // Read per delivery: the webhook may have been deleted, disabled or changed meanwhile.
-      const target = await ctx.store.webhooks.target(id)
-      if (!target?.active) break
-      const result = await deliverAndLog(ctx, target, event, { stop: stopping.signal })
-      if (stopping.signal.aborted) break
-      const after = await recordDelivery(ctx, id, result.ok, MAX_FAILURES)
-      if (!result.ok) {
-        log.warn({ webhook: id, event_id: event.id, url: target.url, status: result.status ?? null, error: result.error }, 'webhook delivery failed')
-        if (after && !after.active) log.error({ webhook: id }, `webhook disabled after ${MAX_FAILURES} consecutive failures`)
+/** Events that change which deliveries are due (possibly on another replica): look for due work at once. */
+const WAKES = new Set(['webhook.enabled', 'webhook.redelivered', 'webhook.updated'])
+
+/** One webhook's work: new deliveries first in line, due retries taking turns with them. */
+interface Lane {
+  fresh: number[]
+  retry: number[]
+  running: boolean
+  tookFresh: boolean
+}
+
+export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
+  const stopping = new AbortController()
+  const lanes = new Map<string, Lane>()
+  /** Deliveries in a lane or being attempted, so a look for due work does not queue them twice. */
+  const queued = new Set<number>()
+  const workers = new Set<Promise<void>>()
+  let leading = ctx.store.isLeader()
+  let caughtUp = false
+  let arrived: Event[] = []
+  let drainQueued = false
+  let lookQueued = false
+  /** The newest event seen, and the newest written as the cursor (events that matched nothing move it lazily). */
+  let seen = 0
+  let cursorWritten = 0
+  let cursorAt = 0
+  let prunedAt = nowMs()
+
+  // Queueing, catch-up and looks for due work run one at a time, so a delivery is never in two lanes.
+  let chain: Promise<void> = Promise.resolve()
+  const serial = (task: () => Promise<void>) => {
+    chain = chain.then(task).catch((err) => log.error({ err }, 'webhook dispatch failed'))
+  }
+
+  function enqueue(webhookId: string, id: number, fresh: boolean): void {
+    if (queued.has(id) || stopping.signal.aborted) return
+    queued.add(id)
+    let lane = lanes.get(webhookId)
+    if (!lane) lanes.set(webhookId, (lane = { fresh: [], retry: [], running: false, tookFresh: false }))
+    ;(fresh ? lane.fresh : lane.retry).push(id)
+    if (!lane.running) {
+      lane.running = true
+      const worker = work(webhookId, lane)
+      workers.add(worker)
+      void worker.finally(() => workers.delete(worker))
+    }
+  }
+
+  function clear(lane: Lane): void {
+    for (const id of [...lane.fresh, ...lane.retry]) queued.delete(id)
+    lane.fresh.length = lane.retry.length = 0
+  }
+
+  async function work(webhookId: string, lane: Lane): Promise<void> {
+    while (!stopping.signal.aborted && leading) {
+      const fresh = lane.fresh.length > 0 && (!lane.tookFresh || lane.retry.length === 0)
+      const id = fresh ? lane.fresh.shift() : lane.retry.shift()
+      if (id === undefined) break
+      lane.tookFresh = fresh
+      try {
+        if (!(await attemptQueued(webhookId, id))) clear(lane)
+      } catch (err) {
+        log.error({ err, webhook: webhookId, delivery: id }, 'webhook delivery could not be recorded')
+      } finally {
+        queued.delete(id)
       }
     }
-    queues.delete(id)
-    workers.delete(id)
+    clear(lane)
+    lane.running = false
+    if (lanes.get(webhookId) === lane) lanes.delete(webhookId)
   }
 
-  function enqueue(id: string, event: Event): void {
-    if (stopping.signal.aborted) return
-    let queue = queues.get(id)
-    if (!queue) queues.set(id, (queue = []))
-    if (queue.length >= QUEUE_MAX) log.warn({ webhook: id, event_id: queue.shift()!.id }, 'webhook queue full, event not delivered')
-    queue.push(event)
-    if (!workers.has(id)) workers.set(id, work(id, queue))
+  /** One attempt of a queued delivery; false when the webhook takes no more (gone or disabled). */
+  async function attemptQueued(webhookId: string, id: number): Promise<boolean> {
+    // Read per attempt: the webhook may have been deleted, disabled or changed meanwhile.
+    const target = await ctx.store.webhooks.target(webhookId)
+    if (!target?.active) return false
+    const job = await ctx.store.webhooks.job(id)
+    if (job?.state !== 'pending') return true
+    const result = await attempt(ctx, target, job.uuid, job.topic, job.payload, stopping.signal)
+    // Cut short by shutdown: not an answer from the receiver. It stays pending for the next leader.
+    if (stopping.signal.aborted) return false
+    const attempts = job.attempts + 1
+    const retryAt = result.ok || attempts >= MAX_ATTEMPTS ? null : new Date(nowMs() + retryDelay(attempts)).toISOString()
+    const after = await recordAttempt(ctx, webhookId, id, result, retryAt, MAX_FAILURES)
+    if (!result.ok) {
+      const entry = { webhook: webhookId, delivery: id, event_id: job.event_id, url: target.url, status: result.status, error: result.error, attempts }
+      if (retryAt) log.warn({ ...entry, retry_at: retryAt }, 'webhook delivery failed, will retry')
+      else log.error(entry, `webhook delivery failed ${attempts} times, given up`)
+      if (after && !after.active) log.error({ webhook: webhookId }, `webhook disabled after ${MAX_FAILURES} consecutive failures`)
+    }
+    return after?.active ?? false
   }
 
-  // One lookup at a time, so events reach each webhook's queue in id order. Only the leader
-  // dispatches, so each event is delivered once however many replicas heard it.
-  let dispatched: Promise<void> = Promise.resolve()
+  /** Queues `events` for the active webhooks that take them and hands the new rows to their lanes. */
+  async function queueEvents(events: Event[], moveCursor: boolean): Promise<void> {
+    const hooks = await ctx.store.webhooks.active()
+    const items: { webhook_id: string; event: Event }[] = []
+    for (const event of events) for (const hook of hooks) if (takes(hook, event)) items.push({ webhook_id: hook.id, event })
+    const last = events.at(-1)!.id
+    seen = Math.max(seen, last)
+    if (!items.length && !moveCursor) return
+    const rows = await ctx.store.write((tx) => tx.webhooks.queue(items, last))
+    cursorWritten = last
+    for (const row of rows) enqueue(row.webhook_id, row.id, true)
+  }
+
+  /** Queues what the events table holds after the cursor: what a crash or another leader left undone. */
+  async function catchUp(): Promise<void> {
+    let after = await ctx.store.webhooks.cursor()
+    for (;;) {
+      const events = await ctx.store.events.query({ afterId: after, limit: CATCH_UP_PAGE })
+      if (!events.length) break
+      await queueEvents(events, true)
+      after = events.at(-1)!.id
+    }
+    caughtUp = true
+  }
+
+  async function drain(): Promise<void> {
+    drainQueued = false
+    if (!leading) return
+    if (!caughtUp) await catchUp()
+    const events = arrived.filter((e) => !isEcho(e))
+    arrived = []
+    if (events.length) await queueEvents(events, false)
+  }
+
+  /** Hands due deliveries (retries, a woken backlog, redeliveries, work another leader left) to their lanes, oldest first. */
+  async function lookForDue(): Promise<void> {
+    lookQueued = false
+    if (!leading) return
+    if (!caughtUp) await catchUp()
+    for (const d of await ctx.store.webhooks.due(nowIso(), DUE_PAGE)) enqueue(d.webhook_id, d.id, false)
+  }
+
+  const scheduleDrain = () => {
+    if (!drainQueued) (drainQueued = true), serial(drain)
+  }
+  const scheduleLook = () => {
+    if (!lookQueued) (lookQueued = true), serial(lookForDue)
+  }
+
   const unlisten = ctx.bus.listen((event) => {
-    if (isEcho(event) || !ctx.store.isLeader()) return
-    dispatched = dispatched
-      .then(() => ctx.store.webhooks.active())
-      .then((hooks) => {
-        for (const hook of hooks) if (matchesAny(hook.patterns, event.topic)) enqueue(hook.id, event)
-      })
-      .catch((err) => log.error({ err }, 'webhook dispatch failed'))
+    if (stopping.signal.aborted || !ctx.store.isLeader()) return
+    arrived.push(event)
+    scheduleDrain()
+    if (WAKES.has(event.topic)) scheduleLook()
   })
+
+  async function housekeeping(): Promise<void> {
+    const now = nowMs()
+    if (seen > cursorWritten && now - cursorAt >= CURSOR_EVERY_MS) {
+      cursorAt = now
+      const through = seen
+      await ctx.store.write((tx) => tx.webhooks.advanceCursor(through))
+      cursorWritten = through
+    }
+    if (now - prunedAt >= PRUNE_EVERY_MS) {
+      prunedAt = now
+      for (const hook of await ctx.store.webhooks.list()) await ctx.store.write((tx) => tx.webhooks.prune(hook.id))
+    }
+  }
+
+  const timer = setInterval(() => {
+    if (stopping.signal.aborted) return
+    const leader = ctx.store.isLeader()
+    if (leader !== leading) {
+      leading = leader
+      caughtUp = false
+      arrived = []
+      // A replica that lost the lead drops its lanes (an attempt in flight finishes); the new leader picks the rows up.
+      if (!leader) for (const lane of lanes.values()) clear(lane)
+    }
+    if (!leading) return
+    scheduleLook()
+    serial(housekeeping)
+  }, TICK_MS)
+
+  if (leading) scheduleLook()
 
   return async () => {
     unlisten()
+    clearInterval(timer)
     stopping.abort()
-    await Promise.all(workers.values())
+    await chain
+    await Promise.all(workers)
   }
 }

@@ -1,8 +1,10 @@
 // Webhooks: where matching events are POSTed. The secret is write-only: only
-// target() returns it, for signing deliveries.
+// target() returns it, for signing deliveries. Their delivery queue is
+// store/webhook-deliveries.ts, reached through the same group.
 import { conflict } from '../lib/errors'
 import { nowIso } from '../lib/time'
 import { stmt, type Runner, type UnitHooks } from './runner'
+import { deliveriesReads, deliveriesWrites } from './webhook-deliveries'
 
 export interface Webhook {
   id: string
@@ -26,9 +28,19 @@ export interface NewWebhook {
   secret: string
 }
 
-export interface WebhooksWrites {
+/** What PATCH may change; absent fields stay. */
+export interface WebhookChange {
+  url?: string
+  patterns?: string[]
+  secret?: string
+}
+
+export interface WebhooksWrites extends ReturnType<typeof deliveriesWrites> {
   /** Throws conflict when the id exists. */
   create(w: NewWebhook): Promise<Webhook>
+  /** Null when unknown. */
+  update(id: string, change: WebhookChange): Promise<Webhook | null>
+  /** Deletes the webhook and its deliveries. */
   delete(id: string): Promise<boolean>
   /** Enables (resetting fail_count) or disables; null when unknown. */
   setActive(id: string, active: boolean): Promise<Webhook | null>
@@ -39,7 +51,7 @@ export interface WebhooksWrites {
   recordDelivery(id: string, ok: boolean, maxFailures: number): Promise<Webhook | null>
 }
 
-export interface WebhooksStore {
+export interface WebhooksStore extends ReturnType<typeof deliveriesReads> {
   list(): Promise<Webhook[]>
   get(id: string): Promise<Webhook | null>
   /** The webhook with its secret, for delivery. */
@@ -64,6 +76,9 @@ const INSERT = stmt<Row>(
   'INSERT INTO webhooks (id, url, patterns, secret, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING *',
 )
 const REMOVE = stmt('DELETE FROM webhooks WHERE id = ?')
+const UPDATE = stmt<Row>(
+  'UPDATE webhooks SET url = COALESCE(?, url), patterns = COALESCE(?, patterns), secret = COALESCE(?, secret) WHERE id = ? RETURNING *',
+)
 const ENABLE = stmt<Row>('UPDATE webhooks SET active = 1, fail_count = 0 WHERE id = ? RETURNING *')
 const DISABLE = stmt<Row>('UPDATE webhooks SET active = 0 WHERE id = ? RETURNING *')
 const SUCCEEDED = stmt<Row>('UPDATE webhooks SET fail_count = 0, last_fired = ? WHERE id = ? RETURNING *')
@@ -82,13 +97,21 @@ export function webhooksWrites(w: Runner, unit: UnitHooks, changed: () => void):
     unit.afterCommit(changed)
     return result
   }
+  const deliveries = deliveriesWrites(w)
   return {
+    ...deliveries,
     async create(hook) {
       const row = await write(w.get(INSERT, hook.id, hook.url, JSON.stringify(hook.patterns), hook.secret, nowIso()))
       if (!row) throw conflict(`webhook ${hook.id} already exists`)
       return toWebhook(row)
     },
-    delete: async (id) => (await write(w.run(REMOVE, id))) > 0,
+    update: async (id, c) =>
+      orNull(await write(w.get(UPDATE, c.url ?? null, c.patterns ? JSON.stringify(c.patterns) : null, c.secret ?? null, id))),
+    async delete(id) {
+      if (!(await write(w.run(REMOVE, id)))) return false
+      await deliveries.forget(id)
+      return true
+    },
     setActive: async (id, on) => orNull(await write(w.get(on ? ENABLE : DISABLE, id))),
     recordDelivery: async (id, ok, maxFailures) => orNull(await write(ok ? w.get(SUCCEEDED, nowIso(), id) : w.get(FAILED, nowIso(), maxFailures, id))),
   }
@@ -105,6 +128,7 @@ export function webhooksStore(r: Runner, cache: boolean): WebhooksStore {
   let writes = 0
   const active = async () => (await r.all(ACTIVE)).map(toWebhook)
   return {
+    ...deliveriesReads(r),
     list: async () => (await r.all(ALL)).map(toWebhook),
     // The dispatcher (jobs/webhooks.ts) asks one event at a time, so answers keep event order.
     async active() {

@@ -196,9 +196,10 @@ describe('delivery', () => {
     expect(at('/gone').length).toBe(1)
   })
 
-  test('10 consecutive failures disable the webhook; enable resets it; a success resets fail_count', async () => {
+  test('10 consecutive failures disable the webhook; enable resets it and sends the backlog; a success resets fail_count', async () => {
     await create({ id: 'failing', url: hookUrl('/fail'), patterns: ['fail.*'] })
-    for (let i = 0; i < 12; i++) await publish('fail.x', i)
+    const backlog = []
+    for (let i = 0; i < 12; i++) backlog.push(await publish('fail.x', i))
     const disabled = await eventually(async () => {
       const h = await hook('failing')
       return !h.active && h
@@ -211,9 +212,14 @@ describe('delivery', () => {
     await Bun.sleep(150)
     expect(at('/fail').length).toBe(10)
 
+    // The receiver is back: enabling sends the 12 undelivered events, oldest first; not the one published while disabled.
+    statusOf['/fail'] = 200
     const enabled = await api('POST', '/api/webhooks/failing/enable')
     expect(enabled.status).toBe(200)
     expect(enabled.body).toMatchObject({ id: 'failing', active: true, fail_count: 0 })
+    await eventually(() => at('/fail').length === 22)
+    expect(at('/fail').slice(10).map((r) => JSON.parse(r.body).id)).toEqual(backlog.map((e) => e.id))
+    statusOf['/fail'] = 500
     // three more failures count up from zero; one success resets to zero
     for (let i = 0; i < 3; i++) await publish('fail.x', `again ${i}`)
     await eventually(async () => (await hook('failing')).fail_count === 3)
@@ -299,7 +305,7 @@ describe('recent deliveries', () => {
     await create({ id: 'logged', url: hookUrl('/ok'), patterns: ['logged.*'] })
     expect((await api('GET', '/api/webhooks/logged/deliveries')).body).toEqual({ id: 'logged', deliveries: [] })
     const first = await publish('logged.one', { n: 1 })
-    await eventually(async () => (await api('GET', '/api/webhooks/logged/deliveries')).body.deliveries.length === 1)
+    await eventually(async () => (await api('GET', '/api/webhooks/logged/deliveries')).body.deliveries[0]?.attempts === 1)
     await api('POST', '/api/webhooks/logged/test')
     const list = (await api('GET', '/api/webhooks/logged/deliveries')).body.deliveries
     expect(list.map((d: any) => [d.topic, d.event_id, d.ok, d.status, d.error, d.test])).toEqual([
@@ -312,9 +318,14 @@ describe('recent deliveries', () => {
     await create({ id: 'logged-bad', url: hookUrl('/fail'), patterns: ['logged.*'] })
     await create({ id: 'logged-gone', url: 'http://127.0.0.1:1/nothing-listens', patterns: ['logged.*'] })
     await publish('logged.two')
-    const bad = await eventually(async () => (await api('GET', '/api/webhooks/logged-bad/deliveries')).body.deliveries[0])
+    // A delivery is listed (pending, no attempt yet) from the moment it is queued: wait for its first attempt.
+    const attempted = async (id: string) => {
+      const [d] = (await api('GET', `/api/webhooks/${id}/deliveries`)).body.deliveries
+      return d?.attempts > 0 && d
+    }
+    const bad = await eventually(() => attempted('logged-bad'))
     expect(bad).toMatchObject({ topic: 'logged.two', ok: false, status: 500, error: 'HTTP 500', test: false })
-    const gone = await eventually(async () => (await api('GET', '/api/webhooks/logged-gone/deliveries')).body.deliveries[0])
+    const gone = await eventually(() => attempted('logged-gone'))
     expect(gone).toMatchObject({ topic: 'logged.two', ok: false, status: null })
     expect(gone.error).not.toBe('')
 
