@@ -61,11 +61,54 @@ const OPTIONS = {
 
 type Key = keyof typeof OPTIONS
 
-export const USAGE = `Usage: muster-server [options]
-${Object.values(OPTIONS).map((o) => `  ${(o.flag + ('switch' in o ? '' : ' VALUE')).padEnd(28)} env ${o.env.padEnd(28)} default ${o.def || '(none)'}`).join('\n')}
-  --version                    print the version
-  --help`
+/** What --help says of each flag: its value's shape, what it does, and its default when the raw one would not read well. */
+const HELP: Record<Key, { value?: string; text: string; def?: string }> = {
+  bind: { value: 'HOST:PORT', text: 'where the API (REST, WebSocket, MCP, /metrics) listens; port 0 picks a free port' },
+  dashboardBind: { value: 'HOST:PORT', text: 'where the web dashboard listens; empty disables it' },
+  dataDir: { value: 'DIR', text: 'the embedded SQLite database (muster.db); on PostgreSQL only backups and restores are staged here' },
+  database: { value: 'URL', text: 'a postgres:// URL: replicas share that PostgreSQL database; empty: the embedded SQLite file in --data-dir', def: '(empty: SQLite)' },
+  authToken: { value: 'TOKEN', text: 'the admin bearer token; once set, every request but /health, /livez and /readyz needs it or an agent or viewer token (POST /api/tokens); empty: no auth', def: '(none: no auth)' },
+  staleTimeout: { value: 'DUR', text: 'an instance with no sign of life for this long turns stale: its locks, reservations and task claims are released' },
+  livenessInterval: { value: 'DUR', text: 'how often instances are checked against --stale-timeout' },
+  pruneInterval: { value: 'DUR', text: 'how often old events, compliance runs and state versions are pruned' },
+  eventRetention: { value: 'N', text: 'events kept (the newest)' },
+  stateHistory: { value: 'N', text: 'versions kept per state key (the current one always)' },
+  stateHistoryMaxAge: { value: 'DUR', text: 'older state versions are pruned too, never the current one; empty or off: no age limit', def: 'off' },
+  cacheSize: { value: 'BYTES', text: 'what the in-memory caches of stored values hold in all (524288, 512KB, 64MB, 1GB; 0 caches nothing)' },
+  complianceInterval: { value: 'DUR', text: "how often every active instance's API contracts are checked" },
+  validationTimeout: { value: 'DUR', text: 'a validation still running after this is stopped (413)' },
+  allowLinkLocalTargets: { text: 'let webhooks and contract tests reach link-local, unspecified and cloud metadata addresses (a switch; also =true or =false)' },
+  logFormat: { value: LOG_FORMATS.join('|'), text: "json: one JSON object per line in pino's shape, for log shippers; pretty: one readable line" },
+  logLevel: { value: LOG_LEVELS.join('|'), text: 'entries below this level are not written' },
+}
 
+/** `text` in lines of at most 80 columns, each after `indent`. */
+function wrap(text: string, indent: string): string {
+  const lines: string[] = []
+  let line = ''
+  for (const word of text.split(' ')) {
+    if (line && indent.length + line.length + 1 + word.length > 80) lines.push(line), (line = '')
+    line = line ? `${line} ${word}` : word
+  }
+  return [...lines, line].map((l) => indent + l).join('\n')
+}
+
+export const USAGE = `Usage: muster-server [options]
+
+Flags beat environment variables, which beat defaults. DUR is like 500ms, 2s,
+5m, 1h. A bad value prints one line and exits with code 2.
+
+${(Object.keys(OPTIONS) as Key[])
+  .map((k) => {
+    const { flag, env, def } = OPTIONS[k]
+    const help = HELP[k]
+    return `  ${flag}${help.value ? ` ${help.value}` : ''}\n${wrap(help.text, '      ')}\n      env ${env}, default ${help.def ?? def}`
+  })
+  .join('\n')}
+  --version
+      print the version and exit
+  --help
+      print this help and exit`
 
 export function parseHostPort(text: string): HostPort | null {
   const m = /^(\[[^\]]+\]|[^:]*):(\d{1,5})$/.exec(text.trim())
