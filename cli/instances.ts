@@ -4,6 +4,7 @@
 // X-Instance-Token, and `register` of the same name resumes that instance.
 import type { Command } from 'commander'
 import { api, apiPath, requestJson, resolveConfig, updateIdentity } from './client'
+import type { Identity } from './identity'
 import { commaList, durationArg } from './input'
 import { act, ClientError, note, printJson, ServerError, UsageError } from './output'
 
@@ -55,6 +56,17 @@ interface RegisterOptions {
 
 type Registered = Record<string, unknown> & { id: string; token: string; resumed?: boolean; warning?: unknown }
 
+/** The saved instance's name; an identity from an old settings.json has none saved, so the server is asked. */
+async function savedName(saved: Identity): Promise<string | undefined> {
+  if (saved.name || !saved.instance_id) return saved.name
+  try {
+    return ((await api.get(apiPath('/api/instances', saved.instance_id))) as { name?: string }).name
+  } catch (err) {
+    if (err instanceof ServerError) return undefined
+    throw err
+  }
+}
+
 /**
  * Registers, presenting the saved instance's token when it has this name, so the
  * server resumes it rather than making a second instance of the same name.
@@ -62,7 +74,7 @@ type Registered = Record<string, unknown> & { id: string; token: string; resumed
 async function register(name: string, o: RegisterOptions): Promise<Registered> {
   const cfg = resolveConfig()
   const saved = cfg.identity
-  const resume = !o.new && saved.name === name && !!saved.instance_token && (!saved.server || saved.server === cfg.server)
+  const resume = !o.new && (await savedName(saved)) === name && !!saved.instance_token && (!saved.server || saved.server === cfg.server)
   const json = { name, workspace: o.workspace, intent: o.intent, stack: o.stack }
   const send = (instanceToken: string | null) => requestJson('POST', '/api/instances/register', { json, instanceToken }) as Promise<Registered>
   let inst: Registered

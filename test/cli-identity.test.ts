@@ -175,6 +175,10 @@ describe('outside a repository', () => {
     expect(json(join(d, 'settings.json'))).toEqual({ server: s.api, token: TOKEN })
     expect(identityOf(d)).toMatchObject({ instance_id: agent.id, instance_token: agent.token, claims: { [claim.json.id]: claim.json.claim_id } })
     expect((await runCli(['task', 'ack', String(claim.json.id)], { cwd: d })).code).toBe(0)
+    // The old layout saved no name: register of the instance's name still resumes it.
+    const again = await runCli(['register', 'legacy'], { cwd: d })
+    expect(again.json).toMatchObject({ id: agent.id, resumed: true })
+    expect(identityOf(d)).toMatchObject({ name: 'legacy', instance_id: agent.id })
   })
 })
 
