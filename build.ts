@@ -5,9 +5,8 @@
 // reads fewer pages of the binary. bench/startup.ts and test/binary.test.ts build with
 // these same functions.
 //
-// Most of each binary is the Bun runtime itself (about 107 MB); of what is ours, minifying
-// drops about an eighth. Names are kept, so stacks in the log and pino's `err.type` still
-// name the function and class.
+// Most of each binary is the Bun runtime itself; minifying shrinks what is ours. Names
+// are kept, so stacks in the log and pino's `err.type` still name the function and class.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
