@@ -29,6 +29,11 @@ import adminTemplatesJs from './js/admin/templates.js' with { type: 'file' }
 import adminContractsJs from './js/admin/contracts.js' with { type: 'file' }
 import adminComplianceJs from './js/admin/compliance.js' with { type: 'file' }
 import adminBackupJs from './js/admin/backup.js' with { type: 'file' }
+import adminTokensJs from './js/admin/tokens.js' with { type: 'file' }
+import roleJs from './js/role.js' with { type: 'file' }
+import taskStatusJs from './js/task-status.js' with { type: 'file' }
+import overdueJs from './js/overdue.js' with { type: 'file' }
+import eventSummaryJs from './js/event-summary.js' with { type: 'file' }
 import tasksHtml from './tasks.html' with { type: 'file' }
 import tasksCss from './css/tasks.css' with { type: 'file' }
 import tasksJs from './js/tasks.js' with { type: 'file' }
@@ -69,6 +74,11 @@ export const assets = {
   '/js/admin/contracts.js': adminContractsJs,
   '/js/admin/compliance.js': adminComplianceJs,
   '/js/admin/backup.js': adminBackupJs,
+  '/js/admin/tokens.js': adminTokensJs,
+  '/js/role.js': roleJs,
+  '/js/task-status.js': taskStatusJs,
+  '/js/overdue.js': overdueJs,
+  '/js/event-summary.js': eventSummaryJs,
   '/tasks': tasksHtml,
   '/css/tasks.css': tasksCss,
   '/js/tasks.js': tasksJs,

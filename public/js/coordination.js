@@ -23,12 +23,12 @@ const holderCell = (name, id, status) =>
     h('div', { class: 'wrap-any' }, h('span', { text: name || '(gone)' }), ' ', liveness(status)),
     h('div', { class: 'sub mono', title: id, text: String(id).slice(0, 8) }))
 
-const expiry = (iso) => (iso ? h('span', { title: iso }, 'expires ', h('time', { datetime: iso, text: new Date(iso).toLocaleTimeString() })) : h('span', { class: 'sub', text: 'no TTL' }))
+const expiry = (iso) => (iso ? h('span', {}, 'expires ', timeAgo(iso)) : h('span', { class: 'sub', text: 'no TTL' }))
 
 /** A button that asks to be clicked twice: a forced release takes the grant from a live agent. */
 function forceButton(label, run) {
   let armed = null
-  const btn = h('button', { class: 'btn small danger', type: 'button', text: label })
+  const btn = h('button', { class: 'btn small danger', type: 'button', 'data-needs': 'admin', text: label })
   btn.addEventListener('click', async () => {
     if (!armed) {
       btn.textContent = 'Confirm release'

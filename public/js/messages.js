@@ -8,9 +8,10 @@
 // server's event arrives.
 
 import { api } from './api.js'
+import { deadline, overdue } from './overdue.js'
 import { startShell } from './shell.js'
 import { follow } from './stream.js'
-import { changed, clock, every, failure, fill, fullTime, h, loading, outcome, stateBox, timeAgo } from './ui.js'
+import { changed, clock, duration, every, failure, fill, fullTime, h, loading, outcome, parseDuration, stateBox, timeAgo } from './ui.js'
 
 const LIST_LIMIT = 300
 const POLL_MS = 15_000
@@ -41,27 +42,6 @@ function remember() {
   const url = new URL(location.href)
   for (const [k, v] of [['thread', selected], ['q', query]]) v ? url.searchParams.set(k, v) : url.searchParams.delete(k)
   history.replaceState(null, '', url)
-}
-
-// ---- deadlines ---------------------------------------------------------------------
-
-const deadline = (m) => (m.ack_required && m.ack_within_ms ? Date.parse(m.created_at) + m.ack_within_ms : null)
-
-/** An ack was asked within a time that has passed, and none came. */
-const overdue = (m, r) => !r.acked_at && deadline(m) !== null && Date.now() >= deadline(m)
-
-function duration(ms) {
-  const units = [['d', 86_400_000], ['h', 3_600_000], ['min', 60_000], ['s', 1000]]
-  const [unit, size] = units.find(([, size]) => ms >= size) ?? ['ms', 1]
-  return `${Number((ms / size).toFixed(1))} ${unit}`
-}
-
-/** "30s", "10m", "2h", "1d" (or with a space, or "min") in milliseconds; null when it is none of these. */
-function parseDuration(text) {
-  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)$/.exec(text.trim())
-  if (!m) return null
-  const ms = Number(m[1]) * { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 }[m[2]]
-  return Number.isFinite(ms) && ms > 0 ? Math.round(ms) : null
 }
 
 // ---- the thread list -----------------------------------------------------------------
@@ -171,7 +151,7 @@ function messageCard(m) {
         ? h('span', { class: late ? 'bad-text' : null, title: due ? `due ${fullTime(new Date(due).toISOString())}` : null,
           text: due ? `ack asked within ${duration(m.ack_within_ms)}` : 'ack asked' })
         : null,
-      h('button', { class: 'btn small link', type: 'button', onclick: () => replyTo(m), text: 'Reply' })),
+      h('button', { class: 'btn small link', type: 'button', 'data-needs': 'write', onclick: () => replyTo(m), text: 'Reply' })),
     receiptsOf(m))
 }
 

@@ -19,12 +19,14 @@ const panels = {
   llm: llmPanel(),
   audit: auditPanel(),
 }
+/** The cards read several endpoints: a burst of events refreshes them once a second at most. */
+let cardsSoon = null
 eventsPanel({
   onEvent(event) {
     const area = event.topic.split('.')[0]
     if (area === 'state') panels.state.now()
     if (area === 'instance') panels.instances.now()
-    panels.metrics.now()
+    cardsSoon ??= setTimeout(() => ((cardsSoon = null), panels.metrics.now()), 1000)
   },
 })
 onTokenChange(() => {

@@ -120,8 +120,8 @@ function proposalRow(r) {
       if (err.status === 404) setTimeout(refreshAll, 1500)
     }
   }
-  const accept = h('button', { class: 'btn good', type: 'button', onclick: () => decide('accept', accept), text: 'Accept' })
-  const reject = h('button', { class: 'btn danger', type: 'button', onclick: () => decide('reject', reject), text: 'Reject' })
+  const accept = h('button', { class: 'btn good', type: 'button', 'data-needs': 'admin', onclick: () => decide('accept', accept), text: 'Accept' })
+  const reject = h('button', { class: 'btn danger', type: 'button', 'data-needs': 'admin', onclick: () => decide('reject', reject), text: 'Reject' })
   const row = h('div', { class: 'proposal', dataset: { project: r.project, rule: r.rule_id } },
     h('div', { class: 'head' },
       h('span', { class: 'rid', text: r.rule_id }),
@@ -151,7 +151,7 @@ function renderRejected(error) {
     h('thead', {}, h('tr', {}, ['Rule', 'Match', 'Proposed by', ''].map((t) => h('th', { text: t })))),
     h('tbody', {}, rejected.map((r) => {
       const result = h('div')
-      const reopen = h('button', { class: 'btn small', type: 'button', text: 'Reopen' })
+      const reopen = h('button', { class: 'btn small', type: 'button', 'data-needs': 'write', text: 'Reopen' })
       reopen.addEventListener('click', async () => {
         reopen.disabled = true
         try {
@@ -228,11 +228,11 @@ function ruleRow(r) {
     cell('Applies to', {}, (r.applies_to ?? ['*']).map((g) => h('span', { class: 'chip mono', text: g }))),
     cell('Stack', {}, r.stack || h('span', { class: 'sub', text: 'any' })),
     cell('', { class: 'actions-cell' },
-      h('button', { class: 'btn small', type: 'button', onclick: () => editRule(r), text: 'Edit' }), ' ',
+      h('button', { class: 'btn small', type: 'button', 'data-needs': 'write', onclick: () => editRule(r), text: 'Edit' }), ' ',
       confirmButton('Delete', 'Confirm delete', async () => {
         await api(rulePath(r), { method: 'DELETE' })
         await refreshAll()
-      }, { onError: (err) => els.rules.prepend(h('div', { class: 'inline-error', text: `Delete failed: ${err.message}` })) })))
+      }, { needs: 'admin', onError: (err) => els.rules.prepend(h('div', { class: 'inline-error', text: `Delete failed: ${err.message}` })) })))
 }
 
 /** The fields PUT takes; an empty message is left out so the server generates one. */

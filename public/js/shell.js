@@ -1,10 +1,12 @@
 // The top bar every page shares, drawn into the page's empty <header class="topbar">:
 // the pages' nav (this one marked), the search box (command palette), service health
-// (GET /health, open without a token) and the access-token control. A page that follows
-// the event stream marks its header data-stream and gets the #stream-status pill too.
+// (GET /health, open without a token), the role badge ("read-only" for a viewer token,
+// "agent" for an agent token) and the access-token control. A page that follows the
+// event stream marks its header data-stream and gets the #stream-status pill too.
 
 import { forgetToken, hasToken, onTokenChange } from './api.js'
 import { paletteButton } from './palette.js'
+import { onRole, startRole } from './role.js'
 import { every, h, fill } from './ui.js'
 
 /** The dashboard's pages, in the nav's order. */
@@ -27,6 +29,7 @@ function drawTopbar() {
     h('span', { class: 'spacer' }),
     'stream' in bar.dataset ? h('span', { id: 'stream-status', class: 'pill', text: 'Connecting…' }) : null,
     h('span', { id: 'health', class: 'pill', text: 'Checking health…' }),
+    h('span', { id: 'role-badge', class: 'badge', hidden: true }),
     h('span', { id: 'auth-slot' }),
   )
 }
@@ -34,6 +37,16 @@ function drawTopbar() {
 /** Draws the top bar (synchronously: pages look up #stream-status right after) and starts its pills. */
 export function startShell() {
   drawTopbar()
+  startRole()
+  const badge = document.getElementById('role-badge')
+  onRole((role) => {
+    badge.hidden = role !== 'viewer' && role !== 'agent'
+    badge.className = `badge ${role === 'viewer' ? 'warn' : 'accent'}`
+    badge.textContent = role === 'viewer' ? 'read-only' : role === 'agent' ? 'agent token' : ''
+    badge.title = role === 'viewer'
+      ? 'Signed in with a viewer token: this console shows everything and changes nothing'
+      : role === 'agent' ? 'Signed in with an agent token: admin-only actions (tokens, backup, webhooks, rule verdicts, templates, compliance runs, force-release) are hidden' : ''
+  })
   const pill = document.getElementById('health')
   pill.before(paletteButton())
   every(5000, async () => {

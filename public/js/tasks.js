@@ -3,6 +3,7 @@
 //   one column          GET    /api/queues/{queue}/tasks?status=S&limit=100
 //   claimer liveness    GET    /api/instances (name and status by id)
 //   cancel              DELETE /api/tasks/{id}
+//   retry               POST   /api/tasks/{id}/retry (failed or cancelled tasks)
 //   one task's detail   GET    /api/tasks/{id} (its files, reservation and notes)
 // Live: every task.* and instance.* event from /api/events/subscribe redraws at
 // once (a dropped socket reconnects with after_id); a slow poll is the safety net.
@@ -10,8 +11,9 @@
 import { api, onTokenChange } from './api.js'
 import { startShell } from './shell.js'
 import { follow } from './stream.js'
-import { clock, every, failure, fill, fullTime, h, int, loading, stateBox, timeAgo } from './ui.js'
+import { every, failure, fill, h, int, loading, stateBox, timeAgo } from './ui.js'
 import { detailShows, openDetail, refreshDetail } from './task-detail.js'
+import { claimerLine, errorLine, retry, retryable, timingLine } from './task-status.js'
 
 const STATUSES = ['blocked', 'ready', 'claimed', 'done', 'failed', 'cancelled']
 const PER_COLUMN = 100
@@ -83,12 +85,8 @@ function select(name, redraw = true) {
 
 // ---- the board ---------------------------------------------------------------------
 
-const LIVENESS = { active: 'ok', stale: 'warn' }
-
 function card(task, instances) {
-  const who = task.claimed_by ? instances.get(task.claimed_by) : null
-  const liveness = who?.status ?? 'gone'
-  const open = task.status !== 'done' && task.status !== 'cancelled'
+  const open = task.status !== 'done' && task.status !== 'cancelled' && task.status !== 'failed'
   return h('li', { class: `task-card${fresh.has(task.id) ? ' fresh' : ''}`, dataset: { id: task.id, status: task.status } },
     h('a', { class: 'title', href: `?queue=${enc(task.queue)}&task=${task.id}`, title: 'Files, reservation, notes and payload', onclick: (e) => (e.preventDefault(), openDetail(task.id)), text: task.title }),
     h('div', { class: 'facts' },
@@ -102,21 +100,12 @@ function card(task, instances) {
         h('span', { class: 'project mono', text: task.project }), task.paths.map((p) => h('span', { class: 'chip mono', text: p })))
       : null,
     task.notes?.length ? h('div', { class: 'facts' }, h('span', { class: 'badge', text: `${task.notes.length} note${task.notes.length === 1 ? '' : 's'}` })) : null,
-    task.claimed_by
-      ? h('div', { class: 'claimer', title: `instance ${task.claimed_by}` },
-        h('span', { text: task.status === 'claimed' ? 'claimed by' : 'last claimed by' }),
-        h('b', { text: who?.name || String(task.claimed_by).slice(0, 8) }),
-        h('span', { class: `badge ${LIVENESS[liveness] ?? 'bad'}`, text: liveness }))
-      : null,
-    task.status === 'claimed' && task.visible_until
-      ? h('div', { class: 'facts', title: fullTime(task.visible_until) }, `requeued at ${clock(task.visible_until)} unless acked`)
-      : null,
-    task.status === 'ready' && task.available_at
-      ? h('div', { class: 'facts', title: fullTime(task.available_at) }, `claimable from ${clock(task.available_at)}`)
-      : null,
-    task.last_error ? h('div', { class: 'error', title: 'last error', text: task.last_error }) : null,
+    claimerLine(task, instances),
+    timingLine(task),
+    errorLine(task),
     h('div', { class: 'facts' }, 'updated ', timeAgo(task.updated_at)),
-    open ? h('div', { class: 'actions' }, h('button', { class: 'btn small danger', type: 'button', onclick: () => cancel(task), text: 'Cancel' })) : null)
+    open ? h('div', { class: 'actions' }, h('button', { class: 'btn small danger', type: 'button', 'data-needs': 'write', onclick: () => cancel(task), text: 'Cancel' })) : null,
+    retryable(task) ? h('div', { class: 'actions' }, h('button', { class: 'btn small', type: 'button', 'data-needs': 'write', onclick: (e) => retryFromBoard(task, e.currentTarget), text: 'Retry' })) : null)
 }
 
 function column(status, tasks, total, instances) {
@@ -163,6 +152,16 @@ async function cancel(task) {
     await api(`/api/tasks/${task.id}`, { method: 'DELETE' })
   } catch (err) {
     fill(els.boardMeta, h('span', { class: 'badge bad', role: 'alert', text: `Could not cancel #${task.id}: ${err.message}` }))
+  }
+  refresh()
+}
+
+async function retryFromBoard(task, button) {
+  button.disabled = true
+  try {
+    await retry(task)
+  } catch (err) {
+    fill(els.boardMeta, h('span', { class: 'badge bad', role: 'alert', text: `Could not retry #${task.id}: ${err.message}` }))
   }
   refresh()
 }

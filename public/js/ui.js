@@ -40,20 +40,24 @@ export const cell = (label, props, ...children) => h('td', { ...props, dataset: 
 
 // ---- formatting ----------------------------------------------------------------
 
+/** "3 min ago" for a past instant, "in 8 min" for a future one (an expiry, a deadline). */
 export function ago(iso) {
   const ms = Date.now() - Date.parse(iso)
   if (!Number.isFinite(ms)) return '—'
-  const s = Math.round(ms / 1000)
-  if (s < 5) return 'just now'
-  if (s < 60) return `${s} s ago`
+  const future = ms < 0
+  const s = Math.round(Math.abs(ms) / 1000)
+  if (!future && s < 5) return 'just now'
+  if (future && s < 1) return 'now'
+  const say = (n, unit) => (future ? `in ${n} ${unit}` : `${n} ${unit} ago`)
+  if (s < 60) return say(s, 's')
   const m = Math.round(s / 60)
-  if (m < 60) return `${m} min ago`
+  if (m < 60) return say(m, 'min')
   const hours = Math.round(m / 60)
-  if (hours < 48) return `${hours} h ago`
-  return `${Math.round(hours / 24)} d ago`
+  if (hours < 48) return say(hours, 'h')
+  return say(Math.round(hours / 24), 'd')
 }
 
-/** A <time> showing "3 min ago" with the exact instant on hover; kept current by the ticker below. */
+/** A <time> showing "3 min ago" or "in 8 min" with the exact instant on hover; kept current by the ticker below. */
 export function timeAgo(iso) {
   return h('time', { datetime: iso, title: fullTime(iso), 'data-ago': true, text: ago(iso) })
 }
@@ -61,7 +65,7 @@ export function timeAgo(iso) {
 // Relative times age in place, so panels only redraw when their data changes.
 setInterval(() => {
   for (const t of document.querySelectorAll('time[data-ago]')) t.textContent = ago(t.dateTime)
-}, 10_000)
+}, 5_000)
 
 /** Returns true when `data` differs from what was drawn last with this memo (and remembers it). */
 export function changed(memo, data) {
@@ -71,14 +75,34 @@ export function changed(memo, data) {
   return true
 }
 
+const pad = (n) => String(n).padStart(2, '0')
+
+/** "2026-11-25 14:32:05" in local time: a 24-hour clock whatever the browser's locale. */
 export function fullTime(iso) {
   const d = new Date(iso)
-  return Number.isNaN(d.getTime()) ? String(iso ?? '') : d.toLocaleString()
+  if (Number.isNaN(d.getTime())) return String(iso ?? '')
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${clock(iso)}`
 }
 
+/** "14:32:05" in local time, 24-hour. */
 export function clock(iso) {
   const d = new Date(iso)
-  return Number.isNaN(d.getTime()) ? '' : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' })
+  return Number.isNaN(d.getTime()) ? '' : `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`
+}
+
+/** 90000 → "1.5 min". */
+export function duration(ms) {
+  const units = [['d', 86_400_000], ['h', 3_600_000], ['min', 60_000], ['s', 1000]]
+  const [unit, size] = units.find(([, size]) => ms >= size) ?? ['ms', 1]
+  return `${Number((ms / size).toFixed(1))} ${unit}`
+}
+
+/** "30s", "10m", "2h", "1d" (or with a space, or "min") in milliseconds; null when it is none of these. */
+export function parseDuration(text) {
+  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)$/.exec(text.trim())
+  if (!m) return null
+  const ms = Number(m[1]) * { ms: 1, s: 1000, m: 60_000, min: 60_000, h: 3_600_000, d: 86_400_000 }[m[2]]
+  return Number.isFinite(ms) && ms > 0 ? Math.round(ms) : null
 }
 
 export const int = (n) => (Number.isFinite(Number(n)) ? Number(n).toLocaleString('en-US') : '—')
@@ -189,10 +213,11 @@ export function download(blob, name) {
  * A button for a destructive action: the first click arms it ("Confirm …"), a
  * second within 4 s runs `run`. While it runs the button is disabled; an error
  * it throws goes to `onError` (default: shown as the button's title and text).
+ * `needs` is the role it takes (role.js): a viewer never sees one, an agent not an admin one.
  */
-export function confirmButton(label, confirmLabel, run, { onError, small = true } = {}) {
+export function confirmButton(label, confirmLabel, run, { onError, small = true, needs = 'write' } = {}) {
   let armed = null
-  const b = h('button', { class: `btn ${small ? 'small ' : ''}danger`, type: 'button', text: label })
+  const b = h('button', { class: `btn ${small ? 'small ' : ''}danger`, type: 'button', 'data-needs': needs, text: label })
   b.addEventListener('click', async () => {
     if (!armed) {
       b.textContent = confirmLabel

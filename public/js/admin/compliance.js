@@ -7,7 +7,7 @@ import { act, cell, changed, failure, fill, h, loading, panel, stateBox, timeAgo
 
 export function complianceSection(root) {
   const instance = h('select', { id: 'compliance-instance', 'aria-label': 'Instance' }, h('option', { value: '', text: 'All instances' }))
-  const runBtn = h('button', { class: 'btn primary', type: 'button', id: 'compliance-run', text: 'Run now' })
+  const runBtn = h('button', { class: 'btn primary', type: 'button', id: 'compliance-run', 'data-needs': 'admin', text: 'Run now' })
   const list = panel({ id: 'admin-compliance', title: 'Compliance runs', flush: true, tools: [instance, runBtn] })
   root.append(list.el)
   const result = h('div', { class: 'action-result' })

@@ -129,7 +129,7 @@ export function contractsSection(root) {
       endpoints.length ? null : stateBox(h('div'), 'empty', 'This contract has no endpoints'),
       h('div', { class: 'contract-tools' },
         h('div', {}, h('h3', { text: 'Validate a payload' }), validateForm),
-        h('div', {}, h('h3', { text: 'Live test' }), testForm)),
+        h('div', { 'data-needs': 'write' }, h('h3', { text: 'Live test' }), testForm)),
       h('details', {}, h('summary', { text: 'Contract document' }), h('pre', { class: 'value', text: JSON.stringify(doc, null, 2) })))
   }
 

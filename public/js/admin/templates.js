@@ -10,7 +10,7 @@ const KINDS = ['rules', 'contracts', 'bundle']
 const EXAMPLE = { rules: '[{"rule_id": "no-todo", "pattern": "TODO", "severity": "warning"}]', contracts: '{"kind": "contract", "version": "1.0.0", "endpoints": {}}', bundle: '{"rules": [], "specs": {}}' }
 
 export function templatesSection(root) {
-  const list = panel({ id: 'admin-templates', title: 'Templates', flush: true, tools: [h('button', { class: 'btn primary', type: 'button', id: 'new-template', onclick: () => edit(null), text: 'New template' })] })
+  const list = panel({ id: 'admin-templates', title: 'Templates', flush: true, tools: [h('button', { class: 'btn primary', type: 'button', id: 'new-template', 'data-needs': 'admin', onclick: () => edit(null), text: 'New template' })] })
   const detail = panel({ id: 'template-detail', title: 'Template' })
   root.append(list.el, detail.el)
   const result = h('div', { class: 'action-result' })
@@ -65,7 +65,7 @@ export function templatesSection(root) {
     const project = h('input', { type: 'text', name: 'project', placeholder: 'project', required: true, spellcheck: 'false', 'aria-label': 'Project to apply to' })
     const applyResult = h('div')
     const apply = h('button', { class: 'btn primary', type: 'submit', text: 'Apply' })
-    const applyForm = h('form', { class: 'inline-form', id: 'apply-form' }, h('span', { class: 'strong', text: 'Apply to project' }), project, apply)
+    const applyForm = h('form', { class: 'inline-form', id: 'apply-form', 'data-needs': 'write' }, h('span', { class: 'strong', text: 'Apply to project' }), project, apply)
     applyForm.addEventListener('submit', (e) => {
       e.preventDefault()
       act(apply, 'Applying…', applyResult, async () => {
@@ -81,7 +81,7 @@ export function templatesSection(root) {
       t.description ? h('p', { class: 'note', text: t.description }) : null,
       h('div', { class: 'facts' }, h('span', {}, 'kind ', h('b', { text: t.kind })), h('span', {}, 'version ', h('b', { text: String(t.version) })), h('span', {}, 'created ', timeAgo(t.created_at))),
       h('div', { class: 'viewer-actions' },
-        h('button', { class: 'btn small', type: 'button', onclick: () => edit(t), text: 'Edit' }),
+        h('button', { class: 'btn small', type: 'button', 'data-needs': 'admin', onclick: () => edit(t), text: 'Edit' }),
         confirmButton('Delete', 'Confirm delete', async () => {
           await api(`/api/templates/${enc(t.id)}`, { method: 'DELETE' })
           outcome(result, true, `Deleted ${t.id}.`)
@@ -89,7 +89,7 @@ export function templatesSection(root) {
           history.replaceState(null, '', '#templates')
           drawn.last = null
           await refresh()
-        }, { onError: (err) => outcome(applyResult, false, err.message) })),
+        }, { needs: 'admin', onError: (err) => outcome(applyResult, false, err.message) })),
       applyForm, applyResult,
       h('pre', { class: 'value', text: JSON.stringify(t.data, null, 2) }))
   }

@@ -1,9 +1,12 @@
 // Live events: the latest history for the topic filter, then the WebSocket
 // /api/events/subscribe?pattern=..&after_id=.. so nothing is missed between the
 // two. A dropped socket reconnects with the last id seen; when the socket cannot
-// be opened at all, the panel polls the history every 2 s instead.
+// be opened at all, the panel polls the history every 2 s instead. Each event reads
+// as a sentence with instance names (event-summary.js); a click shows its JSON.
 
 import { api, onTokenChange, socketUrl } from '../api.js'
+import { summarize } from '../event-summary.js'
+import { instanceNames } from '../names.js'
 import { clock, fill, fullTime, h, stateBox, failure } from '../ui.js'
 
 const KEEP = 300
@@ -32,6 +35,11 @@ export function eventsPanel({ onEvent = () => {} } = {}) {
   let run = 0 // bumps on every restart so stale sockets and timers stop
   let socket = null
   let timer = null
+  /** Instance id → instance, for the sentences; kept fresh as events name new instances. */
+  let names = new Map()
+  const learnNames = async () => {
+    names = await instanceNames()
+  }
 
   const setStatus = (cls, text, title = '') => {
     status.className = `pill ${cls}`
@@ -40,18 +48,22 @@ export function eventsPanel({ onEvent = () => {} } = {}) {
   }
 
   const itemOf = (e, fresh) => {
-    const data = e.data === undefined ? '' : JSON.stringify(e.data)
-    const li = h('li', { class: fresh ? 'fresh' : null, dataset: { id: e.id, topic: e.topic }, title: fullTime(e.created_at) },
+    const hasData = e.data !== undefined && e.data !== null
+    const line = summarize(e, names)
+    const raw = hasData ? h('pre', { class: 'ev-data', hidden: true }) : null
+    const li = h('li', { class: fresh ? 'fresh' : null, dataset: { id: e.id, topic: e.topic }, title: `${fullTime(e.created_at)}${hasData ? ' · click for the JSON' : ''}` },
       h('div', { class: 'ev-head' },
         h('span', { class: 'ev-topic', text: e.topic }),
         e.source ? h('span', { class: 'badge', text: e.source }) : null,
         h('span', { class: 'ev-id', text: `#${e.id}` }),
         h('span', { class: 'ev-time', text: clock(e.created_at) })),
-      data && data !== 'null' ? h('pre', { class: 'ev-data', text: data }) : null)
+      line ? h('div', { class: 'ev-summary', text: line }) : null,
+      raw)
     li.addEventListener('click', () => {
-      li.classList.toggle('open')
-      const pre = li.querySelector('pre')
-      if (pre) pre.textContent = li.classList.contains('open') ? JSON.stringify(e.data, null, 2) : data
+      if (!raw || getSelection()?.toString()) return
+      const open = li.classList.toggle('open')
+      if (open) raw.textContent = JSON.stringify(e.data, null, 2)
+      raw.hidden = !open
     })
     return li
   }
@@ -70,8 +82,11 @@ export function eventsPanel({ onEvent = () => {} } = {}) {
     for (const e of news) {
       seen.add(e.id)
       lastId = Math.max(lastId, e.id)
+      // A new instance is named by its own event, before the shared list would know it.
+      if (e.topic === 'instance.registered' && e.data?.id && !names.has(e.data.id)) names = new Map(names).set(e.data.id, e.data)
       if (fresh) onEvent(e)
     }
+    if (fresh) learnNames()
     if (paused) {
       held += news.length
       pauseBtn.textContent = `Resume (${held} new)`
@@ -146,7 +161,7 @@ export function eventsPanel({ onEvent = () => {} } = {}) {
     setStatus('', 'Connecting…')
     list.replaceChildren(h('li', { class: 'state-box loading', text: 'Loading recent events…' }))
     try {
-      const recent = await api(`/api/events/history?topic=${encodeURIComponent(pattern)}&last=50`)
+      const [recent] = await Promise.all([api(`/api/events/history?topic=${encodeURIComponent(pattern)}&last=50`), learnNames()])
       if (myRun !== run) return
       add(recent, false)
       renderAll()

@@ -3,6 +3,11 @@
 // person needs: edit (PUT, only over the version shown: if_version), delete,
 // roll back to an older version, and a new key (create-only: If-None-Match: *).
 // The selected key lives in the URL (#key=...) so a reload or a shared link keeps it.
+//
+// A person's unsaved edit is never thrown away: while the editor is open, a new version
+// written by an agent only shows a notice, and a save that meets 412 (someone wrote the
+// key since the editor opened) keeps the typed text and shows the current value beside
+// it, to overwrite it with the person's text or take theirs.
 
 import { api, keyPath } from '../api.js'
 import { act, bytes, changed, confirmButton, download, every, failure, fill, fullTime, h, loading, outcome, parseJson, pretty, stateBox, timeAgo } from '../ui.js'
@@ -62,6 +67,7 @@ export function statePanel() {
   const renderViewer = () => {
     if (!keys) return
     if (viewer.creating()) return
+    if (viewer.editing(selected)) return viewer.meanwhile(keys.find((k) => k.key === selected) ?? null)
     if (!selected) {
       shownVersion = null
       return stateBox(viewerEl, 'empty', keys.length ? 'Select a key' : 'Nothing to show yet', keys.length ? 'Its value, history and diffs appear here.' : null)
@@ -126,30 +132,80 @@ function keyViewer(el, { written }) {
   const actionResult = h('div', { class: 'action-result' })
   const tabs = {}
 
-  /** The value editor: a new version is written only over the version it was opened at (if_version). */
+  /**
+   * The value editor. A save writes over the version the editor opened at (if_version);
+   * after a 412 it writes over the version shown beside the text, which the person saw.
+   */
+  let editor = null // {key, base: version written over (null: the key is gone, create it), form} while open
+
   async function edit() {
     loading(content)
     let text = ''
     let type = entry.content_type || 'application/json'
+    let version = entry.version
     try {
       const res = await api(`/api/state/${keyPath(entry.key)}`, { raw: true })
       type = res.headers.get('content-type') || type
+      version = Number(res.headers.get('x-service-version')) || version
       text = await res.text()
     } catch (err) {
       return failure(content, err, 'GET /api/state/{key}', edit)
     }
     if (!TEXTUAL.test(type)) return stateBox(content, 'empty', 'Binary value', 'Only text values can be edited here; write binary values through the API.')
     for (const b of Object.values(tabs)) b.setAttribute('aria-selected', 'false')
-    fill(content, valueForm({
+    const key = entry.key
+    editor = { key, base: version, form: null }
+    editor.form = valueForm({
       text: /json/i.test(type) ? pretty(text) : text,
       type,
-      saveLabel: `Save as v${entry.version + 1}`,
+      saveLabel: `Save as v${version + 1}`,
       async save(value, contentType) {
-        await api(`/api/state/${keyPath(entry.key)}?if_version=${entry.version}`, { method: 'PUT', body: value, headers: { 'content-type': contentType } })
-        written(entry.key)
+        const over = editor.base === null ? { 'if-none-match': '*' } : {}
+        const q = editor.base === null ? '' : `?if_version=${editor.base}`
+        try {
+          await api(`/api/state/${keyPath(key)}${q}`, { method: 'PUT', body: value, headers: { 'content-type': contentType, ...over } })
+        } catch (err) {
+          if (err.status !== 412) throw err
+          await conflict()
+          throw new Error('Not saved: the key changed while you were editing. Your text is kept; compare it with theirs beside it.')
+        }
+        editor = null
+        written(key)
       },
-      cancel: () => open('value'),
-    }))
+      cancel: () => {
+        editor = null
+        written(undefined) // redraws at the current version, which may be newer than the one edited
+      },
+    })
+    fill(content, editor.form.el)
+  }
+
+  /** After a 412: the current value beside the typed text, and the choice of what to keep. */
+  async function conflict() {
+    const ed = editor
+    let theirs = null
+    try {
+      const res = await api(`/api/state/${keyPath(ed.key)}`, { raw: true })
+      theirs = { version: Number(res.headers.get('x-service-version')), type: res.headers.get('content-type') || '', text: await res.text() }
+    } catch (err) {
+      if (err.status !== 404) throw err
+    }
+    if (editor !== ed) return
+    ed.base = theirs ? theirs.version : null
+    const mine = () => ed.form.submit()
+    const takeTheirs = () => {
+      editor = null
+      written(ed.key)
+    }
+    ed.form.setSaveLabel(theirs ? `Overwrite v${theirs.version} with mine` : 'Create it again with mine')
+    ed.form.aside(h('div', { class: 'conflict', role: 'alert' },
+      h('div', { class: 'conflict-head' },
+        h('b', { text: theirs ? `Theirs: v${theirs.version}, written while you were editing` : 'Theirs: the key was deleted while you were editing' }),
+        h('span', { class: 'sub', text: 'Your text stays on the left. Merge by hand there and save, or choose:' })),
+      theirs ? h('pre', { class: 'value theirs', text: /json/i.test(theirs.type) ? pretty(theirs.text) : theirs.text }) : null,
+      h('div', { class: 'row' },
+        h('button', { class: 'btn primary', type: 'button', id: 'conflict-mine', onclick: mine, text: theirs ? 'Overwrite with mine' : 'Create with mine' }),
+        h('button', { class: 'btn', type: 'button', id: 'conflict-theirs', onclick: takeTheirs, text: theirs ? 'Take theirs' : 'Leave it deleted' }))))
   }
 
   async function rollback(version, button, out) {
@@ -166,7 +222,7 @@ function keyViewer(el, { written }) {
       h('span', {}, 'type ', h('b', { text: entry.content_type })),
       h('span', { title: fullTime(entry.updated_at) }, 'updated ', timeAgo(entry.updated_at))),
     h('div', { class: 'viewer-actions' },
-      h('button', { class: 'btn small', type: 'button', onclick: () => edit(), text: 'Edit value' }),
+      h('button', { class: 'btn small', type: 'button', 'data-needs': 'write', onclick: () => edit(), text: 'Edit value' }),
       confirmButton('Delete key', 'Confirm delete', async () => {
         await api(`/api/state/${keyPath(entry.key)}?if_version=${entry.version}`, { method: 'DELETE' })
         written(null)
@@ -233,7 +289,7 @@ function keyViewer(el, { written }) {
           timeAgo(v.updated_at),
           h('span', { class: 'actions' },
             h('button', { class: 'btn small', type: 'button', onclick: () => ((viewVersion = i === 0 ? null : v.version), open('value')), text: 'View' }),
-            i > 0 ? h('button', { class: 'btn small', type: 'button', onclick: (e) => rollback(v.version, e.currentTarget, rollbackResult), text: `Roll back to v${v.version}` }) : null,
+            i > 0 ? h('button', { class: 'btn small', type: 'button', 'data-needs': 'write', onclick: (e) => rollback(v.version, e.currentTarget, rollbackResult), text: `Roll back to v${v.version}` }) : null,
             older ? h('button', { class: 'btn small', type: 'button', onclick: () => ((diffPair = [older.version, v.version]), open('diff')), text: `Diff v${older.version} → v${v.version}` }) : null))
       })), list.length >= 200 ? h('div', { class: 'note', text: 'Showing the latest 200 versions.' }) : null)
     } catch (err) {
@@ -283,9 +339,21 @@ function keyViewer(el, { written }) {
 
   return {
     creating: () => making,
+    /** The value editor is open (for the selected key): live updates must not replace it. */
+    editing: (key) => editor !== null && editor.key === key,
+    /** A newer version (or none) of the key being edited arrived: say so, keep the text. */
+    meanwhile(next) {
+      if (!editor) return
+      const v = next?.version
+      if (next && v === editor.base) return editor.form.notice(null)
+      editor.form.notice(next
+        ? `v${v} was written while you are editing (you started from v${editor.base}). Saving will show both, so nothing of yours is lost.`
+        : 'This key was deleted while you are editing. Saving will show it, so nothing of yours is lost.')
+    },
     /** The new-key form; written(key) selects the key once it exists. */
     create() {
       making = true
+      editor = null
       entry = null
       const name = h('input', { type: 'text', name: 'key', placeholder: 'project/area/name', spellcheck: 'false', 'aria-label': 'Key', required: true })
       fill(el, h('h3', { text: 'New key' }),
@@ -305,11 +373,12 @@ function keyViewer(el, { written }) {
             making = false
             written(undefined)
           },
-        }))
+        }).el)
       name.focus()
     },
     show(next) {
       making = false
+      editor = null
       const sameKey = entry?.key === next.key
       entry = next
       versions = null
@@ -324,15 +393,23 @@ function keyViewer(el, { written }) {
   }
 }
 
-/** A text value with its content type, Save and Cancel; JSON types must parse before anything is sent. */
+/**
+ * A text value with its content type, Save and Cancel; JSON types must parse before
+ * anything is sent. Returns {el, submit(), setSaveLabel(text), notice(text|null), aside(el)}:
+ * `aside` puts something beside the text (the value it conflicts with).
+ */
 function valueForm({ text, type, saveLabel, save, cancel }) {
   const area = h('textarea', { class: 'value-editor', rows: 14, spellcheck: 'false', 'aria-label': 'Value' })
   area.value = text
   const typeInput = h('input', { type: 'text', value: type, spellcheck: 'false', 'aria-label': 'Content type' })
   const result = h('div')
-  const submit = h('button', { class: 'btn primary', type: 'submit', text: saveLabel })
+  const note = h('div', { class: 'inline-warn', role: 'status', hidden: true })
+  const side = h('div', { class: 'editor-side', hidden: true })
+  let label = saveLabel
+  const submit = h('button', { class: 'btn primary', type: 'submit', text: label })
   const form = h('form', { class: 'value-form' },
-    area,
+    note,
+    h('div', { class: 'editor-pair' }, h('div', { class: 'editor-mine' }, area), side),
     h('div', { class: 'row' },
       h('label', { class: 'inline' }, 'Content type ', typeInput),
       h('span', { class: 'spacer' }),
@@ -347,7 +424,21 @@ function valueForm({ text, type, saveLabel, save, cancel }) {
       // A JSON type with text that is not JSON is refused before anything is sent.
       if (/json/i.test(contentType)) parseJson(area.value)
       await save(area.value, contentType)
-    })
+    }).then(() => (submit.textContent = label))
   })
-  return form
+  return {
+    el: form,
+    submit: () => form.requestSubmit(),
+    setSaveLabel: (text) => (submit.textContent = label = text),
+    notice(text) {
+      note.hidden = !text
+      note.textContent = text ?? ''
+    },
+    aside(el) {
+      note.hidden = true
+      form.classList.add('with-side')
+      fill(side, el)
+      side.hidden = false
+    },
+  }
 }
