@@ -5,6 +5,7 @@
 import { SQL } from 'bun'
 import { log } from '../../obs/log'
 import { LEADER_LOCK } from './db'
+import { pgWhere } from './errors'
 
 const TRY_EVERY_MS = 1000
 
@@ -13,8 +14,11 @@ export class Leader {
   private sql: SQL
   private timer: ReturnType<typeof setInterval> | null = null
   private trying: Promise<void> | null = null
+  /** Where the lock is tried, for the log (no password). */
+  private where: string
 
   constructor(url: string) {
+    this.where = pgWhere(url)
     // One connection of its own: the lock lives in that session.
     this.sql = new SQL({ url, max: 1, idleTimeout: 0, connectionTimeout: 5 })
   }
@@ -35,7 +39,7 @@ export class Leader {
         this.set(row.held === true)
       } catch (err) {
         this.set(false)
-        log.debug({ err }, 'leader check failed')
+        log.debug({ err }, `leader check failed on PostgreSQL at ${this.where}`)
       }
     })().finally(() => (this.trying = null))
     return this.trying
