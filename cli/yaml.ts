@@ -7,7 +7,7 @@ import type { Paint } from './color'
 import { paint } from './color'
 
 /** Starts with a letter, `_` or `/` (so never a number, date, time or .inf), holds no indicator. */
-const PLAIN = /^[A-Za-z_/][\w ./@+=,()-]*(:[\w./@+=,()-][\w ./@+=,()-]*)*$/
+const PLAIN = /^[A-Za-z_/][\w ./@+=,()?&%~*!-]*(:[\w./@+=,()?&%~*!-][\w ./@+=,()?&%~*!-]*)*$/
 /** YAML 1.1 reads these as booleans or null, in any case. */
 const RESERVED = /^(y|n|yes|no|true|false|on|off|null)$/i
 /** Characters some YAML readers take as line breaks or refuse, escaped beyond what JSON escapes. */

@@ -87,6 +87,7 @@ describe('version and global flags', () => {
       expect(r.stdout).toMatch(/\nExamples:\n {2}\$ \S/)
     }
     expect((await muster(['heartbeat', '--help'])).stdout).toContain('Global options (anywhere in the command): --server <url>')
+    expect((await muster(['lock', 'list', '--help'])).stdout).toContain('-o json|table|yaml, --fields <a,b.c>, --pretty, --no-color')
   })
 })
 
