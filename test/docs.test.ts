@@ -1,20 +1,156 @@
-// /docs in headless Chromium with every request off the server refused: the
-// viewer (embedded from npm) loads, reads /openapi.json and renders the operations.
-import { afterAll, describe, expect, test } from 'bun:test'
+// The docs: every link, flag, command, environment variable, route and file they
+// name exists (test/docs-check.ts reads them against the repository), and the README
+// stays short. Then /docs in headless Chromium with every request off the server
+// refused: the viewer (embedded from npm) loads, reads /openapi.json and renders the operations.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import type { BrowserContext } from 'playwright-core'
+import { buildProgram } from '../cli'
 import { launch, openPage, shot } from './browser'
-import { call, startServer, tempDir } from './helpers'
+import {
+  ROOT,
+  checkCli,
+  checkLinks,
+  cliTree,
+  codeOf,
+  declaredRoutes,
+  envNamesInCode,
+  pathsNamed,
+  readDocs,
+  routeExists,
+  routesNamed,
+  segmentsOf,
+  serverFlags,
+  topLevel,
+  type Finding,
+} from './docs-check'
+import { call, startServer, tempDir, type TestServer } from './helpers'
 
-const s = await startServer()
-const browser = await launch()
-const SHOTS = tempDir('muster-docs-shots-')
-afterAll(async () => {
-  await browser.close()
-  await s.cleanup()
-  console.log(`docs screenshots: ${SHOTS}`)
+const docs = readDocs()
+const report = (findings: Finding[]) => findings.map((f) => `${f.file}:${f.line}: ${f.problem}`)
+
+// Names the docs must mention that no code in the repository holds.
+const FOREIGN_ENV = new Map<string, string>([])
+
+describe('the docs name only what exists', () => {
+  test('README.md is at most 250 lines', () => {
+    expect(readFileSync(join(ROOT, 'README.md'), 'utf8').trimEnd().split('\n').length).toBeLessThanOrEqual(250)
+  })
+
+  test('every relative link resolves to a file, and every #anchor to a heading', () => {
+    expect(report(checkLinks(docs))).toEqual([])
+  })
+
+  test('no doc cites a file kept outside the repository', () => {
+    const out: Finding[] = []
+    for (const doc of docs)
+      doc.lines.forEach((text, i) => {
+        // Contracts and notes live beside the repository, not in it: describe them, never cite them.
+        for (const m of text.matchAll(/`([\w.-]+\.md)`|\.\.\/shared|\/work\//g)) {
+          if (m[1] && ['CLAUDE.md', 'AGENTS.md', 'README.md', 'CHANGELOG.md'].includes(m[1])) continue
+          out.push({ file: doc.file, line: i + 1, problem: `cites ${m[0]}: link to a file in the repository instead` })
+        }
+      })
+    expect(report(out)).toEqual([])
+  })
+
+  test('every muster command exists with its options, and every flag is a server flag or a muster option', () => {
+    const server = serverFlags()
+    const tree = cliTree(buildProgram())
+    const cli = new Set([...tree.globals, ...[...tree.commands.values()].flatMap((s) => [...s])])
+    // A bare flag in these pages is the server's; elsewhere it may be either's.
+    const serverPage = (file: string) => /docs\/(configuration|replicas)\.md$/.test(file)
+    const out: Finding[] = []
+    for (const doc of docs)
+      for (const { code, line, fenced } of codeOf(doc))
+        // On the CLI's page a span that starts with a command (`state get <key>`) is that command.
+        for (const { program, words } of segmentsOf(!fenced && doc.file === 'docs/cli.md' && tree.commands.has(code.split(/\s/)[0]!) ? `muster ${code}` : code)) {
+          const flags = words.map((w) => /^\[?(--[a-zA-Z][a-zA-Z0-9-]*)/.exec(w)?.[1]).filter((f): f is string => !!f)
+          const fail = (problem: string) => out.push({ file: doc.file, line, problem })
+          if (program === 'muster') checkCli(words, tree).forEach(fail)
+          else if (program === 'server' || (program === 'none' && serverPage(doc.file)))
+            flags.filter((f) => !server.has(f)).forEach((f) => fail(`${f} is not a server flag (lib/config.ts)`))
+          else if (program === 'none')
+            flags.filter((f) => !server.has(f) && !cli.has(f)).forEach((f) => fail(`${f} is neither a server flag nor a muster option`))
+        }
+    expect(report(out)).toEqual([])
+  })
+
+  test('every SERVICE_* and MUSTER_* variable is one the code reads', () => {
+    const known = envNamesInCode()
+    const out: Finding[] = []
+    for (const doc of docs)
+      doc.lines.forEach((text, i) => {
+        for (const m of text.matchAll(/\b(?:SERVICE|MUSTER)_[A-Z0-9_]+\b/g))
+          if (!known.has(m[0]) && !FOREIGN_ENV.has(m[0])) out.push({ file: doc.file, line: i + 1, problem: `${m[0]} appears in no source file` })
+      })
+    expect(report(out)).toEqual([])
+  })
+
+  test('every route named (GET /api/…, or a table row) is declared by a route file', () => {
+    const routes = declaredRoutes()
+    expect(routes.length).toBeGreaterThan(50)
+    const out: Finding[] = []
+    for (const doc of docs)
+      for (const r of routesNamed(doc))
+        if (!routeExists(r.method, r.path, routes)) out.push({ file: doc.file, line: r.line, problem: `${r.method} ${r.path}: no such route in routes/ or http/` })
+    expect(report(out)).toEqual([])
+  })
+
+  test('every repository path named in code spans exists', () => {
+    const top = topLevel()
+    const out: Finding[] = []
+    for (const doc of docs)
+      for (const { code, line } of codeOf(doc))
+        for (const path of pathsNamed(code, top))
+          if (!existsSync(join(ROOT, path)))
+            out.push({ file: doc.file, line, problem: `${path}: no such file or directory` })
+    expect(report(out)).toEqual([])
+  })
 })
 
+describe('the docs check itself', () => {
+  // Made-up mistakes, one of each kind: the checks above would pass vacuously if they found nothing.
+  const fake = (text: string) => ({ file: 'docs/fake.md', text, lines: text.split('\n') })
+  test('finds a missing file, a missing anchor, an unknown command, option, flag, route and path', () => {
+    expect(report(checkLinks([fake('[a](api/nothing.md) [b](api/state.md#no-such-heading) [c](api/state.md#history-retention)')]))).toEqual([
+      'docs/fake.md:1: link to api/nothing.md: no such file in the repository',
+      'docs/fake.md:1: link to api/state.md#no-such-heading: no heading #no-such-heading in docs/api/state.md',
+    ])
+    const tree = cliTree(buildProgram())
+    const cli = (code: string) => segmentsOf(code).flatMap((seg) => (seg.program === 'muster' ? checkCli(seg.words, tree) : []))
+    expect(cli('muster deploy now')).toEqual(['`muster deploy`: no such command'])
+    expect(cli('muster state get k --forever')).toEqual(['`muster state get` has no option --forever'])
+    expect(cli('muster state frobnicate k')).toEqual(['`muster state frobnicate`: no such command'])
+    expect(cli('git diff --cached | muster check shop --stdin --pretty')).toEqual([])
+    expect(serverFlags().has('--bind')).toBe(true)
+    expect(serverFlags().has('--no-such-flag')).toBe(false)
+    const routes = declaredRoutes()
+    expect(routeExists('GET', '/api/state/{key…}', routes)).toBe(true)
+    expect(routeExists('POST', '/api/rules/{project}/{rule_id}/accept|reject', routes)).toBe(true)
+    expect(routeExists('DELETE', '/api/audit', routes)).toBe(false)
+    expect(routeExists('GET', '/api/nothing', routes)).toBe(false)
+    expect(pathsNamed('bun bench/run.ts queue; see routes/<name>.ts', topLevel())).toEqual(['bench/run.ts'])
+    expect(envNamesInCode().has('SERVICE_BIND')).toBe(true)
+  })
+})
+
+let s: TestServer
+let browser: BrowserContext
+const SHOTS = tempDir('muster-docs-shots-')
+
 describe('/docs', () => {
+  beforeAll(async () => {
+    s = await startServer()
+    browser = await launch()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await s?.cleanup()
+    console.log(`docs screenshots: ${SHOTS}`)
+  })
+
   test('renders every operation offline: nothing is requested from anywhere but the server', async () => {
     const origin = new URL(s.api).origin
     const refused: string[] = []
