@@ -16,6 +16,9 @@ import { actorWithoutInstance, caller } from './caller'
 import type { Route, RouteTable } from './route-table'
 import { pathOf } from './url'
 
+/** The probes a load balancer calls: not access-logged, and open to anyone, so they act as no instance. */
+const PROBES = new Set(['/health', '/livez', '/readyz'])
+
 /** Requests matching no route share one label. */
 const UNMATCHED = '(unmatched)'
 
@@ -64,16 +67,19 @@ export function requestObserver(ctx: Ctx, table: RouteTable) {
 
   const record = (request: Request, path: string, series: RouteSeries, status: number, seconds: number, actor: string | null) => {
     series.count(status, seconds)
-    if (path !== '/health' && path !== '/livez' && path !== '/readyz') accessLog({ method: request.method, route: series.route, path, status, duration_ms: Math.round(seconds * 1e6) / 1e3, actor })
+    if (!PROBES.has(path)) accessLog({ method: request.method, route: series.route, path, status, duration_ms: Math.round(seconds * 1e6) / 1e3, actor })
   }
 
   /** `path` never has the query (a WebSocket upgrade may carry ?token=); `known`: the route's series, when the caller has it. */
   const finished = (request: Request, status: number, started: number, path = pathOf(request.url), known: RouteSeries | null = null) => {
     const seconds = (performance.now() - started) / 1000
     const series = known ?? seriesOf(request.method, path)
-    // A refused request has no caller; without an instance token the caller needs no lookup.
+    // A refused request has no caller; without an instance token the caller needs no lookup, nor a probe
+    // (open to anyone, it acts as nobody). A call
+    // its role may not make (403 at admission) is not looked up either: the lookup counts as the
+    // instance's sign of life, and a refused call must change nothing.
     if (status === 401) return record(request, path, series, status, seconds, null)
-    if (!request.headers.has('x-instance-token')) return record(request, path, series, status, seconds, actorWithoutInstance(ctx, request))
+    if (status === 403 || PROBES.has(path) || !request.headers.has('x-instance-token')) return record(request, path, series, status, seconds, actorWithoutInstance(ctx, request))
     // The lookup the audit and agent metrics made for this request (http/caller.ts), or its own.
     void caller(ctx, request).then(
       ({ actor }) => record(request, path, series, status, seconds, actor),

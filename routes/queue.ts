@@ -8,9 +8,9 @@ import type { Ctx } from '../services/context'
 import type { AuditScope } from '../services/audit'
 import { audited, noteAudit } from '../http/audit'
 import { enumParam, intParam } from '../http/params'
-import { notFound } from '../lib/errors'
+import { forbidden, notFound } from '../lib/errors'
 import { checkQueue, TASK_STATUSES } from '../lib/tasks'
-import { caller, holderOf, optionalHolder } from '../http/caller'
+import { caller, credentialFor, holderOf, optionalHolder } from '../http/caller'
 import type { Instance } from '../store/instances'
 import {
   ackTask,
@@ -125,8 +125,15 @@ async function taskListing(ctx: Ctx, queue: string, status: TaskStatus | undefin
  * unit, on the task as stored, before anything is checked or changed; it throws to refuse.
  */
 const mayCancelOrRetry =
-  (_request: Request): TaskGuard =>
-  () => {}
+  (ctx: Ctx, request: Request): TaskGuard =>
+  async (_tx, task) => {
+    const { role, tokenId } = credentialFor(request)
+    if (role === 'admin' || !task.claimed_by) return
+    // Which token registered an instance never changes: read outside the unit.
+    const boundTo = await ctx.store.instances.tokenIdOf(task.claimed_by)
+    if (boundTo !== undefined && boundTo !== tokenId)
+      throw forbidden(`task ${task.id} is claimed by instance ${task.claimed_by}, registered with another token: ask its agent, or a person with the admin token`)
+  }
 
 const QueueParams = t.Object({ queue: t.String() })
 const ClaimId = t.String({ description: 'from the claim answer; another one is 409 claim lost' })
@@ -137,7 +144,7 @@ export function queueRoutes(ctx: Ctx) {
   const byHand =
     (change: (ctx: Ctx, audit: AuditScope | undefined, caller: Instance | null, id: number, guard: TaskGuard) => Promise<ShownTask>) =>
     async ({ request, params, audit }: { request: Request; params: { id: string }; audit?: AuditScope }) =>
-      change(ctx, audit, await optionalHolder(ctx, request), taskId(params.id), mayCancelOrRetry(request))
+      change(ctx, audit, await optionalHolder(ctx, request), taskId(params.id), mayCancelOrRetry(ctx, request))
 
   /** ack, nack and extend: the holder's call on its claim, through one service helper each. */
   const onClaim =
