@@ -63,7 +63,9 @@ describe('task board', () => {
     expect(await claimed.locator('.claimer').textContent()).toBe('claimed byaliceactive')
     expect(await claimed.locator('.attempts').textContent()).toBe('attempts 1/3')
     const failed = page.locator('.column[data-status="failed"] .task-card')
-    expect(await failed.locator('.error').textContent()).toBe('timeout waiting for selector #login')
+    expect(await failed.locator('.error').textContent()).toBe('failed: timeout waiting for selector #login')
+    // A failed task offers retry, not cancel.
+    expect(await failed.locator('button').allTextContents()).toEqual(['Retry'])
     expect(await page.locator('.column[data-status="failed"] h3 .count').textContent()).toBe('1')
     await page.screenshot({ path: join(SHOTS, 'board.png'), fullPage: true })
     expect(problems).toEqual([])
@@ -86,7 +88,7 @@ describe('task board', () => {
     await page.locator('.column[data-status="claimed"] .task-card button', { hasText: 'Cancel' }).click()
     await page.locator('.column[data-status="cancelled"] .task-card', { hasText: 'Arrives live' }).waitFor(LIVE)
     expect((await api('GET', `/api/tasks/${t.id}`)).body.status).toBe('cancelled')
-    expect(await page.locator('.column[data-status="cancelled"] .task-card button').count()).toBe(0)
+    expect(await page.locator('.column[data-status="cancelled"] .task-card button').allTextContents()).toEqual(['Retry'])
     await page.screenshot({ path: join(SHOTS, 'live-cancelled.png'), fullPage: true })
 
     // Narrow window: one column of cards.
