@@ -103,7 +103,7 @@ export function instanceCommands(program: Command): void {
   program
     .command('register')
     .description(
-      'register this agent and save its id and token as the identity of this directory (.muster/ at the git root; later commands from here or below send X-Instance-Token). Run again with the same name, it resumes that instance (same id, its locks, reservations and claims kept).',
+      'register this agent and save its id and token as the identity of this directory (.muster/identity.json at the git root, ignored by git; outside a repository under ~/.config/muster/). Later commands from here or below send its X-Instance-Token. Run again with the same name, it resumes that instance (same id, its locks, reservations and claims kept).',
     )
     .argument('<name>', 'instance name')
     .option('--workspace <workspace>', 'workspace (the project it works on)')

@@ -2,7 +2,7 @@
 // `reservations`, `check` (also as the README's git pre-commit hook, in a real
 // repository), `state watch` and `events wait`.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, startServer, type TestServer } from './helpers'
 import { removeWorkdirs, runCli, spawnCli, workdir } from './cli-run'
@@ -87,9 +87,11 @@ describe('reservations and check', () => {
     expect((await runCli(['check', 'next', '--stdin'], { cwd: other, stdin: '' })).json).toEqual({ ok: true, conflicts: [] })
   })
 
-  test('the README\'s pre-commit hook refuses a commit touching reserved files', async () => {
-    const readme = readFileSync(join(import.meta.dir, '..', 'README.md'), 'utf8')
-    const hook = /```sh\n(#!\/bin\/sh\n# \.git\/hooks\/pre-commit[\s\S]*?)```/.exec(readme)![1]
+  test('the documented pre-commit hook refuses a commit touching reserved files', async () => {
+    // Documented in the README, or in docs/cli.md once the README points there.
+    const docs = ['README.md', 'docs/cli.md'].map((f) => join(import.meta.dir, '..', f)).filter((f) => existsSync(f))
+    const text = docs.map((f) => readFileSync(f, 'utf8')).join('\n')
+    const hook = /```sh\n(#!\/bin\/sh\n# \.git\/hooks\/pre-commit[\s\S]*?)```/.exec(text)![1]
     const repo = workdir()
     const bin = workdir()
     writeFileSync(join(bin, 'muster'), `#!/bin/sh\nexec "${process.execPath}" "${join(import.meta.dir, '..', 'cli.ts')}" "$@"\n`)
@@ -99,7 +101,7 @@ describe('reservations and check', () => {
     git('init', '-q')
     writeFileSync(join(repo, '.git', 'hooks', 'pre-commit'), hook)
     chmodSync(join(repo, '.git', 'hooks', 'pre-commit'), 0o755)
-    // The committer's own settings: registered as an instance of its own.
+    // The committer's own settings and instance (its identity goes to .muster/, which ignores itself).
     writeFileSync(join(repo, 'settings.json'), JSON.stringify({ server: s.api }))
     expect((await runCli(['register', 'committer'], { cwd: repo })).code).toBe(0)
     writeFileSync(join(repo, '.gitignore'), 'settings.json\n')
