@@ -108,7 +108,7 @@ export function blockedPanel() {
       h('span', { class: 'chip mono held', title: 'the reserved pattern it overlaps', text: c.held_path ?? c.pattern ?? '' }),
       h('div', { class: 'holder' }, 'held by ', h('b', { text: name }), ' ', liveness(status),
         c.reason ? h('span', { class: 'sub', text: ` · ${c.reason}` }) : null,
-        c.expires_at ? h('span', { class: 'sub', title: fullTime(c.expires_at), text: ` · until ${new Date(c.expires_at).toLocaleTimeString()}` }) : null))
+        c.expires_at ? h('span', { class: 'sub' }, ' · expires ', timeAgo(c.expires_at)) : null))
   }
 
   const draw = () => {
