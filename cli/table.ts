@@ -47,6 +47,14 @@ export function cellText(v: unknown): string {
   return String(v)
 }
 
+const ISO_TIME = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(\.\d+)?Z$/
+
+/** A cell of a table: as cellText, with a UTC timestamp to the second ("2026-11-25 23:47:28Z"), which is never cut. */
+function rowCell(v: unknown): string {
+  const m = typeof v === 'string' ? ISO_TIME.exec(v) : null
+  return m ? `${m[1]} ${m[2]}Z` : cellText(v)
+}
+
 function truncate(s: string, w: number): string {
   if (width(s) <= w) return s
   let out = ''
@@ -95,14 +103,16 @@ export function renderRows(rows: unknown[], o: TableOptions): Rendered {
   const { names: all, get } = columnsOf(objects)
   let names = o.hideEmpty ? all.filter((n) => objects.some((r) => !isEmpty(get(r, n)))) : all
   if (!names.length) names = all
-  const cells = objects.map((r) => names.map((n) => cellText(get(r, n))))
+  const cells = objects.map((r) => names.map((n) => rowCell(get(r, n))))
+  const isTime = (v: unknown) => typeof v === 'string' && ISO_TIME.test(v)
+  const times = names.map((n) => objects.some((r) => isTime(get(r, n))) && objects.every((r) => get(r, n) == null || isTime(get(r, n))))
   const numeric = names.map((n) => objects.every((r) => typeof get(r, n) === 'number' || get(r, n) === null || get(r, n) === undefined))
   let widths = names.map((n, i) => Math.max(width(n), ...cells.map((row) => width(row[i]!))))
   const notes: string[] = []
   if (o.width) {
     const span = (ws: number[]) => ws.reduce((a, b) => a + b, 0) + 2 * (ws.length - 1)
     // Keep the columns that fit when cut to their floor; then cut the widest of those only as far as needed.
-    const floors = widths.map((w, i) => Math.min(w, Math.max(MIN_WIDTH, width(names[i]!))))
+    const floors = widths.map((w, i) => (times[i] ? w : Math.min(w, Math.max(MIN_WIDTH, width(names[i]!)))))
     let keep = names.length
     while (keep > 1 && span(floors.slice(0, keep)) > o.width) keep--
     if (keep < names.length) {
@@ -110,6 +120,7 @@ export function renderRows(rows: unknown[], o: TableOptions): Rendered {
       notes.push(`${dropped.length} column(s) not shown for the terminal's width: ${dropped.join(', ')}; choose columns with --fields or see everything with -o yaml`)
       names = names.slice(0, keep)
       widths = widths.slice(0, keep)
+      floors.length = keep
     }
     while (span(widths) > o.width) {
       let widest = -1

@@ -110,6 +110,8 @@ describe('-o table', () => {
     expect(tasks[0]).toContain('title')
     expect(tasks[0]).not.toContain('claim_id') // null in every row
     expect(tasks[1]).toContain('rotate tokens')
+    // A timestamp to the second, in UTC, and never cut.
+    expect(tasks[1]).toMatch(/ 2\d{3}-\d\d-\d\d \d\d:\d\d:\d\dZ /)
   })
 
   test('one object: key/value lines, nested objects as dotted keys, a list of objects as a table under its key', async () => {
