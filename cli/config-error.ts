@@ -2,14 +2,21 @@
 // the usage hint a bad command line gets: the command was fine, the file is not.
 import { EXIT, Exit, note } from './output'
 
-/** Thrown after its line is on stderr, so only the exit code is left to report; `reason` for callers that say it their own way. */
+/** Thrown after its line is on stderr (unless a caller says it its own way), so only the exit code is left to report. */
 export class ConfigError extends Exit {
   constructor(readonly reason: string) {
     super(EXIT.usage)
   }
 }
 
+let printed = true
+
+/** For a command with its own way of reporting (`muster hook`): ConfigErrors are thrown without a line of their own. */
+export function reportConfigErrorsMyself(): void {
+  printed = false
+}
+
 export function configError(reason: string): never {
-  note(reason)
+  if (printed) note(reason)
   throw new ConfigError(reason)
 }

@@ -6,7 +6,7 @@
 // `muster init` (cli/init.ts) writes the hook configuration.
 import type { Command } from 'commander'
 import { api, authHeaders, resolveConfig } from './client'
-import { ConfigError } from './config-error'
+import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { planInit, writeInit, type InitAgent } from './init'
@@ -41,11 +41,11 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   const agent = agentName as InitAgent
   const event = await Bun.stdin.text()
   let cfg: ReturnType<typeof resolveConfig>
+  reportConfigErrorsMyself()
   try {
     cfg = resolveConfig()
   } catch (err) {
-    // A ConfigError has said what is wrong with which file on stderr already.
-    return fail(err instanceof ConfigError ? 'unusable configuration' : (err as Error).message)
+    return fail(err instanceof ConfigError ? err.reason : (err as Error).message)
   }
   const headers: Record<string, string> = { 'content-type': 'application/json' }
   const auth = authHeaders(cfg).authorization

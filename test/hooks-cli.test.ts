@@ -83,6 +83,14 @@ describe('muster hook', () => {
     expect(refused.stderr).toContain('answered 400')
     expect(refused.stderr).toContain('X-Muster-Reserve')
     expect((await runCli(['hook', 'codex', '--fail-closed'], { cwd, env, stdin })).code).toBe(2)
+    // A settings.json of another tool: one line naming it, the agent goes on.
+    writeFileSync(join(cwd, 'settings.json'), JSON.stringify({ server: { port: 1 } }))
+    const foreign = await runCli(['hook', 'codex'], { cwd, stdin })
+    expect([foreign.code, foreign.stdout]).toEqual([0, ''])
+    expect(foreign.stderr.trim().split('\n')).toEqual([
+      `muster hook: ${join(cwd, 'settings.json')}: "server" must be a URL string (this file may belong to another tool; pass --server or set MUSTER_SERVER); the agent goes on without coordination`,
+    ])
+    expect((await runCli(['hook', 'codex', '--fail-closed'], { cwd, stdin })).code).toBe(2)
     const unknown = await runCli(['hook', 'cursor'], { cwd, env: { SERVICE_SERVER: s.api }, stdin })
     expect([unknown.code, unknown.stdout]).toEqual([0, ''])
     expect(unknown.stderr).toContain('unknown agent "cursor"')
