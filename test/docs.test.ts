@@ -24,6 +24,7 @@ import {
   serverFlags,
   topLevel,
   type Finding,
+  type Route,
 } from './docs-check'
 import { call, startServer, tempDir, type TestServer } from './helpers'
 
@@ -182,6 +183,21 @@ describe('/docs', () => {
     expect(refused).toEqual([])
     expect(problems).toEqual([])
   }, 60_000)
+
+  test('every route the docs name is an operation of the served /openapi.json (the viewer and the document themselves aside)', async () => {
+    const doc = (await call(s.api, 'GET', '/openapi.json')).body
+    const operations: Route[] = Object.entries<Record<string, unknown>>(doc.paths).flatMap(([path, item]) =>
+      Object.keys(item).map((method) => ({ method: method.toUpperCase(), segments: path.split('/').filter(Boolean).map((seg) => seg.replace(/^\{(.*)\}$/, ':$1')) })),
+    )
+    // /api/state/{key} holds a key with slashes: the document names it as one parameter.
+    for (const op of operations) if (op.segments.join('/') === 'api/state/:key') op.segments = ['api', 'state', '*']
+    const out: Finding[] = []
+    for (const d of docs)
+      for (const r of routesNamed(d))
+        if (!['/docs', '/openapi.json'].includes(r.path) && !routeExists(r.method, r.path, operations))
+          out.push({ file: d.file, line: r.line, problem: `${r.method} ${r.path}: not in /openapi.json` })
+    expect(report(out)).toEqual([])
+  })
 
   test('served from the npm bundle with the API auth: a token server refuses /docs and its files without the token', async () => {
     const token = await startServer({ args: ['--auth-token', 'docs-token'] })
