@@ -38,7 +38,7 @@ const GLOBALS_NOTE =
 export function buildProgram(): Command {
   const program = new Command('muster')
     .description(
-      'Client for the Muster coordination server. Config: ./settings.json {server, token}; env SERVICE_SERVER and SERVICE_TOKEN override it, --server and --token override both. Output is compact JSON when stdout is not a terminal; on a terminal a list prints as a table and anything else as indented, coloured JSON (-o chooses). Exit codes: 0 ok, 1 server error, 2 usage error, 3 a check failed.',
+      'Client for the Muster coordination server. Config: ./settings.json {server, token}; env SERVICE_SERVER and SERVICE_TOKEN override it, --server and --token override both. Output is compact JSON when stdout is not a terminal; on a terminal a list prints as a table and anything else as coloured JSON (-o chooses). Exit codes: 0 ok, 1 server error, 2 usage error, 3 a check failed.',
     )
     .version(VERSION, '-V, --version', 'print the version')
     // Documented here for --help; main() takes them out of argv before parsing (see cli/globals.ts).

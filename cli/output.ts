@@ -114,8 +114,7 @@ export function formatResult(value: unknown): { text: string; notes: string[] } 
     const table = renderTable(v, { paint: p, width: output.tty ? terminalWidth() : undefined, hideEmpty: !output.fields })
     return { text: (printed && table.text ? '\n' : '') + table.text, notes: [...notes, ...table.notes] }
   }
-  // A person at a terminal reads indented JSON; anything else gets today's bytes.
-  if (output.tty && !output.format) return { text: colorJson(v, 2, p) + '\n', notes }
+  // Compact even on a terminal: a stream (events subscribe, heartbeat --every) stays one line per item.
   return { text: (output.color ? colorJson(v, pretty ? 2 : 0, p) : formatJson(v)) + '\n', notes }
 }
 

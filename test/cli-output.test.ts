@@ -216,16 +216,18 @@ describe('--fields', () => {
 })
 
 describe.skipIf(!Bun.which('script'))('on a terminal', () => {
-  test('a list is a table by default, with a bold header and coloured status; one object is indented coloured JSON', async () => {
+  test('a list is a table by default, with a bold header and coloured status; one object is coloured JSON', async () => {
     const list = await onTerminal(['task', 'list', 'auth'])
     expect(list.code).toBe(0)
     expect(list.out).toContain(`${ESC}1mtitle${ESC}0m`)
     expect(list.out).toContain(`${ESC}32mready${ESC}0m`)
     expect(plain(list.out).split('\n')[1]).toMatch(/^ 1 {2}auth {3}rotate tokens +0 {2}ready /)
     const one = await onTerminal(['lock', 'get', 'deploy'])
-    expect(one.out).toContain(`${ESC}34;1m"name"${ESC}0m: ${ESC}32m"deploy"${ESC}0m`)
+    expect(one.out).toContain(`${ESC}34;1m"name"${ESC}0m:${ESC}32m"deploy"${ESC}0m`)
     const json = JSON.parse(plain(one.out))
-    expect(plain(one.out)).toBe(JSON.stringify(json, null, 2) + '\n')
+    expect(plain(one.out)).toBe(JSON.stringify(json) + '\n')
+    const pretty = await onTerminal(['lock', 'get', 'deploy', '--pretty'])
+    expect(plain(pretty.out)).toBe(JSON.stringify(json, null, 2) + '\n')
   })
 
   test('NO_COLOR (any value, even empty) and --no-color turn colour off; -o json stays compact JSON', async () => {
