@@ -19,11 +19,18 @@ function set(next) {
   for (const fn of listeners) fn(role)
 }
 
+/** FNV-1a of the token: enough to tell tokens apart without keeping a second copy of the secret. */
+function fingerprint(token) {
+  let x = 0x811c9dc5
+  for (let i = 0; i < token.length; i++) x = Math.imul(x ^ token.charCodeAt(i), 0x01000193) >>> 0
+  return x.toString(16)
+}
+
 /** The tab keeps the role beside the token it was learnt for, never for another token. */
 function remembered() {
   try {
     const kept = JSON.parse(sessionStorage.getItem(KEY) ?? 'null')
-    return kept && kept.token === currentToken() && ROLES.has(kept.role) ? kept.role : null
+    return kept && kept.of === fingerprint(currentToken()) && ROLES.has(kept.role) ? kept.role : null
   } catch {
     return null
   }
@@ -43,7 +50,7 @@ async function learn() {
     }
   }
   if (asked !== currentToken()) return
-  sessionStorage.setItem(KEY, JSON.stringify({ token: asked, role: next }))
+  sessionStorage.setItem(KEY, JSON.stringify({ of: fingerprint(asked), role: next }))
   set(next)
 }
 
