@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, eventually, register, startServer, tempDir, type Agent, type TestServer } from './helpers'
 import { PG_BASE, databaseFor } from './pg'
+import { NAMED_ROUTES } from '../http/access'
 
 const ADMIN_TOKEN = 'adm1n-secret'
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
@@ -101,6 +102,12 @@ describe('tokens', () => {
     }
     expect((await call(s.api, 'GET', '/api/whoami', undefined, admin)).body).toEqual({ role: 'admin', auth: true, token: null, instance: null })
   })
+})
+
+test('every route the access policy names is served', async () => {
+  const spec = (await call(s.api, 'GET', '/openapi.json', undefined, admin)).body
+  const served = new Set(Object.entries<Record<string, unknown>>(spec.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`)))
+  expect(NAMED_ROUTES.filter((r) => !served.has(r))).toEqual([])
 })
 
 describe('viewer', () => {
