@@ -284,6 +284,20 @@ describe('task drawer', () => {
     await failedCard.getByRole('button', { name: 'Retry' }).click()
     await page.locator(`.column[data-status="ready"] .task-card[data-id="${flaky.id}"]`).waitFor()
     await shot(page, 'board-after-retry')
+
+    // Claimed again after an earlier attempt ended: one status (who has it, live), the old error as history.
+    const moved = (await api('POST', '/api/queues/dr2/tasks', { title: 'Resumable' })).body
+    const c4 = (await api('POST', '/api/queues/dr2/claim', {}, bo.h)).body
+    await api('POST', `/api/tasks/${c4.id}/nack`, { claim_id: c4.claim_id, error: 'lost the network' }, bo.h)
+    const al = await register(s, 'al-drawer', AUTH)
+    await api('POST', '/api/queues/dr2/claim', {}, al.h)
+    await page.goto(`${s.dashboard}/tasks?queue=dr2`)
+    const claimed = page.locator(`.column[data-status="claimed"] .task-card[data-id="${moved.id}"]`)
+    await claimed.waitFor()
+    expect(await claimed.locator('.claimer').innerText()).toMatch(/^claimed by\s+al-drawer\s+active$/)
+    expect(await claimed.locator('.earlier').innerText()).toBe('an earlier attempt ended: lost the network')
+    expect(await claimed.locator('.error').count()).toBe(0)
+    await shot(page, 'board-claimed-after-nack')
     expect(problems).toEqual([])
     await page.close()
   })
