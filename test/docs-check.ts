@@ -195,6 +195,11 @@ export function checkCli(words: string[], tree: CliTree): string[] {
 
 /** Every SERVICE_* and MUSTER_* name that the code (not the docs) mentions. */
 export function envNamesInCode(): Set<string> {
+  return namesInCode(/\b(?:SERVICE|MUSTER)_[A-Z0-9_]+\b/g)
+}
+
+/** Every match of `pattern` in the code: sources, scripts and configuration, not the docs. */
+export function namesInCode(pattern: RegExp): Set<string> {
   const names = new Set<string>()
   const walk = (dir: string) => {
     for (const name of readdirSync(join(ROOT, dir))) {
@@ -203,7 +208,7 @@ export function envNamesInCode(): Set<string> {
       const full = join(ROOT, path)
       if (statSync(full).isDirectory()) walk(path)
       else if (/\.(ts|js|json|toml|sh)$|^Dockerfile$|^run$/.test(name))
-        for (const m of readFileSync(full, 'utf8').matchAll(/\b(?:SERVICE|MUSTER)_[A-Z0-9_]+\b/g)) names.add(m[0])
+        for (const m of readFileSync(full, 'utf8').matchAll(pattern)) names.add(m[0])
     }
   }
   walk('.')

@@ -16,6 +16,7 @@ import {
   codeOf,
   declaredRoutes,
   envNamesInCode,
+  namesInCode,
   pathsNamed,
   readDocs,
   routeExists,
@@ -86,6 +87,25 @@ describe('the docs name only what exists', () => {
         for (const m of text.matchAll(/\b(?:SERVICE|MUSTER)_[A-Z0-9_]+\b/g))
           if (!known.has(m[0]) && !FOREIGN_ENV.has(m[0])) out.push({ file: doc.file, line: i + 1, problem: `${m[0]} appears in no source file` })
       })
+    expect(report(out)).toEqual([])
+  })
+
+  test('every Prometheus metric, event topic and audit action named is one the code uses', () => {
+    const out: Finding[] = []
+    const metrics = namesInCode(/\b(?:muster|process)_[a-z_]+\b/g)
+    for (const doc of docs)
+      for (const { code, line } of codeOf(doc))
+        for (const m of code.matchAll(/^(?:muster|process)_[a-z_]+$/g))
+          if (!metrics.has(m[0])) out.push({ file: doc.file, line, problem: `metric ${m[0]} appears in no source file` })
+    // Event topics and audit actions are written whole in their services (`tx.emit('task.retried', …)`,
+    // `audit: 'task.retry'`), or a few as the two halves of `${kind}.${change}`.
+    const quoted = namesInCode(/'[a-z]+\.[a-z]+'|'[a-z]+'/g)
+    const KINDS = 'state|spec|specs|contract|instance|instances|rule|rules|webhook|template|compliance|backup|task|lock|reservation|message|token|hook|edit|llm|liveness'
+    for (const doc of docs)
+      for (const { code, line } of codeOf(doc))
+        for (const m of code.matchAll(new RegExp(`^(${KINDS})\\.([a-z]+)$`, 'g')))
+          if (!quoted.has(`'${m[1]}.${m[2]}'`) && !(quoted.has(`'${m[2]}'`) && quoted.has(`'${m[1]}'`)))
+            out.push({ file: doc.file, line, problem: `${m[0]}: no event or audit action of that name in the code` })
     expect(report(out)).toEqual([])
   })
 
