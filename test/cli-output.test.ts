@@ -36,6 +36,7 @@ beforeAll(async () => {
   await ok('reserve', 'web', 'docs/**', '--ttl', '30m')
   await ok('rules', 'propose', 'api', 'no-todo', '--pattern', 'TODO')
   await ok('specs', 'set', 'shop/openapi', '--data', '{"openapi":"3.1.0"}')
+  await ok('contract', 'set', 'shop/orders', '--data', '{"kind":"contract","version":"1","endpoints":{"GET /orders":{}}}')
 }, 30_000)
 afterAll(async () => {
   await s.cleanup()
@@ -301,7 +302,8 @@ describe('completion of names from the server', () => {
     expect(await at('task', 'add', 'auth', '--project', '')).toEqual(expect.arrayContaining(['shop', 'web']))
     expect(await at('send', 'ada', '')).toEqual(['ada'])
     expect(await at('specs', 'get', '')).toEqual(expect.arrayContaining(['shop/', 'web/']))
-    expect(await at('specs', 'get', 'shop/o')).toEqual(['shop/openapi'])
+    expect(await at('specs', 'get', 'shop/o')).toEqual(['shop/openapi', 'shop/orders'])
+    expect(await at('contract', 'test', 'shop/')).toEqual(['shop/orders'])
     // Slots that take no names: the title, a rule id, the value of --server.
     expect(await at('task', 'add', 'auth', '--title', '')).toEqual([])
     expect(await at('rules', 'propose', 'api', '')).toEqual([])
@@ -338,7 +340,7 @@ describe('completion of names from the server', () => {
     expect(await complete('muster task list ')).toEqual(expect.arrayContaining(['auth', 'build']))
     expect(await complete('muster send a')).toEqual(['ada'])
     expect(await complete('muster reservations --project ')).toEqual(expect.arrayContaining(['shop', 'web']))
-    expect(await complete('muster specs get shop/')).toEqual(['shop/openapi'])
+    expect(await complete('muster specs get shop/')).toEqual(['shop/openapi', 'shop/orders'])
     expect(await complete('muster -o ')).toEqual(['json', 'table', 'yaml'])
     // No names where none go: files, as before.
     expect(await complete('muster state set k --file ')).toEqual([])
@@ -379,7 +381,7 @@ describe('completion of names from the server', () => {
     expect(await words('muster send ')).toEqual(['ada'])
     expect(await words('muster reserve ')).toEqual(expect.arrayContaining(['api', 'shop', 'web']))
     expect(await words('muster task add x --project ')).toEqual(expect.arrayContaining(['shop', 'web']))
-    expect(await words('muster contract get shop/')).toEqual([])
+    expect(await words('muster contract get shop/')).toEqual(['shop/orders'])
     // An instance id comes with its name as the description.
     expect((await complete('muster instances get '))[0]).toMatch(/^[0-9a-f-]{36}\tada$/)
     expect(await words('muster -o ')).toEqual(['json', 'table', 'yaml'])
