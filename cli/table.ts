@@ -86,6 +86,7 @@ function columnsOf(rows: Record<string, unknown>[]): { names: string[]; get: (ro
   const get = (row: Record<string, unknown>, name: string) => {
     if (name in row) return row[name]
     const dot = name.indexOf('.')
+    if (dot === -1) return undefined
     const outer = row[name.slice(0, dot)]
     return isObject(outer) ? outer[name.slice(dot + 1)] : undefined
   }
