@@ -26,11 +26,15 @@ export function createWebhook(ctx: Ctx, scope: AuditScope | undefined, input: Ne
   })
 }
 
-/** Changes url, patterns or secret; pending deliveries go to the new url, signed with the new secret. */
+/**
+ * Changes url, patterns or secret; pending deliveries go to the new url, signed with the new
+ * secret. A new url makes them due now: whoever fixed a receiver's address need not wait for the next retry.
+ */
 export function updateWebhook(ctx: Ctx, scope: AuditScope | undefined, id: string, change: WebhookChange): Promise<Webhook> {
   return ctx.store.write(async (tx) => {
     const hook = found(await tx.webhooks.update(id, change))
     const changed = Object.keys(change).filter((k) => change[k as keyof WebhookChange] !== undefined)
+    if (change.url !== undefined) await tx.webhooks.wake(id)
     await tx.emit('webhook.updated', { id, url: hook.url, patterns: hook.patterns, changed }, SOURCE)
     await recordAudit(tx, scope, changed.join(', '))
     return hook
