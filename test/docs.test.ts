@@ -79,6 +79,20 @@ describe('the docs name only what exists', () => {
     expect(report(out)).toEqual([])
   })
 
+  test('docs/cli.md names every command of the CLI', () => {
+    const tree = cliTree(buildProgram())
+    const spans = codeOf(docs.find((d) => d.file === 'docs/cli.md')!).map((c) => c.code)
+    const paths = [...tree.commands.keys()]
+    const leaves = paths.filter((k) => k && !paths.some((o) => o.startsWith(`${k} `)))
+    // `webhooks delete|test <id>` names `webhooks test` too.
+    const named = (path: string) => {
+      const [group, ...rest] = path.split(' ')
+      return spans.some((s) => s.startsWith(path) || (rest.length > 0 && s.startsWith(`${group} `) && new RegExp(`(^|[\\s|])${rest.join(' ')}([\\s|\\\\]|$)`).test(s.slice(group!.length))))
+    }
+    expect(leaves.length).toBeGreaterThan(80)
+    expect(leaves.filter((k) => !named(k))).toEqual([])
+  })
+
   test('every SERVICE_* and MUSTER_* variable is one the code reads', () => {
     const known = envNamesInCode()
     const out: Finding[] = []
