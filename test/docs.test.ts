@@ -4,7 +4,7 @@
 // refused: the viewer (embedded from npm) loads, reads /openapi.json and renders the operations.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import type { BrowserContext } from 'playwright-core'
 import { buildProgram } from '../cli'
 import { launch, openPage, shot } from './browser'
@@ -42,6 +42,14 @@ describe('the docs name only what exists', () => {
 
   test('every relative link resolves to a file, and every #anchor to a heading', () => {
     expect(report(checkLinks(docs))).toEqual([])
+  })
+
+  test('every page under docs/ is linked from another page', () => {
+    const linked = new Set<string>()
+    for (const doc of docs)
+      for (const m of doc.text.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g))
+        if (!/^(https?|mailto):/.test(m[1]!)) linked.add(join(dirname(doc.file), m[1]!))
+    expect(docs.filter((d) => d.file.startsWith('docs/') && !linked.has(d.file)).map((d) => d.file)).toEqual([])
   })
 
   test('no doc cites a file kept outside the repository', () => {
