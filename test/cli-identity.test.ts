@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { call, register, startServer, tempDir, type TestServer } from './helpers'
+import { call, register, startServer, type TestServer } from './helpers'
 import { identityOf, removeWorkdirs, runCli, workdir } from './cli-run'
 
 const TOKEN = 'cli-identity-token'
@@ -140,7 +140,7 @@ describe('identity in a repository', () => {
 
 describe('outside a repository', () => {
   test('the identity goes to $XDG_CONFIG_HOME/muster, one file per directory, none in the directory', async () => {
-    const home = tempDir('muster-cli-xdg-')
+    const home = workdir()
     const a = realpathSync(workdir({ server: s.api, token: TOKEN }))
     const b = realpathSync(workdir({ server: s.api, token: TOKEN }))
     const env = { XDG_CONFIG_HOME: home }

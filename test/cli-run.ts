@@ -2,7 +2,7 @@
 // each test has its own ./settings.json and identity, with SERVICE_* and
 // MUSTER_SERVER/MUSTER_TOKEN under the test's control only, and a config
 // directory of the test run's own (XDG_CONFIG_HOME) instead of the user's.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
@@ -31,7 +31,6 @@ export interface CliOptions {
 
 /** Where identities of directories outside a repository go in these tests. */
 export const CONFIG_HOME = mkdtempSync(join(tmpdir(), 'muster-cli-config-'))
-process.once('exit', () => rmSync(CONFIG_HOME, { recursive: true, force: true }))
 const INHERITED_NOT = /^(SERVICE_|MUSTER_SERVER$|MUSTER_TOKEN$)/
 
 function cliEnv(extra: Record<string, string> = {}): Record<string, string> {
@@ -114,7 +113,6 @@ export function workdir(settings?: Record<string, unknown>): string {
 
 export function removeWorkdirs(): void {
   for (const dir of workdirs.splice(0)) rmSync(dir, { recursive: true, force: true })
-  // Other test files of the same run may still use it: empty it, keep it.
+  // A later test file of the same run may still use it: the CLI makes it again when it writes there.
   rmSync(CONFIG_HOME, { recursive: true, force: true })
-  mkdirSync(CONFIG_HOME, { recursive: true })
 }
