@@ -87,6 +87,14 @@ describe('the docs name only what exists', () => {
     expect(report(out)).toEqual([])
   })
 
+  test('docs/configuration.md names every server flag and its variable', () => {
+    const page = docs.find((d) => d.file === 'docs/configuration.md')!.text
+    const source = readFileSync(join(ROOT, 'lib/config.ts'), 'utf8')
+    const names = [...source.matchAll(/flag:\s*'(--[a-z0-9-]+)',\s*env:\s*'([A-Z_]+)'/g)].flatMap((m) => [m[1]!, m[2]!])
+    expect(names.length).toBeGreaterThan(30)
+    expect(names.filter((n) => !page.includes(`\`${n}`))).toEqual([])
+  })
+
   test('docs/cli.md names every command of the CLI', () => {
     const tree = cliTree(buildProgram())
     const spans = codeOf(docs.find((d) => d.file === 'docs/cli.md')!).map((c) => c.code)
