@@ -33,17 +33,17 @@ import { webhookCommands } from './cli/webhooks'
 import { VERSION } from './lib/version'
 
 const GLOBALS_NOTE =
-  'Global options (anywhere in the command): --server <url>, --token <token> (beat SERVICE_SERVER / SERVICE_TOKEN and settings.json), -o json|table|yaml, --fields <a,b.c>, --pretty, --no-color, --debug'
+  'Global options (anywhere in the command): --server <url>, --token <token> (beat SERVICE_* / MUSTER_* env and settings.json), -o json|table|yaml, --fields <a,b.c>, --pretty, --no-color, --debug'
 
 export function buildProgram(): Command {
   const program = new Command('muster')
     .description(
-      'Client for the Muster coordination server. Config: ./settings.json {server, token}; env SERVICE_SERVER and SERVICE_TOKEN override it, --server and --token override both. Output is compact JSON when stdout is not a terminal; on a terminal a list prints as a table and anything else as coloured JSON (-o chooses). Exit codes: 0 ok, 1 server error, 2 usage error, 3 a check failed.',
+      'Client for the Muster coordination server. Config: settings.json {server, token}, the nearest from here up to the git root; env MUSTER_SERVER / MUSTER_TOKEN override it, SERVICE_SERVER / SERVICE_TOKEN override those, --server and --token override all. What the CLI learns about itself (its instance, its claims) is kept in .muster/ at the git root, ignored by git. Output is compact JSON when stdout is not a terminal; on a terminal a list prints as a table and anything else as coloured JSON (-o chooses). Exit codes: 0 ok, 1 server error, 2 usage error, 3 a check failed.',
     )
     .version(VERSION, '-V, --version', 'print the version')
     // Documented here for --help; main() takes them out of argv before parsing (see cli/globals.ts).
-    .option('--server <url>', 'server URL (beats SERVICE_SERVER and settings.json)')
-    .option('--token <token>', 'API token (beats SERVICE_TOKEN and settings.json)')
+    .option('--server <url>', 'server URL (beats SERVICE_SERVER, MUSTER_SERVER and settings.json)')
+    .option('--token <token>', 'API token (beats SERVICE_TOKEN, MUSTER_TOKEN and settings.json)')
     .option('-o <format>', 'json, table (a list as columns, an object as key/value lines) or yaml; default: json, or table for a list on a terminal')
     .option('--fields <list>', 'keep only these fields, comma-separated; a.b reaches into nested objects (any -o)')
     .option('--pretty', 'pretty-print JSON output')

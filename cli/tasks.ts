@@ -1,6 +1,6 @@
 // `task add|claim|ack|nack|extend|note|get|cancel|retry|list`: the task queue. `claim`
-// saves the claim id in ./settings.json beside the instance token (under `claims`, by
-// task id), so `ack`, `nack` and `extend` need only the task id; a claim that gets
+// saves the claim id in the CLI's identity (.muster/ at the git root) beside the
+// instance token (under `claims`, by task id), so `ack`, `nack` and `extend` need only the task id; a claim that gets
 // nothing says why on stderr. `note` leaves context for whoever takes the task next
 // (as the registered instance).
 import type { Command } from 'commander'

@@ -66,7 +66,7 @@ export async function startBriefing(tx: Tx, session: Session): Promise<Budget> {
   // Room kept for the messages' heading and the left-out line, added last.
   const budget = new Budget(BRIEFING_MAX - 160)
   budget.add(`Muster coordination: you are "${row.name}" (instance ${instance.id}) in project "${row.project}", root ${row.root || '(unknown)'}.`)
-  budget.add(`Your instance token: ${row.token} (REST: header X-Instance-Token; the muster CLI reads instance_id and instance_token from ./settings.json).`)
+  budget.add(`Your instance token: ${row.token} (REST: header X-Instance-Token; the muster CLI keeps an identity of its own in .muster/ at the git root).`)
   budget.add(
     'Edits of files another agent reserved are denied; reserve what you will work on (`muster reserve`), read your inbox (`muster inbox`), and ask a holder with `muster send`.',
   )

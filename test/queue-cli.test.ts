@@ -1,10 +1,8 @@
-// `muster task ...` as agents run it: the claim id is remembered in
-// ./settings.json beside the instance token, so ack and nack need only the task id.
+// `muster task ...` as agents run it: the claim id is remembered in the CLI's identity
+// (.muster/ at the git root) beside the instance token, so ack and nack need only the task id.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { call, startServer, type TestServer } from './helpers'
-import { removeWorkdirs, runCli, workdir } from './cli-run'
+import { identityOf, removeWorkdirs, runCli, workdir } from './cli-run'
 
 let s: TestServer
 beforeAll(async () => (s = await startServer()))
@@ -13,7 +11,6 @@ afterAll(async () => {
   removeWorkdirs()
 })
 
-const settingsOf = (d: string) => JSON.parse(readFileSync(join(d, 'settings.json'), 'utf8'))
 
 describe('muster task', () => {
   test('add, claim (claim id saved), ack without copying it, list', async () => {
@@ -30,13 +27,13 @@ describe('muster task', () => {
     const c = await cli('task', 'claim', 'cli-q', '--visibility', '5m')
     expect(c.code).toBe(0)
     expect(c.json).toMatchObject({ id: a.json.id, status: 'claimed' })
-    expect(settingsOf(dir).claims).toEqual({ [a.json.id]: c.json.claim_id })
-    expect(settingsOf(dir).instance_token).toBeString()
+    expect(identityOf(dir).claims).toEqual({ [a.json.id]: c.json.claim_id })
+    expect(identityOf(dir).instance_token).toBeString()
 
     const done = await cli('task', 'ack', String(a.json.id), '--result', '{"ok":true}')
     expect(done.code).toBe(0)
     expect(done.json).toMatchObject({ status: 'done', result: { ok: true } })
-    expect(settingsOf(dir).claims).toBeUndefined()
+    expect(identityOf(dir).claims).toBeUndefined()
 
     const list = await cli('task', 'list', 'cli-q')
     // Claim order: priority 2 before 0.
@@ -67,7 +64,7 @@ describe('muster task', () => {
     const lost = await cli('task', 'ack', String(u.id))
     expect(lost.code).toBe(1)
     expect(lost.error).toEqual({ error: 'claim lost', code: 409 })
-    expect(settingsOf(dir).claims).toBeUndefined()
+    expect(identityOf(dir).claims).toBeUndefined()
   })
 
   test('usage errors: no saved claim, bad JSON, bad duration, missing --title (exit 2)', async () => {
