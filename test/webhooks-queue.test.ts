@@ -224,7 +224,7 @@ describe('PATCH /api/webhooks/{id}', () => {
     await create('moving', '/old', ['move.a'], { secret: 'first' })
     status['/old'] = 500
     const pending = await publish('move.a', 'to the old url first')
-    await eventually(() => at('/old').length === 1)
+    await eventually(async () => (await api('GET', '/api/webhooks/moving')).body.fail_count === 1)
 
     const r = await api('PATCH', '/api/webhooks/moving', { url: hookUrl('/new'), patterns: ['move.*'], secret: 'second' })
     expect(r.status).toBe(200)
@@ -279,7 +279,10 @@ describe('the deliveries list', () => {
     script['/listed'] = [500, 500]
     const events = []
     for (let i = 0; i < 5; i++) events.push(await publish('listed.x', i))
-    await eventually(async () => (await deliveries('listed')).every((d) => d.attempts >= 1))
+    await eventually(async () => {
+      const list = await deliveries('listed')
+      return list.length === 5 && list.every((d) => d.attempts >= 1)
+    })
     const all = await deliveries('listed')
     expect(all.map((d) => d.event_id)).toEqual(events.map((e) => e.id).reverse())
     const pending = await deliveries('listed', '?state=pending')
@@ -330,8 +333,12 @@ describe('durability', () => {
       // Every event of the burst is delivered (at least once).
       await eventually(() => new Set(at('/burst').map((r) => r.body.id)).size === 30, 8000)
       expect([...new Set(at('/burst').map((r) => r.body.id))].sort((x, y) => x - y)).toEqual(burst.map((e) => e.id))
-      const list = (await call(b.api, 'GET', '/api/webhooks/crash/deliveries')).body.deliveries
-      expect(list[0]).toMatchObject({ event_id: waiting.id, state: 'delivered', attempts: 2 })
+      // Recorded once the receiver's answer is in.
+      const [done] = await eventually(async () => {
+        const list = (await call(b!.api, 'GET', '/api/webhooks/crash/deliveries')).body.deliveries
+        return list[0]?.state === 'delivered' && list
+      })
+      expect(done).toMatchObject({ event_id: waiting.id, state: 'delivered', attempts: 2 })
     } finally {
       await a?.kill()
       await b?.cleanup()
