@@ -1,7 +1,7 @@
 // --fields a,b.c: keeps only the named fields of the result, in the order
 // given, in every output mode. A dotted name reaches into nested objects (and
 // into each element of an array on the way); a list is narrowed row by row.
-import { UsageError } from './output'
+import { UsageError } from './errors'
 
 export type FieldPath = string[]
 
