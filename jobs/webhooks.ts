@@ -190,7 +190,8 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
     const target = await ctx.store.webhooks.target(webhookId)
     if (!target?.active) return false
     const job = await ctx.store.webhooks.job(id)
-    if (job?.state !== 'pending') return true
+    // After a restore the same id may name another webhook's row: only this webhook's pending ones.
+    if (job?.state !== 'pending' || job.webhook_id !== webhookId) return true
     const result = await attempt(ctx, target, job.uuid, job.topic, job.payload, stopping.signal)
     // Cut short by shutdown: not an answer from the receiver. It stays pending for the next leader.
     if (stopping.signal.aborted) return false
@@ -272,7 +273,10 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
     }
     if (now - prunedAt >= PRUNE_EVERY_MS) {
       prunedAt = now
-      for (const hook of await ctx.store.webhooks.list()) await ctx.store.write((tx) => tx.webhooks.prune(hook.id))
+      const hooks = await ctx.store.webhooks.list()
+      await ctx.store.write(async (tx) => {
+        for (const hook of hooks) await tx.webhooks.prune(hook.id)
+      })
     }
   }
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHmac } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
-import { PG_BASE, databaseFor } from './pg'
+import { PG_BASE, databaseFor, rawQuery } from './pg'
 import { MAX_ATTEMPTS, RETRY_CAP_MS, retryDelay } from '../jobs/webhooks'
 
 type Received = { path: string; headers: Record<string, string>; body: any; raw: string; at: number }
@@ -339,6 +339,19 @@ describe('durability', () => {
         return list[0]?.state === 'delivered' && list
       })
       expect(done).toMatchObject({ event_id: waiting.id, state: 'delivered', attempts: 2 })
+
+      // An event that committed but was never queued (the server died in between), written here behind
+      // the server's back while it is down: the next start catches up from the queue's cursor and sends it.
+      await b.stop()
+      b = null
+      const created = new Date().toISOString()
+      if (PG_BASE) {
+        await rawQuery(dir, `INSERT INTO events (id, topic, data, source, created_at) SELECT value + 1, 'burst.offline', '{"n":1}', '', ? FROM event_counter`, created)
+        await rawQuery(dir, 'UPDATE event_counter SET value = value + 1')
+      } else await rawQuery(dir, `INSERT INTO events (topic, data, source, created_at) VALUES ('burst.offline', '{"n":1}', '', ?)`, created)
+      b = await startServer({ dataDir: dir })
+      const offline = await eventually(() => at('/burst').find((r) => r.body.topic === 'burst.offline'), 8000)
+      expect(offline.body).toMatchObject({ topic: 'burst.offline', data: { n: 1 }, created_at: created })
     } finally {
       await a?.kill()
       await b?.cleanup()
