@@ -12,3 +12,33 @@ export const Nullable = <T extends Parameters<typeof t.Union>[0][number]>(s: T) 
 
 /** `?force=1`: release whoever holds it (no instance token needed). */
 export const ForceQuery = t.Object({ force: t.Optional(t.String({ description: '1: release whoever holds it (no instance token needed)' })) })
+
+/**
+ * The key under which a schema carries what its handler checks itself (bounds, a default, allowed
+ * values). Validation ignores it, so a bad value still gets the handler's message (which names both
+ * ends); http/openapi-conform.ts moves it into the document, where clients and "Try it out" read it.
+ */
+export const HANDLER_CHECKS = 'x-handler-checks'
+
+export interface HandlerChecks {
+  minimum?: number
+  maximum?: number
+  minLength?: number
+  maxLength?: number
+  minItems?: number
+  maxItems?: number
+  default?: unknown
+  enum?: readonly unknown[]
+}
+
+/** Options to spread into a TypeBox schema: `t.Integer({ description, ...checks({ minimum: TTL_MIN_MS, maximum: TTL_MAX_MS }) })`. */
+export const checks = (c: HandlerChecks) => ({ [HANDLER_CHECKS]: c })
+
+/** The answer of a DELETE that names what it deleted: the key, `project/name`, or the id. */
+export const Deleted = t.Object({ deleted: t.String({ description: 'what was deleted' }) })
+
+/** A raw body's document (http/body.ts rawBodyDoc) with an example, which Swagger UI's "Try it out" sends. */
+export function withExample<D extends { content: Record<string, { schema: object }> }>(doc: D, example: unknown): D {
+  const content = Object.fromEntries(Object.entries(doc.content).map(([type, media]) => [type, { ...media, schema: { ...media.schema, examples: [example] } }]))
+  return { ...doc, content }
+}

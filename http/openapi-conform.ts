@@ -3,7 +3,12 @@
 // accept. Everything here is derived from the routes and the conventions in the
 // README, so a route added later is documented the same way without work of its own:
 // security schemes, the {error, code} answers, conditional-request headers,
-// operation ids, `{key}` (or `{name}`) for wildcard paths, JSON-only request bodies.
+// operation ids, `{key}` (or `{name}`) for wildcard paths, JSON-only request bodies,
+// the role each operation needs (`x-access`, with its 403) and the checks handlers make
+// themselves (http/models.ts `checks`).
+import { requiredRole } from './access'
+import { HANDLER_CHECKS } from './models'
+
 type Json = Record<string, any>
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const
 /** What a wildcard path's parameter is called in the document (`key` unless named here). */
@@ -16,6 +21,8 @@ export interface ConformOptions {
   bearerRequired: boolean
   /** Operation ids that routes chose (`detail.operationId`); every other operation gets one from its method and path. */
   namedOperations: Set<string>
+  /** Routes whose body may be left out, as `PUT /api/locks/*` (the router's method and pattern). */
+  optionalBodies?: Set<string>
 }
 
 const TAG_DESCRIPTIONS: Record<string, string> = {
@@ -53,6 +60,11 @@ const ERROR_SCHEMA = {
 const ERROR_DESCRIPTIONS: Record<number, [name: string, description: string, example: string]> = {
   400: ['BadRequest', 'Bad input (a parameter, or a body that is not JSON or does not match the schema); nothing changed', 'request body must be JSON: not valid JSON'],
   401: ['Unauthorized', 'Missing or wrong bearer token', 'invalid or missing bearer token'],
+  403: [
+    'Forbidden',
+    "The token's role may not make this call (`x-access` names the role it needs: a viewer token may only read, an agent token may not make admin calls), or X-Instance-Token belongs to an instance another token registered",
+    'read-only token',
+  ],
   404: ['NotFound', 'Unknown resource', 'not found'],
   409: ['Conflict', 'Duplicate id, a lost claim, or a state that forbids the change', 'claim lost'],
   412: ['PreconditionFailed', 'If-Match / if_version / If-None-Match did not hold; nothing changed', 'precondition failed: expected version 2'],
@@ -101,6 +113,19 @@ function unwrapCoercions(schema: any): any {
   return out
 }
 
+/** Moves what handlers check themselves (`x-handler-checks`, see http/models.ts) into the schema it belongs to. */
+function handlerChecks(schema: any): any {
+  if (Array.isArray(schema)) return schema.map(handlerChecks)
+  if (!schema || typeof schema !== 'object') return schema
+  const { [HANDLER_CHECKS]: checked, ...rest } = schema
+  const out: Json = {}
+  for (const [k, v] of Object.entries(rest)) out[k] = handlerChecks(v)
+  return checked ? { ...out, ...checked } : out
+}
+
+/** The router's pattern of a document path: `/api/tasks/{id}` is `/api/tasks/:id` (a wildcard stays `*`). */
+const routerPattern = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1')
+
 /**
  * Versioned documents, recognised by their query parameters (README "Compare-and-swap"):
  * reads (`history`) return the raw value with its ETag and 304 on If-None-Match;
@@ -121,8 +146,10 @@ function conditionalRequests(op: Json, method: string, query: Set<string>): void
   }
 }
 
-function conformOperation(op: Json, method: string, path: string, opts: ConformOptions): void {
+function conformOperation(op: Json, method: string, path: string, pattern: string, opts: ConformOptions): void {
   op.summary ??= `${method.toUpperCase()} ${path}`
+  const role = requiredRole(method.toUpperCase(), pattern)
+  op['x-access'] = role
   // A route naming its own requirement (the instance token for a claim) needs the bearer token too when the server has one.
   if (op.security?.length && opts.bearerRequired) op.security = op.security.map((r: Json) => ({ bearerAuth: [], ...r }))
   op.parameters = (op.parameters ?? []) as Json[]
@@ -131,6 +158,7 @@ function conformOperation(op: Json, method: string, path: string, opts: ConformO
 
   // JSON endpoints read every body as JSON (README "Conventions"): advertise nothing else.
   const content = op.requestBody?.content
+  if (op.requestBody && opts.optionalBodies?.has(`${method.toUpperCase()} ${pattern}`)) op.requestBody.required = false
   if (content?.['application/json'])
     for (const type of Object.keys(content)) if (type !== 'application/json') delete content[type]
 
@@ -142,9 +170,12 @@ function conformOperation(op: Json, method: string, path: string, opts: ConformO
     else if (answer.description?.startsWith('Response for status')) answer.description = Number(status) < 300 ? 'OK' : answer.description
   }
   conditionalRequests(op, method, query)
-  if (!Object.keys(responses).some((s) => s.startsWith('2'))) responses['200'] = { description: 'OK', content: { 'application/json': { schema: {} } } }
+  // A WebSocket upgrade answers 101, never 2xx.
+  if (!Object.keys(responses).some((s) => s.startsWith('2') || s === '101')) responses['200'] = { description: 'OK', content: { 'application/json': { schema: {} } } }
   if (hasParams || op.requestBody) responses['400'] ??= errorRef(400)
   if (op.security?.length !== 0) responses['401'] ??= errorRef(401)
+  // Roles exist only with tokens: without --auth-token every caller may make every call.
+  if (opts.bearerRequired && role !== 'viewer' && op.security?.length !== 0) responses['403'] ??= errorRef(403)
   if (path.includes('{')) responses['404'] ??= errorRef(404)
   if (op.requestBody) responses['413'] ??= errorRef(413)
   responses['500'] ??= errorRef(500)
@@ -165,7 +196,7 @@ function websocketAsGet(item: Json): void {
 
 export function conformDocument(generated: { paths: Json; components?: Json }, opts: ConformOptions): Json {
   const paths: Json = {}
-  for (const [rawPath, rawItem] of Object.entries<Json>(unwrapCoercions(generated.paths))) {
+  for (const [rawPath, rawItem] of Object.entries<Json>(handlerChecks(unwrapCoercions(generated.paths)))) {
     const item = { ...rawItem }
     websocketAsGet(item)
     // The router's wildcard (`/api/state/*`) becomes a named parameter clients can fill.
@@ -181,7 +212,7 @@ export function conformDocument(generated: { paths: Json; components?: Json }, o
           ...(op.parameters ?? []).filter((p: Json) => !(p.in === 'path' && p.name === '*')),
         ]
       }
-      conformOperation(op, method, path, opts)
+      conformOperation(op, method, path, routerPattern(rawPath), opts)
     }
     paths[path] = item
   }
@@ -226,7 +257,7 @@ export function conformDocument(generated: { paths: Json; components?: Json }, o
     tags: [...usedTags].sort().map((name) => ({ name, description: TAG_DESCRIPTIONS[name] ?? `Operations on ${name}` })),
     paths,
     components: {
-      schemas: { ...unwrapCoercions(generated.components?.schemas ?? {}), Error: ERROR_SCHEMA },
+      schemas: { ...handlerChecks(unwrapCoercions(generated.components?.schemas ?? {})), Error: ERROR_SCHEMA },
       responses: Object.fromEntries(
         [...usedErrors].sort().map((status) => {
           const [name, description, message] = ERROR_DESCRIPTIONS[status]

@@ -2,6 +2,7 @@
 // lint-clean by openapi-conform.ts) and GET /docs (Swagger UI served from the
 // npm bundle embedded in the binary: nothing is loaded from elsewhere).
 import { Elysia } from 'elysia'
+import { OptionalKind } from '@sinclair/typebox'
 import type { AnyElysia } from 'elysia'
 import type { Ctx } from '../services/context'
 import { VERSION } from '../lib/version'
@@ -37,8 +38,11 @@ export function apiDocs(ctx: Ctx, app: () => AnyElysia) {
   const build = async () => {
     const [{ toOpenAPISchema }, { conformDocument }] = await Promise.all([import('@elysiajs/openapi'), import('./openapi-conform')])
     const generated = toOpenAPISchema(app())
-    const namedOperations = new Set(app().routes.map((r) => r.hooks?.detail?.operationId).filter((id): id is string => typeof id === 'string'))
-    return conformDocument(generated, { version: VERSION, serverUrl: ctx.apiUrl, bearerRequired: !!ctx.config.authToken, namedOperations })
+    const routes = app().routes
+    const namedOperations = new Set(routes.map((r) => r.hooks?.detail?.operationId).filter((id): id is string => typeof id === 'string'))
+    // A body declared `t.Optional(...)` may be left out (the handler reads `body ?? {}`).
+    const optionalBodies = new Set(routes.filter((r) => (r.hooks?.body as any)?.[OptionalKind] === 'Optional').map((r) => `${r.method} ${r.path}`))
+    return conformDocument(generated, { version: VERSION, serverUrl: ctx.apiUrl, bearerRequired: !!ctx.config.authToken, namedOperations, optionalBodies })
   }
   const plugin = new Elysia()
     // A failed build is not kept: the next request tries again.

@@ -5,6 +5,23 @@ import { intParam, timeParam } from '../http/params'
 import { audited } from '../http/audit'
 import { invalid } from '../lib/errors'
 
+const AuditEntry = t.Object({
+  id: t.Integer(),
+  timestamp: t.String(),
+  actor: t.String({ description: 'the instance id, else "token:<name>" for an agent or viewer token, else "admin", "anonymous" or "system"' }),
+  action: t.String({ description: 'e.g. state.put, lock.acquire' }),
+  resource: t.String(),
+  detail: t.String(),
+  outcome: t.UnionEnum(['success', 'error']),
+})
+const AuditSummary = t.Object({
+  total_entries: t.Integer(),
+  action_counts: t.Record(t.String(), t.Integer()),
+  outcome_counts: t.Record(t.String(), t.Integer()),
+  unique_actors: t.Integer(),
+  unique_resources: t.Integer(),
+})
+
 /** Entries to skip; beyond 2^53 a number no longer counts entries exactly, so that is 400 too. */
 function offsetParam(value: string | undefined): number {
   const n = intParam(value, 'offset', 0)
@@ -34,6 +51,7 @@ export function auditRoutes(ctx: Ctx) {
           limit: t.Optional(t.String({ description: 'default 50' })),
           offset: t.Optional(t.String({ description: 'entries to skip, newest first (paging); default 0' })),
         }),
+        response: { 200: t.Array(AuditEntry) },
         detail: { summary: 'Audit entries, newest first', tags: ['audit'] },
       },
     )
@@ -42,6 +60,7 @@ export function auditRoutes(ctx: Ctx) {
       ({ query }) => ctx.store.audit.summary(timeParam(query.from, 'from'), timeParam(query.to, 'to')),
       {
         query: t.Object({ from: t.Optional(t.String()), to: t.Optional(t.String()) }),
+        response: { 200: AuditSummary },
         detail: { summary: 'Counts by action and outcome', tags: ['audit'] },
       },
     )

@@ -7,6 +7,22 @@ import { noteAudit, audited } from '../http/audit'
 
 const tags = ['compliance']
 
+const ComplianceRun = t.Object({
+  id: t.Integer(),
+  instance_id: t.String(),
+  project: t.String(),
+  contract: t.String(),
+  pass: t.Boolean(),
+  violations: t.Array(
+    t.Object({
+      field: t.String(),
+      message: t.String(),
+      endpoint: t.Optional(t.String({ description: '"METHOD /path", when the violation concerns one' })),
+    }),
+  ),
+  run_at: t.String(),
+})
+
 export function complianceRoutes(ctx: Ctx) {
   return audited(ctx)
     .get(
@@ -21,6 +37,7 @@ export function complianceRoutes(ctx: Ctx) {
           instance_id: t.Optional(t.String({ description: 'default: all instances' })),
           limit: t.Optional(t.String({ description: 'default 50' })),
         }),
+        response: { 200: t.Array(ComplianceRun) },
         detail: { summary: 'Compliance runs, newest first', tags },
       },
     )
@@ -31,6 +48,10 @@ export function complianceRoutes(ctx: Ctx) {
         noteAudit(request, `${runs.length} runs, ${runs.filter((r) => !r.pass).length} failing`)
         return { checked: true, runs, count: runs.length }
       },
-      { audit: 'compliance.run', detail: { summary: 'Check every active instance against its project contracts now', tags } },
+      {
+        response: { 200: t.Object({ checked: t.Literal(true), runs: t.Array(ComplianceRun), count: t.Integer() }) },
+        audit: 'compliance.run',
+        detail: { summary: 'Check every active instance against its project contracts now', tags },
+      },
     )
 }

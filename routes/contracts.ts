@@ -2,7 +2,7 @@
 // they share the specs' versions, ETags and history; plus payload validation
 // and a live test of an endpoint.
 import { t } from 'elysia'
-import { CasQuery, ProjectNameParams, ProjectParams } from '../http/models'
+import { CasQuery, Deleted, ProjectNameParams, ProjectParams, checks, withExample } from '../http/models'
 import { invalid, notFound } from '../lib/errors'
 import {
   DIRECTIONS,
@@ -20,12 +20,51 @@ import { audited } from '../http/audit'
 import { resolvedRefusal } from '../services/targets'
 import { DocReadQuery, keyParam, readDocument, writeCondition } from '../http/documents'
 import { rawBodyDoc, readJsonBody } from '../http/body'
-import { specNames, specSource } from './specs'
+import { SpecMetaSchema, specNames, specSource } from './specs'
 import { deleteContract, putContract } from '../services/contracts'
 
 const Params = ProjectNameParams
 const tags = ['contracts']
 const MAX_TIMEOUT_MS = 60_000
+
+const ContractList = t.Object({
+  project: t.String(),
+  contracts: t.Array(
+    t.Object({
+      name: t.String(),
+      version: t.Integer({ description: 'version of the stored document' }),
+      updated_at: t.String(),
+      // Any JSON: a document stored through /api/specs is listed even when it is no valid contract.
+      contract_version: t.Unknown({ description: "the contract's own `version` field, null when absent" }),
+      base_url: t.Unknown({ description: "the contract's `base_url`, null when absent" }),
+      endpoints: t.Array(t.String(), { description: '"METHOD /path" keys' }),
+      valid: t.Boolean({ description: 'whether the document compiles as a contract' }),
+    }),
+  ),
+})
+const Violation = t.Object({ field: t.String({ description: 'JSON pointer into the payload ("" is the whole payload)' }), message: t.String() })
+const Validated = t.Object({ valid: t.Boolean(), violations: t.Array(Violation) })
+const LiveResult = t.Object({
+  endpoint: t.String(),
+  url: t.String(),
+  pass: t.Boolean(),
+  status: t.Union([t.Integer(), t.Null()], { description: 'null when no response came back' }),
+  duration_ms: t.Integer(),
+  error: t.Optional(t.String({ description: 'why no response came back' })),
+  violations: t.Array(Violation),
+  request_violations: t.Array(Violation, { description: 'how test_data fares against the request or query schema' }),
+})
+
+/** A contract an example can write and then validate and test against. */
+const EXAMPLE_CONTRACT = {
+  kind: 'contract',
+  version: '1.0.0',
+  base_url: 'http://127.0.0.1:8080',
+  endpoints: {
+    'GET /users/{id}': { response: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+    'POST /users': { request: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } }, response_status: 201 },
+  },
+}
 
 export function contractsRoutes(ctx: Ctx) {
   /** The stored document; 404 when missing or when that spec is not a contract. */
@@ -76,6 +115,7 @@ export function contractsRoutes(ctx: Ctx) {
       },
       {
         params: ProjectParams,
+        response: { 200: ContractList },
         detail: { summary: "List a project's contracts (no documents)", tags },
       },
     )
@@ -108,8 +148,13 @@ export function contractsRoutes(ctx: Ctx) {
         parse: 'none',
         params: Params,
         query: CasQuery,
+        response: { 200: SpecMetaSchema },
         audit: 'contract.put',
-        detail: { summary: 'Write a contract (checked and compiled first; raw JSON body)', tags, requestBody: rawBodyDoc('application/json', 'The contract document') },
+        detail: {
+          summary: 'Write a contract (checked and compiled first; raw JSON body)',
+          tags,
+          requestBody: withExample(rawBodyDoc('application/json', 'The contract document: {kind: "contract", version?, base_url?, endpoints: {"METHOD /path": {request?, response?, query?, response_status?}}}'), EXAMPLE_CONTRACT),
+        },
       },
     )
     .delete(
@@ -120,7 +165,7 @@ export function contractsRoutes(ctx: Ctx) {
         await deleteContract(ctx, audit, project, name, writeCondition(request, query, false))
         return { deleted: `${project}/${name}` }
       },
-      { params: Params, query: CasQuery, audit: 'contract.delete', detail: { summary: 'Delete a contract and its history', tags } },
+      { params: Params, query: CasQuery, response: { 200: Deleted }, audit: 'contract.delete', detail: { summary: 'Delete a contract and its history', tags } },
     )
     .post(
       '/api/contracts/:project/:name/validate',
@@ -136,12 +181,16 @@ export function contractsRoutes(ctx: Ctx) {
       },
       {
         params: Params,
-        body: t.Object({
-          endpoint: t.String({ description: '"METHOD /path" as in the contract' }),
-          // checked in the handler, for a clearer message than TypeBox's union error
-          direction: t.String({ enum: [...DIRECTIONS], description: DIRECTIONS.join(' | ') }),
-          payload: t.Unknown({ description: 'the JSON to check (query: an object of parameters)' }),
-        }),
+        body: t.Object(
+          {
+            endpoint: t.String({ description: '"METHOD /path" as in the contract' }),
+            // checked in the handler, for a clearer message than TypeBox's union error
+            direction: t.String({ enum: [...DIRECTIONS], description: DIRECTIONS.join(' | ') }),
+            payload: t.Unknown({ description: 'the JSON to check (query: an object of parameters)' }),
+          },
+          { examples: [{ endpoint: 'POST /users', direction: 'request', payload: { name: 'ada' } }] },
+        ),
+        response: { 200: Validated },
         detail: { summary: 'Validate a payload against an endpoint schema', tags },
       },
     )
@@ -168,12 +217,18 @@ export function contractsRoutes(ctx: Ctx) {
       },
       {
         params: Params,
-        body: t.Object({
-          endpoint: t.String({ description: '"METHOD /path" as in the contract' }),
-          base_url: t.Optional(t.String({ description: "overrides the contract's base_url" })),
-          test_data: t.Optional(t.Unknown({ description: 'JSON body for POST/PUT/PATCH, query parameters otherwise; fills {path} placeholders' })),
-          timeout_ms: t.Optional(t.Number({ description: `1 to ${MAX_TIMEOUT_MS}, default ${DEFAULT_TIMEOUT_MS}` })),
-        }),
+        body: t.Object(
+          {
+            endpoint: t.String({ description: '"METHOD /path" as in the contract' }),
+            base_url: t.Optional(t.String({ description: "overrides the contract's base_url" })),
+            test_data: t.Optional(t.Unknown({ description: 'JSON body for POST/PUT/PATCH, query parameters otherwise; fills {path} placeholders' })),
+            timeout_ms: t.Optional(
+              t.Number({ description: 'how long to wait for the answer', ...checks({ minimum: 1, maximum: MAX_TIMEOUT_MS, default: DEFAULT_TIMEOUT_MS }) }),
+            ),
+          },
+          { examples: [{ endpoint: 'GET /users/{id}', test_data: { id: 1 }, timeout_ms: DEFAULT_TIMEOUT_MS }] },
+        ),
+        response: { 200: LiveResult },
         detail: { summary: 'Call the live endpoint and check its status and response', tags },
       },
     )

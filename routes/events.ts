@@ -125,6 +125,19 @@ export function eventsRoutes(ctx: Ctx) {
       },
     )
     .get('/api/events/subscriptions', () => ctx.bus.subscribers(), {
+      response: {
+        200: t.Array(
+          t.Object({
+            id: t.Integer(),
+            pattern: t.String(),
+            connected_at: t.String(),
+            sent: t.Integer({ description: 'frames handed to the connection' }),
+            dropped: t.Integer({ description: 'events lost because the buffer was full (or the connection refused them)' }),
+            buffered: t.Integer({ description: 'events waiting in the buffer for the connection to drain' }),
+            replaying: t.Boolean({ description: 'true while missed events (after_id) are still being replayed' }),
+          }),
+        ),
+      },
       detail: { summary: 'Open WebSocket subscriptions with their sent, dropped and buffered counts', tags: ['events'] },
     })
     .get(

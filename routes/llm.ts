@@ -30,6 +30,20 @@ const Totals = t.Object({
   request_count: t.Integer(),
 })
 
+const UsageRecord = t.Object({
+  id: t.Integer(),
+  instance_id: t.String(),
+  project: t.String(),
+  provider: t.String(),
+  model: t.String(),
+  tokens_in: t.Integer(),
+  tokens_out: t.Integer(),
+  cost_usd: t.Number(),
+  request_type: t.UnionEnum(['completion', 'embedding']),
+  session_tag: t.String(),
+  created_at: t.String(),
+})
+
 const Window = {
   from: t.Optional(t.String({ description: 'RFC 3339, inclusive' })),
   to: t.Optional(t.String({ description: 'RFC 3339, inclusive' })),
@@ -72,6 +86,7 @@ export function llmRoutes(ctx: Ctx) {
           ...Window,
           limit: t.Optional(t.String({ description: 'default 50' })),
         }),
+        response: { 200: t.Array(UsageRecord) },
         detail: {
           summary: 'Usage records, newest first',
           description: 'Only one of instance, project, session_tag applies, in that priority; from/to apply on top.',

@@ -2,6 +2,7 @@
 // stateless: one server and transport per request). Each tool calls the same
 // service as its REST twin, as the caller, so validation, events and audit are
 // the REST ones; data itself moves over REST.
+import { t } from 'elysia'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { Ctx } from '../services/context'
 import { caller } from '../http/caller'
@@ -16,6 +17,7 @@ import { assertManages, registerInstance, setIntent } from '../services/instance
 import { proposeRule } from '../services/rules'
 import { VERSION } from '../lib/version'
 import { rawBodyDoc, checkParsedRequest } from '../http/body'
+import { withExample } from '../http/models'
 
 export const MCP_TOOLS = ['register_instance', 'discover_instances', 'set_intent', 'get_endpoints', 'propose_rule'] as const
 
@@ -219,6 +221,14 @@ function mcpServer(ctx: Ctx, request: Request, caller: Caller, { McpServer, z }:
   return server
 }
 
+/** A JSON-RPC 2.0 answer to a request: its result, or its error. The SDK writes it, so the schema documents and checks nothing. */
+const JsonRpcResponse = t.Object({
+  jsonrpc: t.Literal('2.0'),
+  id: t.Union([t.String(), t.Integer(), t.Null()]),
+  result: t.Optional(t.Record(t.String(), t.Unknown(), { description: 'e.g. {tools: [...]} for tools/list, {content: [...]} for tools/call' })),
+  error: t.Optional(t.Object({ code: t.Integer(), message: t.String(), data: t.Optional(t.Unknown()) })),
+})
+
 export function mcpRoutes(ctx: Ctx) {
   return audited(ctx).post(
     '/mcp',
@@ -245,7 +255,13 @@ export function mcpRoutes(ctx: Ctx) {
     },
     {
       parse: 'none',
-      detail: { summary: `MCP (Streamable HTTP, stateless): tools ${MCP_TOOLS.join(', ')}`, tags: ['mcp'], requestBody: rawBodyDoc('application/json', 'A JSON-RPC 2.0 message') },
+      response: { 200: JsonRpcResponse, 202: t.Void({ description: 'a notification (no id) was accepted; nothing to answer' }) },
+      detail: {
+        summary: `MCP (Streamable HTTP, stateless): tools ${MCP_TOOLS.join(', ')}`,
+        description: 'Send `Accept: application/json, text/event-stream`, as the MCP transport requires (406 otherwise).',
+        tags: ['mcp'],
+        requestBody: withExample(rawBodyDoc('application/json', 'A JSON-RPC 2.0 message'), { jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      },
     },
   )
 }

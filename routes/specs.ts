@@ -1,5 +1,6 @@
 // /api/specs: per-project named JSON documents.
-import { CasQuery, ProjectNameParams, ProjectParams } from '../http/models'
+import { t } from 'elysia'
+import { CasQuery, Deleted, ProjectNameParams, ProjectParams, withExample } from '../http/models'
 import type { Ctx } from '../services/context'
 import { deleteSpec, putSpec } from '../services/specs'
 import { audited } from '../http/audit'
@@ -7,6 +8,10 @@ import { rawBodyDoc, readJsonBody } from '../http/body'
 import { DocReadQuery, keyParam, readDocument, writeCondition, type DocSource } from '../http/documents'
 
 const SpecParams = ProjectNameParams
+
+/** A spec (or contract) as written: its new version and hash. */
+export const SpecMetaSchema = t.Object({ project: t.String(), name: t.String(), version: t.Integer(), hash: t.String({ description: 'SHA-256 of the value (the ETag, unquoted)' }), updated_at: t.String() })
+const SpecList = t.Object({ project: t.String(), specs: t.Array(t.Object({ name: t.String(), version: t.Integer(), updated_at: t.String() })) })
 
 /** One spec as a versioned-document source (contracts are specs too). */
 export const specSource = (ctx: Ctx, project: string, name: string): DocSource => ({
@@ -29,7 +34,7 @@ export function specsRoutes(ctx: Ctx) {
         const project = keyParam(params.project, 'project')
         return { project, specs: await ctx.store.specs.list(project) }
       },
-      { params: ProjectParams, detail: { summary: "List a project's specs", tags: ['specs'] } },
+      { params: ProjectParams, response: { 200: SpecList }, detail: { summary: "List a project's specs", tags: ['specs'] } },
     )
     .get(
       '/api/specs/:project/:name',
@@ -59,8 +64,13 @@ export function specsRoutes(ctx: Ctx) {
         parse: 'none',
         params: SpecParams,
         query: CasQuery,
+        response: { 200: SpecMetaSchema },
         audit: 'spec.put',
-        detail: { summary: 'Write a spec (raw JSON body, at most 10 MB)', tags: ['specs'], requestBody: rawBodyDoc('application/json', 'The spec, any JSON value') },
+        detail: {
+          summary: 'Write a spec (raw JSON body, at most 10 MB)',
+          tags: ['specs'],
+          requestBody: withExample(rawBodyDoc('application/json', 'The spec, any JSON value'), { goal: 'invoice PDFs', owner: 'billing' }),
+        },
       },
     )
     .delete(
@@ -70,6 +80,6 @@ export function specsRoutes(ctx: Ctx) {
         await deleteSpec(ctx, audit, project, name, writeCondition(request, query, false))
         return { deleted: `${project}/${name}` }
       },
-      { params: SpecParams, query: CasQuery, audit: 'spec.delete', detail: { summary: 'Delete a spec', tags: ['specs'] } },
+      { params: SpecParams, query: CasQuery, response: { 200: Deleted }, audit: 'spec.delete', detail: { summary: 'Delete a spec', tags: ['specs'] } },
     )
 }

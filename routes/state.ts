@@ -1,7 +1,7 @@
 // /api/state: the versioned key/value store.
 import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
-import { CasQuery } from '../http/models'
+import { CasQuery, Deleted, withExample } from '../http/models'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { deleteState, putState, rollbackState } from '../services/state'
@@ -20,6 +20,14 @@ import { watchState } from '../services/watches'
 // transform is run through the uncompiled Value.Encode on every PUT (6% of its CPU); the check
 // and the OpenAPI document ("type": "integer") are the same.
 const Meta = t.Object({ key: t.String(), version: Type.Integer(), hash: t.String(), content_type: t.String(), updated_at: t.String() })
+const Listed = t.Object({ key: t.String(), version: Type.Integer(), content_type: t.String(), updated_at: t.String() })
+const RolledBack = t.Object({
+  key: t.String(),
+  version: Type.Integer({ description: 'the new version, holding the value of rolled_back' }),
+  hash: t.String(),
+  rolled_back: Type.Integer({ description: 'the version whose value was stored again' }),
+  updated_at: t.String(),
+})
 const StateReadQuery = t.Object({
   ...DocReadQuery.properties,
   wait: t.Optional(t.String({ description: 'with If-None-Match: hold until the value changes, up to this long (e.g. 25s, at most 60s); 304 when it does not' })),
@@ -44,6 +52,7 @@ export async function putFromRequest(ctx: Ctx, request: Request, key: string, qu
 export function stateRoutes(ctx: Ctx) {
   return audited(ctx)
     .get('/api/state', () => ctx.store.state.list(), {
+      response: { 200: t.Array(Listed) },
       detail: { summary: 'List state keys', tags: ['state'] },
     })
     .get(
@@ -83,7 +92,7 @@ export function stateRoutes(ctx: Ctx) {
         query: CasQuery,
         response: { 200: Meta },
         audit: STATE_PUT,
-        detail: { summary: 'Write a value (raw body, at most 10 MB)', tags: ['state'], requestBody: rawBodyDoc('*/*', 'The value, stored as sent with its Content-Type (none: application/json). A body labelled application/json or +json must be JSON') },
+        detail: { summary: 'Write a value (raw body, at most 10 MB)', tags: ['state'], requestBody: withExample(rawBodyDoc('*/*', 'The value, stored as sent with its Content-Type (none: application/json). A body labelled application/json or +json must be JSON'), '{"step":1}') },
       },
     )
     .post(
@@ -96,7 +105,8 @@ export function stateRoutes(ctx: Ctx) {
         return { key: r.key, version: r.version, hash: r.hash, rolled_back: r.rolled_back, updated_at: r.updated_at }
       },
       {
-        query: t.Object({ rollback: t.Optional(t.String()), if_version: t.Optional(t.String()) }),
+        query: t.Object({ rollback: t.Optional(t.String({ description: 'the version to store again (>= 1)' })), if_version: t.Optional(t.String()) }),
+        response: { 200: RolledBack },
         audit: 'state.rollback',
         detail: { summary: 'Roll back: store version N as a new version', tags: ['state'] },
       },
@@ -110,6 +120,7 @@ export function stateRoutes(ctx: Ctx) {
       },
       {
         query: CasQuery,
+        response: { 200: Deleted },
         audit: 'state.delete',
         detail: { summary: 'Delete a key and its history', tags: ['state'] },
       },

@@ -1,7 +1,7 @@
 // /api/templates: reusable rules, contracts and specs, applied to a project
 // (services/templates.ts writes every part in one unit).
 import { t } from 'elysia'
-import { IdParams } from '../http/models'
+import { Deleted, IdParams, checks } from '../http/models'
 import { invalid, notFound } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { defaultData, templateParts } from '../services/template-data'
@@ -15,10 +15,38 @@ const tags = ['templates']
 const Fields = {
   name: t.String(),
   description: t.Optional(t.String()),
-  kind: t.Optional(t.String({ enum: [...TEMPLATE_KINDS], description: 'default rules' })),
+  kind: t.Optional(t.String({ description: 'default rules', ...checks({ enum: TEMPLATE_KINDS, default: 'rules' }) })),
   data: t.Optional(t.Unknown({ description: 'rules: [rule]; contracts: a contract (or any JSON spec); bundle: {rules?, contracts?, specs?}' })),
   tags: t.Optional(t.Array(t.String())),
 }
+
+const EXAMPLE = {
+  name: 'TypeScript hygiene',
+  description: 'rules every TypeScript project of ours takes',
+  kind: 'rules',
+  data: [{ rule_id: 'no-console-log', pattern: 'no-console-log', match_type: 'custom', severity: 'warning', applies_to: ['*.ts'] }],
+  tags: ['typescript'],
+}
+
+const Summary = {
+  id: t.String(),
+  name: t.String(),
+  description: t.String(),
+  kind: t.UnionEnum(TEMPLATE_KINDS),
+  tags: t.Array(t.String()),
+  version: t.Integer({ description: '1 when created, + 1 on each update' }),
+  created_at: t.String(),
+  updated_at: t.String(),
+}
+const TemplateSchema = t.Object({ ...Summary, data: t.Unknown({ description: 'rules: [rule]; contracts: a contract (or any JSON spec); bundle: {rules?, contracts?, specs?}' }) })
+const Applied = t.Object({
+  applied: t.String({ description: 'the template id' }),
+  project: t.String(),
+  kind: t.String({ description: TEMPLATE_KINDS.join(' | ') }),
+  rules: t.Integer({ description: 'rules imported' }),
+  contracts: t.Array(t.String(), { description: 'contracts written, by name' }),
+  specs: t.Array(t.String(), { description: 'specs written, by name' }),
+})
 
 /** Checks the fields shared by create and update and the data against the kind. */
 function checked(input: { id: string; name: string; description?: string; kind?: string; data?: unknown; tags?: string[] }): TemplateInput {
@@ -47,7 +75,8 @@ export function templatesRoutes(ctx: Ctx) {
         return createTemplate(ctx, audit, checked({ ...body, id }))
       },
       {
-        body: t.Object({ id: t.String(), ...Fields }),
+        body: t.Object({ id: t.String(), ...Fields }, { examples: [{ id: 'ts-hygiene', ...EXAMPLE }] }),
+        response: { 200: TemplateSchema },
         audit: 'template.create',
         detail: { summary: 'Create a template (version 1); 409 when the id exists', tags },
       },
@@ -59,12 +88,17 @@ export function templatesRoutes(ctx: Ctx) {
         return ctx.store.templates.list({ kind, tag: query.tag || undefined })
       },
       {
-        query: t.Object({ kind: t.Optional(t.String()), tag: t.Optional(t.String({ description: 'templates carrying this tag' })) }),
+        query: t.Object({
+          kind: t.Optional(t.String({ description: TEMPLATE_KINDS.join(' | '), ...checks({ enum: TEMPLATE_KINDS }) })),
+          tag: t.Optional(t.String({ description: 'templates carrying this tag' })),
+        }),
+        response: { 200: t.Array(t.Object(Summary)) },
         detail: { summary: 'Templates without their data, by id', tags },
       },
     )
     .get('/api/templates/:id', ({ params }) => stored(keyParam(params.id, 'id')), {
       params: IdParams,
+      response: { 200: TemplateSchema },
       detail: { summary: 'A template with its data', tags },
     })
     .put(
@@ -89,7 +123,8 @@ export function templatesRoutes(ctx: Ctx) {
       },
       {
         params: IdParams,
-        body: t.Partial(t.Object(Fields)),
+        body: t.Partial(t.Object(Fields), { examples: [{ description: EXAMPLE.description, tags: EXAMPLE.tags }] }),
+        response: { 200: TemplateSchema },
         audit: 'template.update',
         detail: { summary: 'Update a template: given fields replace, version + 1', tags },
       },
@@ -101,14 +136,15 @@ export function templatesRoutes(ctx: Ctx) {
         await deleteTemplate(ctx, audit, id)
         return { deleted: id }
       },
-      { params: IdParams, audit: 'template.delete', detail: { summary: 'Delete a template', tags } },
+      { params: IdParams, response: { 200: Deleted }, audit: 'template.delete', detail: { summary: 'Delete a template', tags } },
     )
     .post(
       '/api/templates/:id/apply',
       async ({ params, body, audit }) => applyTemplate(ctx, audit, await stored(keyParam(params.id, 'id')), body.project.trim()),
       {
         params: IdParams,
-        body: t.Object({ project: t.String() }),
+        body: t.Object({ project: t.String() }, { examples: [{ project: 'shop' }] }),
+        response: { 200: Applied },
         audit: 'template.apply',
         detail: {
           summary: 'Apply a template to a project',
