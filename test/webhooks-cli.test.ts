@@ -33,10 +33,10 @@ test('update, deliveries, redeliver (one and since), disable and enable', async 
 
   const pending = await eventually(async () => {
     const r = await cli('webhooks', 'deliveries', 'ci', '--state', 'pending')
-    return r.json?.deliveries?.[0]?.attempts === 1 && r
+    return r.json?.deliveries?.[0]?.attempts === 1 ? r : null
   })
-  expect(pending.code).toBe(0)
-  expect(pending.json.deliveries[0]).toMatchObject({ event_id: e.id, state: 'pending', status: 500 })
+  expect(pending!.code).toBe(0)
+  expect(pending!.json.deliveries[0]).toMatchObject({ event_id: e.id, state: 'pending', status: 500 })
 
   const updated = await cli('webhooks', 'update', 'ci', '--url', hookUrl('/up'), '--pattern', 'cli.*', '--pattern', 'more.*', '--secret', 's')
   expect(updated.code).toBe(0)

@@ -46,7 +46,7 @@ const create = async (id: string, path: string, patterns: string[], extra: Recor
 const deliveries = async (id: string, query = '') => {
   const r = await api('GET', `/api/webhooks/${id}/deliveries${query}`)
   expect(r.status).toBe(200)
-  return r.body.deliveries as any[]
+  return r.body.deliveries as any
 }
 const history = async (topic: string) => (await api('GET', `/api/events/history?topic=${topic}&last=100`)).body as any[]
 const audit = async (action: string) => ((await api('GET', `/api/audit?action=${action}&limit=100`)).body as any[])
@@ -146,9 +146,9 @@ describe('retries', () => {
     expect(event.data).toEqual({ id: 'later', reason: 'api', backlog: 4 })
     const list = await eventually(async () => {
       const l = await deliveries('later')
-      return l.every((d) => d.state === 'delivered') && l
+      return l.every((d: any) => d.state === 'delivered') && l
     })
-    expect(list.map((d) => d.attempts)).toEqual([2, 2, 2, 2])
+    expect(list.map((d: any) => d.attempts)).toEqual([2, 2, 2, 2])
   })
 })
 
@@ -196,7 +196,7 @@ describe('redelivery', () => {
     await Bun.sleep(20)
     const from = new Date().toISOString()
     const later = [await publish('since.x', 1), await publish('since.x', 2)]
-    await eventually(async () => (await deliveries('since')).filter((d) => d.state === 'delivered').length === 3)
+    await eventually(async () => (await deliveries('since')).filter((d: any) => d.state === 'delivered').length === 3)
 
     for (const [body, error] of [
       [{}, 'since is required'],
@@ -281,17 +281,17 @@ describe('the deliveries list', () => {
     for (let i = 0; i < 5; i++) events.push(await publish('listed.x', i))
     await eventually(async () => {
       const list = await deliveries('listed')
-      return list.length === 5 && list.every((d) => d.attempts >= 1)
+      return list.length === 5 && list.every((d: any) => d.attempts >= 1)
     })
     const all = await deliveries('listed')
-    expect(all.map((d) => d.event_id)).toEqual(events.map((e) => e.id).reverse())
+    expect(all.map((d: any) => d.event_id)).toEqual(events.map((e) => e.id).reverse())
     const pending = await deliveries('listed', '?state=pending')
-    expect(pending.map((d) => d.event_id)).toEqual([events[1].id, events[0].id])
+    expect(pending.map((d: any) => d.event_id)).toEqual([events[1].id, events[0].id])
     expect((await deliveries('listed', '?state=delivered')).length).toBe(3)
     const page = await deliveries('listed', '?limit=2')
-    expect(page.map((d) => d.event_id)).toEqual([events[4].id, events[3].id])
+    expect(page.map((d: any) => d.event_id)).toEqual([events[4].id, events[3].id])
     const next = await deliveries('listed', `?limit=2&before=${page[1].id}`)
-    expect(next.map((d) => d.event_id)).toEqual([events[2].id, events[1].id])
+    expect(next.map((d: any) => d.event_id)).toEqual([events[2].id, events[1].id])
     for (const [query, error] of [
       ['?state=done', 'invalid state: expected pending, delivered, failed'],
       ['?limit=0', 'invalid limit: expected an integer >= 1'],
@@ -351,7 +351,7 @@ describe('durability', () => {
       } else await rawQuery(dir, `INSERT INTO events (topic, data, source, created_at) VALUES ('burst.offline', '{"n":1}', '', ?)`, created)
       b = await startServer({ dataDir: dir })
       const offline = await eventually(() => at('/burst').find((r) => r.body.topic === 'burst.offline'), 8000)
-      expect(offline.body).toMatchObject({ topic: 'burst.offline', data: { n: 1 }, created_at: created })
+      expect(offline!.body).toMatchObject({ topic: 'burst.offline', data: { n: 1 }, created_at: created })
     } finally {
       await a?.kill()
       await b?.cleanup()
