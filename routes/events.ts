@@ -82,10 +82,13 @@ export function eventsRoutes(ctx: Ctx) {
         return publishEvent(ctx, undefined, body.topic, body.data ?? null, request.headers.has(DELIVERY_HEADER))
       },
       {
-        body: t.Object({
-          topic: t.String({ description: 'required; dot-separated, e.g. api.change' }),
-          data: t.Optional(t.Any({ description: 'any JSON value, default null' })),
-        }),
+        body: t.Object(
+          {
+            topic: t.String({ description: 'required; dot-separated, e.g. api.change' }),
+            data: t.Optional(t.Any({ description: 'any JSON value, default null' })),
+          },
+          { examples: [{ topic: 'api.change', data: { endpoint: 'GET /users', breaking: false } }] },
+        ),
         response: { 200: EventSchema },
         detail: { summary: 'Publish an event', tags: ['events'] },
       },

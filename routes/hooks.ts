@@ -5,7 +5,7 @@ import type { Ctx } from '../services/context'
 import { handleHook, hookHeaders, HOOK_AGENTS, type HookEvent } from '../services/hooks'
 import type { HookAgent } from '../store/sessions'
 import { invalid, notFound } from '../lib/errors'
-import { Nullable } from '../http/models'
+import { Nullable, checks } from '../http/models'
 import { audited } from '../http/audit'
 import { credentialFor } from '../http/caller'
 
@@ -54,8 +54,11 @@ export function hooksRoutes(ctx: Ctx) {
         return handleHook(ctx, agent as HookAgent, hookEvent(body), { ...hookHeaders(request.headers), role, tokenId })
       },
       {
-        params: t.Object({ agent: t.String() }),
-        body: t.Unknown({ description: 'the hook event exactly as the agent sends it: {session_id, hook_event_name, cwd, …}' }),
+        params: t.Object({ agent: t.String({ ...checks({ enum: HOOK_AGENTS }) }) }),
+        body: t.Unknown({
+          description: 'the hook event exactly as the agent sends it: {session_id, hook_event_name, cwd, …}',
+          examples: [{ session_id: '9b2f6c1e-3d4a-4e5f-8a7b-1c2d3e4f5a6b', hook_event_name: 'UserPromptSubmit', cwd: '/work/shop', prompt: 'fix the invoice totals' }],
+        }),
         response: { 200: t.Record(t.String(), t.Unknown(), { description: '{} (no opinion), hookSpecificOutput, or {decision: "block", reason}' }) },
         detail: {
           summary: 'A Claude Code or Codex hook event',

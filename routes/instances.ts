@@ -20,13 +20,16 @@ const InstanceSchema = t.Object({
   last_seen: t.String(),
 })
 
-const RegisterBody = t.Object({
-  name: t.String({ description: 'required' }),
-  workspace: t.Optional(t.String({ description: 'a project name here makes compliance check its contracts' })),
-  intent: t.Optional(t.String({ description: 'current task' })),
-  stack: t.Optional(t.String()),
-  capabilities: t.Optional(t.Array(t.String())),
-})
+const RegisterBody = t.Object(
+  {
+    name: t.String({ description: 'required' }),
+    workspace: t.Optional(t.String({ description: 'a project name here makes compliance check its contracts' })),
+    intent: t.Optional(t.String({ description: 'current task' })),
+    stack: t.Optional(t.String()),
+    capabilities: t.Optional(t.Array(t.String())),
+  },
+  { examples: [{ name: 'ada', workspace: 'shop', intent: 'token rotation', stack: 'typescript', capabilities: ['ts', 'auth'] }] },
+)
 
 const InstanceFilterQuery = t.Object({
   name: t.Optional(t.String()),
@@ -111,7 +114,7 @@ export function instancesRoutes(ctx: Ctx) {
       },
       {
         params: IdParams,
-        body: t.Object({ capabilities: t.Array(t.String(), { description: 'replaces the list' }) }),
+        body: t.Object({ capabilities: t.Array(t.String(), { description: 'replaces the list' }) }, { examples: [{ capabilities: ['ts', 'auth', 'billing'] }] }),
         response: { 200: t.Object({ id: t.String(), capabilities: t.Array(t.String()) }) },
         audit: 'instance.capabilities',
         detail: { summary: 'Replace the capabilities', tags: ['instances'] },
@@ -119,7 +122,7 @@ export function instancesRoutes(ctx: Ctx) {
     )
     .put('/api/instances/:id/intent', async ({ params, body, audit, request }) => (await manages(request, params.id), setIntent(ctx, audit, params.id, body.intent)), {
       params: IdParams,
-      body: t.Object({ intent: t.String({ description: 'current task; also refreshes last_seen' }) }),
+      body: t.Object({ intent: t.String({ description: 'current task; also refreshes last_seen' }) }, { examples: [{ intent: 'invoice PDFs' }] }),
       response: { 200: InstanceSchema },
       audit: 'instance.intent',
       detail: { summary: 'Set the current task (REST twin of the MCP tool set_intent)', tags: ['instances'] },

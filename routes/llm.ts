@@ -5,23 +5,31 @@ import type { Ctx } from '../services/context'
 import { GROUP_BY, type GroupBy, type LlmFilter } from '../store/llm'
 import { intParam, timeParam } from '../http/params'
 import { audited } from '../http/audit'
+import { checks } from '../http/models'
 import { recordLlmUsage } from '../services/llm'
 
 // Bounds far beyond any real call, so that sums of many records stay finite and exact enough.
 const MAX_TOKENS = 1e12
 const MAX_COST_USD = 1e6
 
-const UsageBody = t.Object({
-  provider: t.String({ description: 'required, e.g. anthropic' }),
-  model: t.String({ description: 'required' }),
-  instance_id: t.Optional(t.String({ description: "default: the caller's instance (X-Instance-Token), else empty" })),
-  project: t.Optional(t.String()),
-  tokens_in: t.Optional(t.Integer({ minimum: 0, maximum: MAX_TOKENS })),
-  tokens_out: t.Optional(t.Integer({ minimum: 0, maximum: MAX_TOKENS })),
-  cost_usd: t.Optional(t.Number({ minimum: 0, maximum: MAX_COST_USD })),
-  request_type: t.Optional(t.Union([t.Literal('completion'), t.Literal('embedding')])),
-  session_tag: t.Optional(t.String()),
-})
+const UsageBody = t.Object(
+  {
+    provider: t.String({ description: 'required, e.g. anthropic' }),
+    model: t.String({ description: 'required' }),
+    instance_id: t.Optional(t.String({ description: "default: the caller's instance (X-Instance-Token), else empty" })),
+    project: t.Optional(t.String()),
+    tokens_in: t.Optional(t.Integer({ minimum: 0, maximum: MAX_TOKENS })),
+    tokens_out: t.Optional(t.Integer({ minimum: 0, maximum: MAX_TOKENS })),
+    cost_usd: t.Optional(t.Number({ minimum: 0, maximum: MAX_COST_USD })),
+    request_type: t.Optional(t.Union([t.Literal('completion'), t.Literal('embedding')])),
+    session_tag: t.Optional(t.String()),
+  },
+  {
+    examples: [
+      { provider: 'anthropic', model: 'claude-sonnet-4-5', project: 'shop', tokens_in: 1200, tokens_out: 350, cost_usd: 0.0089, request_type: 'completion', session_tag: 'token-fix' },
+    ],
+  },
+)
 
 const Totals = t.Object({
   total_tokens_in: t.Integer(),
@@ -107,7 +115,7 @@ export function llmRoutes(ctx: Ctx) {
       },
       {
         query: t.Object({
-          group_by: t.Optional(t.String({ description: 'instance, project (default), model or session_tag' })),
+          group_by: t.Optional(t.String({ description: 'instance, project, model or session_tag', ...checks({ enum: Object.keys(GROUP_BY), default: 'project' }) })),
           ...Window,
         }),
         response: t.Object({

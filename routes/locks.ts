@@ -2,12 +2,12 @@
 import { t } from 'elysia'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
-import { reasonParam, readerHeartbeat, ttlParam, waitMsParam } from '../services/holders'
+import { TTL_MAX_MS, TTL_MIN_MS, WAIT_MAX_MS, reasonParam, readerHeartbeat, ttlParam, waitMsParam } from '../services/holders'
 import { assertForce, caller, holderOf } from '../http/caller'
 import { LIMIT_MAX, acquireLock, forceReleaseLock, getLock, listLocks, releaseLock } from '../services/locks'
 import { audited } from '../http/audit'
 import { keyParam } from '../http/documents'
-import { ForceQuery, Nullable } from '../http/models'
+import { ForceQuery, Nullable, checks } from '../http/models'
 import { isSet } from '../http/params'
 
 
@@ -31,12 +31,16 @@ const GrantSchema = t.Object({
   expires_at: Nullable(t.String({ description: 'RFC 3339; null without ttl_ms' })),
 })
 const AcquireBody = t.Optional(
-  t.Object({
-    ttl_ms: t.Optional(t.Integer({ description: '1000 … 604800000; released (reason expired) within 1 s after' })),
-    wait_ms: t.Optional(t.Integer({ description: 'wait in line up to this long (≤ 60000) for a free slot' })),
-    limit: t.Optional(t.Integer({ description: 'holders at once, 1 … 1000 (default 1); set by the first grant' })),
-    reason: t.Optional(t.String()),
-  }),
+  t.Object(
+    {
+      ttl_ms: t.Optional(t.Integer({ description: 'released (reason expired) within 1 s after; default: held until released', ...checks({ minimum: TTL_MIN_MS, maximum: TTL_MAX_MS }) })),
+      wait_ms: t.Optional(t.Integer({ description: 'wait in line up to this long for a free slot', ...checks({ minimum: 0, maximum: WAIT_MAX_MS, default: 0 }) })),
+      // No default in the document: left out, a renewal or a later holder takes the lock's limit as it is.
+      limit: t.Optional(t.Integer({ description: 'holders at once (1 for a new lock); set by the first grant', ...checks({ minimum: 1, maximum: LIMIT_MAX }) })),
+      reason: t.Optional(t.String({ description: 'at most 1000 characters' })),
+    },
+    { examples: [{ ttl_ms: 60_000, wait_ms: 0, reason: 'running the migration' }] },
+  ),
 )
 
 function limitParam(limit: unknown): number | undefined {

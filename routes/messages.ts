@@ -8,10 +8,15 @@ import type { InboxMessage } from '../store/messages'
 import { audited } from '../http/audit'
 import { holderOf, optionalHolder, readerOf } from '../http/caller'
 import { intParam, isSet } from '../http/params'
-import { IdParams, Nullable } from '../http/models'
+import { IdParams, Nullable, checks } from '../http/models'
 import { waitParam } from '../services/holders'
 import {
+  ACK_WITHIN_MAX_MS,
+  ACK_WITHIN_MIN_MS,
   IMPORTANCE,
+  MAX_RECIPIENTS,
+  MAX_SUBJECT,
+  MAX_THREAD,
   INBOX_LIMIT,
   INBOX_MAX,
   ackMessage,
@@ -79,16 +84,28 @@ export function messagesRoutes(ctx: Ctx) {
         return message
       },
       {
-        body: t.Object({
-          to: t.Array(t.String(), { description: '1 … 100 agent names (1 … 1000 characters each), or ["*"] for every agent' }),
-          subject: t.String({ description: '1 … 200 characters' }),
-          body: t.Optional(t.String({ description: 'text up to 64 KiB; default ""' })),
-          thread: t.Optional(t.String({ description: '1 … 100 characters; default the replied-to message\'s thread, else the new id' })),
-          reply_to: t.Optional(t.Integer({ description: 'an existing message id (unknown: 400)' })),
-          importance: t.Optional(t.String({ description: 'low, normal (default), high, urgent' })),
-          ack_required: t.Optional(t.Boolean()),
-          ack_within_ms: t.Optional(t.Integer({ description: '1000 … 604800000; needs ack_required and named recipients; else message.overdue per recipient' })),
-        }),
+        body: t.Object(
+          {
+            to: t.Array(t.String(), { description: 'agent names (1 … 1000 characters each), or ["*"] for every agent', ...checks({ minItems: 1, maxItems: MAX_RECIPIENTS }) }),
+            subject: t.String({ ...checks({ minLength: 1, maxLength: MAX_SUBJECT }) }),
+            body: t.Optional(t.String({ description: 'text up to 64 KiB', ...checks({ default: '' }) })),
+            thread: t.Optional(t.String({ description: "default the replied-to message's thread, else the new id", ...checks({ minLength: 1, maxLength: MAX_THREAD }) })),
+            reply_to: t.Optional(t.Integer({ description: 'an existing message id (unknown: 400)' })),
+            importance: t.Optional(t.String({ ...checks({ enum: IMPORTANCE, default: 'normal' }) })),
+            ack_required: t.Optional(t.Boolean({ ...checks({ default: false }) })),
+            ack_within_ms: t.Optional(
+              t.Integer({
+                description: 'needs ack_required and named recipients; else message.overdue per recipient',
+                ...checks({ minimum: ACK_WITHIN_MIN_MS, maximum: ACK_WITHIN_MAX_MS }),
+              }),
+            ),
+          },
+          {
+            examples: [
+              { to: ['ada'], subject: 'need src/auth/login.ts', body: 'for the token fix', importance: 'normal', ack_required: true, ack_within_ms: 600_000 },
+            ],
+          },
+        ),
         response: { 201: MessageSchema },
         audit: 'message.send',
         detail: {

@@ -3,13 +3,13 @@
 // caller is the claimer, or the note's author). claim_id appears only in the
 // claimer's claim and ack answers; every task answer carries its notes.
 import { t } from 'elysia'
-import { IdParams } from '../http/models'
+import { IdParams, checks } from '../http/models'
 import type { Ctx } from '../services/context'
 import type { AuditScope } from '../services/audit'
 import { audited, noteAudit } from '../http/audit'
 import { enumParam, intParam } from '../http/params'
 import { forbidden, notFound } from '../lib/errors'
-import { checkQueue, TASK_STATUSES } from '../lib/tasks'
+import { DEFAULT_MAX_ATTEMPTS, MAX_ATTEMPTS, MAX_ERROR, MAX_LIST, MAX_PRIORITY, MAX_TITLE, checkQueue, TASK_STATUSES } from '../lib/tasks'
 import { caller, credentialFor, holderOf, optionalHolder } from '../http/caller'
 import type { Instance } from '../store/instances'
 import {
@@ -27,7 +27,7 @@ import {
   type ShownTask,
   type TaskGuard,
 } from '../services/queue'
-import { readerHeartbeat } from '../services/holders'
+import { TTL_MAX_MS, TTL_MIN_MS, WAIT_MAX_MS, readerHeartbeat } from '../services/holders'
 import { tasksJson, type ClaimCursor } from '../store/queue'
 import type { TaskStatus } from '../lib/tasks'
 import { bodyLimits } from '../http/body'
@@ -137,6 +137,9 @@ const mayCancelOrRetry =
 
 const QueueParams = t.Object({ queue: t.String() })
 const ClaimId = t.String({ description: 'from the claim answer; another one is 409 claim lost' })
+/** The claim_id the examples show (a claim answers a fresh UUID). */
+const EXAMPLE_CLAIM = '5f0c2a1e-8b7d-4c3a-9e21-6d4f0b8a7c15'
+const VisibilityMs = (description: string) => t.Integer({ description, ...checks({ minimum: TTL_MIN_MS, maximum: TTL_MAX_MS }) })
 const TAGS = ['tasks']
 
 export function queueRoutes(ctx: Ctx) {
@@ -164,21 +167,28 @@ export function queueRoutes(ctx: Ctx) {
       },
       {
         params: QueueParams,
-        body: t.Object({
-          title: t.String({ description: 'required' }),
-          payload: t.Optional(t.Any({ description: 'any JSON value (the whole body at most 256 KiB)' })),
-          priority: t.Optional(t.Integer({ description: 'higher first, default 0' })),
-          depends_on: t.Optional(t.Array(t.Integer(), { description: 'ids of tasks of this queue; blocked until all are done' })),
-          requires: t.Optional(t.Array(t.String(), { description: "capabilities the claimer must have (all of them)" })),
-          max_attempts: t.Optional(t.Integer({ description: 'claims before the task fails, default 3' })),
-          dedupe_key: t.Optional(t.String({ description: 'an unfinished task of the queue with this key is returned instead (200)' })),
-          project: t.Optional(t.String({ description: 'the project of paths (alone: recorded only)' })),
-          paths: t.Optional(
-            t.Array(t.String(), {
-              description: 'globs relative to the project root, as for reservations (needs project): a claim takes them as an exclusive reservation',
-            }),
-          ),
-        }),
+        body: t.Object(
+          {
+            title: t.String({ description: 'required', ...checks({ minLength: 1, maxLength: MAX_TITLE }) }),
+            payload: t.Optional(t.Any({ description: 'any JSON value (the whole body at most 256 KiB)' })),
+            priority: t.Optional(t.Integer({ description: 'higher first', ...checks({ minimum: -MAX_PRIORITY, maximum: MAX_PRIORITY, default: 0 }) })),
+            depends_on: t.Optional(t.Array(t.Integer(), { description: 'ids of tasks of this queue; blocked until all are done', ...checks({ maxItems: MAX_LIST }) })),
+            requires: t.Optional(t.Array(t.String(), { description: 'capabilities the claimer must have (all of them)', ...checks({ maxItems: MAX_LIST }) })),
+            max_attempts: t.Optional(t.Integer({ description: 'claims before the task fails', ...checks({ minimum: 1, maximum: MAX_ATTEMPTS, default: DEFAULT_MAX_ATTEMPTS }) })),
+            dedupe_key: t.Optional(t.String({ description: 'an unfinished task of the queue with this key is returned instead (200)' })),
+            project: t.Optional(t.String({ description: 'the project of paths (alone: recorded only)' })),
+            paths: t.Optional(
+              t.Array(t.String(), {
+                description: 'globs relative to the project root, as for reservations (needs project): a claim takes them as an exclusive reservation',
+              }),
+            ),
+          },
+          {
+            examples: [
+              { title: 'invoice PDFs', payload: { order: 42 }, priority: 0, requires: ['ts'], max_attempts: DEFAULT_MAX_ATTEMPTS, project: 'shop', paths: ['src/billing/**'] },
+            ],
+          },
+        ),
         response: { 200: TaskSchema, 201: TaskSchema },
         maxBody: MAX_TASK_BODY,
         audit: 'task.create',
@@ -194,10 +204,13 @@ export function queueRoutes(ctx: Ctx) {
       {
         params: QueueParams,
         body: t.Optional(
-          t.Object({
-            wait_ms: t.Optional(t.Integer({ description: 'hold up to this long (≤ 60000) for a claimable task' })),
-            visibility_ms: t.Optional(t.Integer({ description: 'requeue (reason timeout) unless acked or extended in time' })),
-          }),
+          t.Object(
+            {
+              wait_ms: t.Optional(t.Integer({ description: 'hold up to this long for a claimable task', ...checks({ minimum: 0, maximum: WAIT_MAX_MS, default: 0 }) })),
+              visibility_ms: t.Optional(VisibilityMs('requeue (reason timeout) unless acked or extended in time; default: no timeout')),
+            },
+            { examples: [{ wait_ms: 0, visibility_ms: 600_000 }] },
+          ),
         ),
         response: { 200: TaskSchema, 204: t.Void({ description: 'nothing claimable by the end of wait_ms' }) },
         audit: 'task.claim',
@@ -206,7 +219,10 @@ export function queueRoutes(ctx: Ctx) {
     )
     .post('/api/tasks/:id/ack', onClaim(ackTask), {
       params: IdParams,
-      body: t.Object({ claim_id: ClaimId, result: t.Optional(t.Any({ description: 'any JSON value, stored (the whole body at most 256 KiB)' })) }),
+      body: t.Object(
+        { claim_id: ClaimId, result: t.Optional(t.Any({ description: 'any JSON value, stored (the whole body at most 256 KiB)' })) },
+        { examples: [{ claim_id: EXAMPLE_CLAIM, result: { pr: 42 } }] },
+      ),
       response: { 200: TaskSchema },
       maxBody: MAX_TASK_BODY,
       audit: 'task.ack',
@@ -214,18 +230,21 @@ export function queueRoutes(ctx: Ctx) {
     })
     .post('/api/tasks/:id/nack', onClaim(nackTask), {
       params: IdParams,
-      body: t.Object({
-        claim_id: ClaimId,
-        error: t.Optional(t.String({ description: 'stored as last_error' })),
-        delay_ms: t.Optional(t.Integer({ description: 'not claimable again before this long' })),
-      }),
+      body: t.Object(
+        {
+          claim_id: ClaimId,
+          error: t.Optional(t.String({ description: 'stored as last_error', ...checks({ maxLength: MAX_ERROR }) })),
+          delay_ms: t.Optional(t.Integer({ description: 'not claimable again before this long', ...checks({ minimum: 0, maximum: TTL_MAX_MS, default: 0 }) })),
+        },
+        { examples: [{ claim_id: EXAMPLE_CLAIM, error: 'tests fail on CI', delay_ms: 5000 }] },
+      ),
       response: { 200: TaskSchema },
       audit: 'task.nack',
       detail: { summary: 'Give a claimed task back: ready again, or failed when its attempts are spent', tags: TAGS },
     })
     .post('/api/tasks/:id/extend', onClaim(extendTask), {
       params: IdParams,
-      body: t.Object({ claim_id: ClaimId, visibility_ms: t.Integer({ description: 'visible_until = now + this' }) }),
+      body: t.Object({ claim_id: ClaimId, visibility_ms: VisibilityMs('visible_until = now + this') }, { examples: [{ claim_id: EXAMPLE_CLAIM, visibility_ms: 600_000 }] }),
       response: { 200: TaskSchema },
       audit: 'task.extend',
       detail: { summary: 'Push back the visibility timeout of a claim', tags: TAGS },
@@ -240,7 +259,10 @@ export function queueRoutes(ctx: Ctx) {
       },
       {
         params: IdParams,
-        body: t.Object({ text: t.String({ description: '1 … 16 KiB: what the next attempt should know' }) }),
+        body: t.Object(
+          { text: t.String({ description: '1 … 16 KiB of UTF-8: what the next attempt should know', ...checks({ minLength: 1 }) }) },
+          { examples: [{ text: 'totals are computed twice, in cart.ts and invoice.ts' }] },
+        ),
         response: { 201: NoteSchema },
         audit: 'task.note',
         detail: {
@@ -317,7 +339,7 @@ export function queueRoutes(ctx: Ctx) {
       {
         params: QueueParams,
         query: t.Object({
-          status: t.Optional(t.String({ description: TASK_STATUSES.join(' | ') })),
+          status: t.Optional(t.String({ description: TASK_STATUSES.join(' | '), ...checks({ enum: TASK_STATUSES }) })),
           limit: t.Optional(t.String({ description: 'at most this many (default: all)' })),
         }),
         response: { 200: t.Array(TaskSchema) },

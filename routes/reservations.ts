@@ -2,12 +2,12 @@
 // check pre-commit hooks run against them.
 import { t } from 'elysia'
 import type { Ctx } from '../services/context'
-import { reasonParam, readerHeartbeat, ttlParam } from '../services/holders'
+import { TTL_MAX_MS, TTL_MIN_MS, reasonParam, readerHeartbeat, ttlParam } from '../services/holders'
 import { assertForce, caller, holderOf, optionalHolder } from '../http/caller'
-import { checkPaths, checkPathsFree, checkProject, releaseReservation, renewReservation, reserve } from '../services/reservations'
+import { MAX_PATHS, checkPaths, checkPathsFree, checkProject, releaseReservation, renewReservation, reserve } from '../services/reservations'
 import { invalid, notFound } from '../lib/errors'
 import { audited } from '../http/audit'
-import { ForceQuery, Nullable } from '../http/models'
+import { ForceQuery, Nullable, checks } from '../http/models'
 import { isSet } from '../http/params'
 
 
@@ -27,7 +27,9 @@ const ConflictsSchema = t.Object({
   conflicts: t.Array(t.Any(), { description: 'empty; a conflict is 409 {error, code, conflicts}' }),
 })
 const IdParams = t.Object({ id: t.String() })
-const Paths = t.Array(t.String(), { description: 'globs relative to the project root (picomatch syntax), 1 … 100' })
+const Paths = t.Array(t.String(), { description: 'globs relative to the project root (picomatch syntax)', ...checks({ minItems: 1, maxItems: MAX_PATHS }) })
+const TtlMs = (description: string) => t.Integer({ description, ...checks({ minimum: TTL_MIN_MS, maximum: TTL_MAX_MS }) })
+const EXAMPLE = { project: 'shop', paths: ['src/auth/**'] }
 
 export function reservationsRoutes(ctx: Ctx) {
   return audited(ctx)
@@ -48,13 +50,16 @@ export function reservationsRoutes(ctx: Ctx) {
         return r
       },
       {
-        body: t.Object({
-          project: t.String(),
-          paths: Paths,
-          exclusive: t.Optional(t.Boolean({ description: 'default true; two shared reservations never conflict' })),
-          ttl_ms: t.Optional(t.Integer({ description: '1000 … 604800000' })),
-          reason: t.Optional(t.String()),
-        }),
+        body: t.Object(
+          {
+            project: t.String(),
+            paths: Paths,
+            exclusive: t.Optional(t.Boolean({ description: 'two shared reservations never conflict', ...checks({ default: true }) })),
+            ttl_ms: t.Optional(TtlMs('default: held until released')),
+            reason: t.Optional(t.String({ description: 'at most 1000 characters' })),
+          },
+          { examples: [{ ...EXAMPLE, exclusive: true, ttl_ms: 1_800_000, reason: 'token fix' }] },
+        ),
         response: { 201: ReservationSchema },
         audit: 'reservation.create',
         detail: {
@@ -69,7 +74,7 @@ export function reservationsRoutes(ctx: Ctx) {
       async ({ body, request }) =>
         checkPathsFree(ctx, await optionalHolder(ctx, request), checkProject(body.project), checkPaths(body.paths)),
       {
-        body: t.Object({ project: t.String(), paths: Paths }),
+        body: t.Object({ project: t.String(), paths: Paths }, { examples: [EXAMPLE] }),
         response: { 200: ConflictsSchema },
         detail: {
           summary: 'Would these paths collide with what others hold exclusively? (pre-commit hooks, CI)',
@@ -110,7 +115,7 @@ export function reservationsRoutes(ctx: Ctx) {
       },
       {
         params: IdParams,
-        body: t.Object({ ttl_ms: t.Integer({ description: '1000 … 604800000; expires_at = now + ttl_ms' }) }),
+        body: t.Object({ ttl_ms: TtlMs('expires_at = now + ttl_ms') }, { examples: [{ ttl_ms: 1_800_000 }] }),
         response: { 200: ReservationSchema },
         audit: 'reservation.renew',
         detail: { summary: 'Renew a reservation (its holder)', tags: ['reservations'] },
