@@ -2,9 +2,30 @@
 import type { Database, Statement } from 'bun:sqlite'
 import type { Dialect, Param, Runner, Stmt } from '../runner'
 
+/**
+ * `sql` with every placeholder (`?`, `?NNN`) outside quotes written `+?`: the same value to
+ * SQLite, but one the query planner cannot look into. A plan that looked at a bound value
+ * (a `LIMIT ?`, an `= ?` column beside an ORDER BY) makes SQLite prepare the statement
+ * again at every bind, which cost more than the statement's run; a statement prepared
+ * once per connection is planned for every value anyway.
+ */
+export function opaqueParams(sql: string): string {
+  let out = ''
+  let quote: string | null = null
+  for (let i = 0; i < sql.length; i++) {
+    const c = sql[i]
+    if (quote) {
+      if (c === quote) quote = null
+    } else if (c === "'" || c === '"') quote = c
+    else if (c === '?') out += '+'
+    out += c
+  }
+  return out
+}
+
 export function sqliteRunner(db: Database): Runner {
   const slots: Statement[] = []
-  const prepared = (s: Stmt<unknown>) => (slots[s.id] ??= db.prepare(s.sql))
+  const prepared = (s: Stmt<unknown>) => (slots[s.id] ??= db.prepare(opaqueParams(s.sql)))
   // A throw becomes a rejection, as on PostgreSQL (inline: these run on every statement).
   return {
     all<Row>(s: Stmt<Row>, ...args: Param[]) {
