@@ -16,7 +16,7 @@
 // attempts disable the webhook; its pending deliveries wait, and enabling sends them
 // oldest first. Delivery is at least once: a receiver dedupes on X-Service-Delivery.
 import type { Ctx } from '../services/context'
-import { log } from '../obs/log'
+import { isOutage, log, logFailure } from '../obs/log'
 import { webhookDeliveries } from '../obs/prometheus'
 import { signatureHeaders } from '../lib/webhook-signature'
 import { matchesAny } from '../lib/glob'
@@ -114,6 +114,41 @@ const takes = (hook: Webhook, event: Event) => matchesAny(hook.patterns, event.t
 
 /** Events that change which deliveries are due (possibly on another replica): look for due work at once. */
 const WAKES = new Set(['webhook.enabled', 'webhook.redelivered', 'webhook.updated'])
+/** The service's own webhook.* events (services/webhooks.ts); a client may publish the same topics with source "". */
+const WEBHOOKS_SOURCE = 'webhooks'
+
+/**
+ * Which webhooks were disabled when each event was published, followed through the event
+ * stream (seeded from the database at start): an event is queued for the webhooks active when
+ * it was published, however late the dispatcher gets to it, so one published while a webhook
+ * was disabled never reaches it after an enable, and one published just before a disable
+ * waits in its backlog.
+ */
+class DisabledAt {
+  private now = new Set<string>()
+  private snapshot: ReadonlySet<string> | null = null
+  seeded = false
+
+  seed(hooks: readonly Webhook[]): void {
+    for (const hook of hooks) if (!hook.active) this.now.add(hook.id)
+    this.snapshot = null
+    this.seeded = true
+  }
+
+  /** Follows `event` and answers the webhooks disabled as of it (null until seeded: then the database's state decides). */
+  follow(event: Event): ReadonlySet<string> | null {
+    const id = (event.data as { id?: unknown } | null)?.id
+    if (event.source === WEBHOOKS_SOURCE && typeof id === 'string') {
+      const before = this.now.size
+      if (event.topic === 'webhook.disabled') this.now.add(id)
+      else if (event.topic === 'webhook.enabled' || event.topic === 'webhook.created' || event.topic === 'webhook.deleted') this.now.delete(id)
+      if (this.now.size !== before) this.snapshot = null
+    }
+    if (!this.seeded) return null
+    // One copy per change, shared by every event until the next one.
+    return (this.snapshot ??= new Set(this.now))
+  }
+}
 
 /** One webhook's work: new deliveries first in line, due retries taking turns with them. */
 interface Lane {
@@ -131,7 +166,8 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
   const workers = new Set<Promise<void>>()
   let leading = ctx.store.isLeader()
   let caughtUp = false
-  let arrived: Event[] = []
+  let arrived: { event: Event; disabled: ReadonlySet<string> | null }[] = []
+  const disabledAt = new DisabledAt()
   let drainQueued = false
   let lookQueued = false
   /** The newest event seen, and the newest written as the cursor (events that matched nothing move it lazily). */
@@ -140,10 +176,23 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
   let cursorAt = 0
   let prunedAt = nowMs()
 
+  // During a database outage every look fails alike: said once, and once more when one succeeds again.
+  let inOutage = false
+  const failed = (what: string, err: unknown, fields: object = {}) => {
+    if (!(inOutage && isOutage(err))) logFailure(what, err, fields)
+    inOutage = isOutage(err)
+  }
+
   // Queueing, catch-up and looks for due work run one at a time, so a delivery is never in two lanes.
   let chain: Promise<void> = Promise.resolve()
   const serial = (task: () => Promise<void>) => {
-    chain = chain.then(task).catch((err) => log.error({ err }, 'webhook dispatch failed'))
+    chain = chain.then(task).then(
+      () => {
+        if (inOutage) log.info('webhook dispatch runs again: the database is back')
+        inOutage = false
+      },
+      (err) => failed('webhook dispatch failed', err),
+    )
   }
 
   function enqueue(webhookId: string, id: number, fresh: boolean): void {
@@ -174,7 +223,9 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
       try {
         if (!(await attemptQueued(webhookId, id))) clear(lane)
       } catch (err) {
-        log.error({ err, webhook: webhookId, delivery: id }, 'webhook delivery could not be recorded')
+        // It stays pending: the next look for due work hands it out again.
+        failed('webhook delivery could not be read or recorded', err, { webhook: webhookId, delivery: id })
+        clear(lane)
       } finally {
         queued.delete(id)
       }
@@ -207,12 +258,16 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
     return after?.active ?? false
   }
 
-  /** Queues `events` for the active webhooks that take them and hands the new rows to their lanes. */
-  async function queueEvents(events: Event[], moveCursor: boolean): Promise<void> {
-    const hooks = await ctx.store.webhooks.active()
+  /**
+   * Queues each event for the webhooks that were active when it was published (`disabled`:
+   * those that were not; null: the ones disabled now) and take it, and hands the new rows to their lanes.
+   */
+  async function queueEvents(batch: { event: Event; disabled: ReadonlySet<string> | null }[], moveCursor: boolean): Promise<void> {
+    const hooks = await ctx.store.webhooks.all()
     const items: { webhook_id: string; event: Event }[] = []
-    for (const event of events) for (const hook of hooks) if (takes(hook, event)) items.push({ webhook_id: hook.id, event })
-    const last = events.at(-1)!.id
+    for (const { event, disabled } of batch)
+      for (const hook of hooks) if ((disabled ? !disabled.has(hook.id) : hook.active) && takes(hook, event)) items.push({ webhook_id: hook.id, event })
+    const last = batch.at(-1)!.event.id
     seen = Math.max(seen, last)
     if (!items.length && !moveCursor) return
     const rows = await ctx.store.write((tx) => tx.webhooks.queue(items, last))
@@ -226,7 +281,7 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
     for (;;) {
       const events = await ctx.store.events.query({ afterId: after, limit: CATCH_UP_PAGE })
       if (!events.length) break
-      await queueEvents(events, true)
+      await queueEvents(events.map((event) => ({ event, disabled: null })), true)
       after = events.at(-1)!.id
     }
     caughtUp = true
@@ -236,9 +291,9 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
     drainQueued = false
     if (!leading) return
     if (!caughtUp) await catchUp()
-    const events = arrived.filter((e) => !isEcho(e))
+    const batch = arrived.filter((a) => !isEcho(a.event))
     arrived = []
-    if (events.length) await queueEvents(events, false)
+    if (batch.length) await queueEvents(batch, false)
   }
 
   /** Hands due deliveries (retries, a woken backlog, redeliveries, work another leader left) to their lanes, oldest first. */
@@ -256,14 +311,17 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
     if (!lookQueued) (lookQueued = true), serial(lookForDue)
   }
 
+  // Every replica follows the stream, so a new leader knows which webhooks were disabled.
   const unlisten = ctx.bus.listen((event) => {
+    const disabled = disabledAt.follow(event)
     if (stopping.signal.aborted || !ctx.store.isLeader()) return
-    arrived.push(event)
+    arrived.push({ event, disabled })
     scheduleDrain()
     if (WAKES.has(event.topic)) scheduleLook()
   })
 
   async function housekeeping(): Promise<void> {
+    if (!disabledAt.seeded) disabledAt.seed(await ctx.store.webhooks.all())
     const now = nowMs()
     if (seen > cursorWritten && now - cursorAt >= CURSOR_EVERY_MS) {
       cursorAt = now
@@ -295,6 +353,8 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
     serial(housekeeping)
   }, TICK_MS)
 
+  // Every replica: a new leader must know which webhooks the stream disabled.
+  serial(async () => disabledAt.seed(await ctx.store.webhooks.all()))
   if (leading) scheduleLook()
 
   return async () => {

@@ -56,9 +56,11 @@ export interface WebhooksStore extends ReturnType<typeof deliveriesReads> {
   get(id: string): Promise<Webhook | null>
   /** The webhook with its secret, for delivery. */
   target(id: string): Promise<WebhookTarget | null>
-  /** The active webhooks (cached between writes where this process is the only writer): treat the array as read-only. */
+  /** Every webhook, active or not (cached between writes where this process is the only writer): treat the array as read-only. */
+  all(): Promise<readonly Webhook[]>
+  /** The active webhooks (cached as `all`): treat the array as read-only. */
   active(): Promise<readonly Webhook[]>
-  /** Forgets the cached active list (a webhook write committed). */
+  /** Forgets the cached lists (a webhook write committed). */
   changed(): void
 }
 
@@ -88,7 +90,6 @@ const FAILED = stmt<Row>(
    WHERE id = ?3 RETURNING *`,
 )
 const ALL = stmt<Row>('SELECT * FROM webhooks ORDER BY id')
-const ACTIVE = stmt<Row>('SELECT * FROM webhooks WHERE active = 1 ORDER BY id')
 const ONE = stmt<Row>('SELECT * FROM webhooks WHERE id = ?')
 
 /** Webhook writes; `changed` runs after the commit (it drops the reader's cached active list). */
@@ -118,27 +119,28 @@ export function webhooksWrites(w: Runner, unit: UnitHooks, changed: () => void):
 }
 
 /**
- * `cache`: keep the active list in memory, dropped after any committed write (every published
- * event asks for it). Only where this process is the database's only writer: on PostgreSQL
- * another replica may change the webhooks at any time.
+ * `cache`: keep the lists in memory, dropped after any committed write (every batch of
+ * published events asks for them). Only where this process is the database's only writer:
+ * on PostgreSQL another replica may change the webhooks at any time.
  */
 export function webhooksStore(r: Runner, cache: boolean): WebhooksStore {
-  let activeCache: Webhook[] | null = null
+  let cached: { all: Webhook[]; active: Webhook[] } | null = null
   // Counts writes, so a read that a commit overtook is answered but not kept.
   let writes = 0
-  const active = async () => (await r.all(ACTIVE)).map(toWebhook)
+  const lists = async () => {
+    if (cached) return cached
+    const seen = writes
+    const all = (await r.all(ALL)).map(toWebhook)
+    const read = { all, active: all.filter((w) => w.active) }
+    if (cache && seen === writes) cached = read
+    return read
+  }
   return {
     ...deliveriesReads(r),
     list: async () => (await r.all(ALL)).map(toWebhook),
-    // The dispatcher (jobs/webhooks.ts) asks one event at a time, so answers keep event order.
-    async active() {
-      if (!cache) return active()
-      if (activeCache) return activeCache
-      const seen = writes
-      const list = await active()
-      if (seen === writes) activeCache = list
-      return list
-    },
+    // The dispatcher (jobs/webhooks.ts) asks one batch of events at a time, so answers keep event order.
+    all: async () => (await lists()).all,
+    active: async () => (await lists()).active,
     get: async (id) => orNull(await r.get(ONE, id)),
     async target(id) {
       const row = await r.get(ONE, id)
@@ -146,7 +148,7 @@ export function webhooksStore(r: Runner, cache: boolean): WebhooksStore {
     },
     changed() {
       writes++
-      activeCache = null
+      cached = null
     },
   }
 }
