@@ -6,7 +6,7 @@
 // operation ids, `{key}` (or `{name}`) for wildcard paths, JSON-only request bodies,
 // the role each operation needs (`x-access`, with its 403) and the checks handlers make
 // themselves (http/models.ts `checks`).
-import { requiredRole } from './access'
+import { READ_ONLY, requiredRole } from './access'
 import { HANDLER_CHECKS } from './models'
 
 type Json = Record<string, any>
@@ -63,7 +63,7 @@ const ERROR_DESCRIPTIONS: Record<number, [name: string, description: string, exa
   403: [
     'Forbidden',
     "The token's role may not make this call (`x-access` names the role it needs: a viewer token may only read, an agent token may not make admin calls), or X-Instance-Token belongs to an instance another token registered",
-    'read-only token',
+    READ_ONLY,
   ],
   404: ['NotFound', 'Unknown resource', 'not found'],
   409: ['Conflict', 'Duplicate id, a lost claim, or a state that forbids the change', 'claim lost'],

@@ -47,6 +47,9 @@ const DeliverySchema = t.Object({
   duration_ms: Nullable(t.Integer()),
 })
 
+/** The receiver the examples name: a loopback one, so that "Try it out" sends nothing off the machine. */
+const EXAMPLE_URL = 'http://127.0.0.1:8080/hooks/muster'
+
 const DeliveryParams = t.Object({ id: t.String(), delivery: t.String({ description: 'a delivery id from GET /api/webhooks/{id}/deliveries' }) })
 
 
@@ -97,12 +100,15 @@ export function webhooksRoutes(ctx: Ctx) {
           secret: body.secret ?? '',
         }),
       {
-        body: t.Object({
-          id: t.String({ description: 'required, unique' }),
-          url: t.String({ description: 'required, http(s) URL that receives POSTs' }),
-          patterns: t.Optional(t.Array(t.String(), { description: 'topic globs, default ["*"]' })),
-          secret: t.Optional(t.String({ description: 'HMAC-SHA256 key (UTF-8 bytes) for X-Service-Signature and the Standard Webhooks webhook-signature; write-only' })),
-        }),
+        body: t.Object(
+          {
+            id: t.String({ description: 'required, unique' }),
+            url: t.String({ description: 'required, http(s) URL that receives POSTs' }),
+            patterns: t.Optional(t.Array(t.String(), { description: 'topic globs, default ["*"]' })),
+            secret: t.Optional(t.String({ description: 'HMAC-SHA256 key (UTF-8 bytes) for X-Service-Signature and the Standard Webhooks webhook-signature; write-only' })),
+          },
+          { examples: [{ id: 'ci', url: EXAMPLE_URL, patterns: ['task.*', 'message.overdue'], secret: 'whsec-example-not-a-real-secret' }] },
+        ),
         response: { 200: WebhookSchema },
         audit: 'webhook.create',
         detail: { summary: 'Create a webhook (409 when the id exists)', tags: ['webhooks'] },
@@ -116,7 +122,7 @@ export function webhooksRoutes(ctx: Ctx) {
           patterns: t.Optional(t.Array(t.String(), { description: 'topic globs, replacing the old ones' })),
           secret: t.Optional(t.String({ description: 'new HMAC-SHA256 key; "" stops signing; write-only' })),
         },
-        { examples: [{ url: 'https://ci.example.com/hooks/muster', patterns: ['task.*', 'message.overdue'] }] },
+        { examples: [{ url: EXAMPLE_URL, patterns: ['task.*', 'message.overdue'] }] },
       ),
       response: { 200: WebhookSchema },
       audit: 'webhook.update',

@@ -1,7 +1,8 @@
 // The OpenAPI document as tools see it: Redocly's recommended rules and
 // swagger-parser accept the live document, openapi-typescript generates a client
 // from it that typechecks, and the conventions (security, {error, code} answers,
-// conditional-request headers, `{key}`, JSON-only bodies) hold for every operation.
+// conditional-request headers, `{key}`, JSON-only bodies, roles) hold for every
+// operation; every success answer has a schema, and bounds are the handlers' own.
 import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -9,6 +10,12 @@ import SwaggerParser from '@apidevtools/swagger-parser'
 import { Elysia, t } from 'elysia'
 import { toOpenAPISchema } from '@elysiajs/openapi'
 import { conformDocument } from '../http/openapi-conform'
+import { requiredRole } from '../http/access'
+import { TTL_MAX_MS, TTL_MIN_MS, WAIT_MAX_MS } from '../services/holders'
+import { LIMIT_MAX } from '../services/locks'
+import { DEFAULT_MAX_ATTEMPTS, MAX_ATTEMPTS, MAX_PRIORITY, TASK_STATUSES } from '../lib/tasks'
+import { IMPORTANCE, MAX_RECIPIENTS } from '../services/messages'
+import { SEVERITIES } from '../validation/rules'
 import { call, startServer, tempDir } from './helpers'
 
 const ROOT = join(import.meta.dir, '..')
@@ -41,10 +48,13 @@ async function run(cmd: string[], cwd = dir) {
 }
 
 describe('linters', () => {
-  test("Redocly's recommended rules: no errors; the only warnings are the open probes having no 4xx", async () => {
+  test("Redocly's recommended rules: no errors; the only warnings are the open probes having no 4xx and the WebSocket no 2xx", async () => {
     const problems = await redocly(file)
     expect(problems.filter((p: string) => p.startsWith('error'))).toEqual([])
     expect(problems.sort()).toEqual([
+      // The upgrade answers 101 Switching Protocols; a 2xx there would be a lie to clients.
+      'warn operation-2xx-response #/paths/~1api~1events~1subscribe/get/responses',
+      // The probes are open and take no input: nothing they could answer with a 4xx.
       'warn operation-4xx-response #/paths/~1health/get/responses',
       'warn operation-4xx-response #/paths/~1livez/get/responses',
       'warn operation-4xx-response #/paths/~1readyz/get/responses',
@@ -60,6 +70,9 @@ describe('linters', () => {
       const plain = (await call(open.api, 'GET', '/openapi.json')).body
       expect(plain.security).toEqual([{}, { instanceToken: [] }])
       expect(Object.keys(plain.components.securitySchemes)).toEqual(['instanceToken'])
+      // Without tokens there are no roles to refuse: the role is stated, no 403 documented.
+      expect(JSON.stringify(plain.paths)).not.toContain('"403"')
+      expect(plain.paths['/api/backup'].get['x-access']).toBe('admin')
       expect(plain.servers).toEqual([{ url: open.api, description: 'this server' }])
       const plainFile = join(dir, 'openapi-no-token.json')
       writeFileSync(plainFile, JSON.stringify(plain))
@@ -119,7 +132,8 @@ describe('a route added later', () => {
     expect(op.operationId).toBe('postLocksAcquire')
     expect(Object.keys(op.requestBody.content)).toEqual(['application/json'])
     expect(op.requestBody.content['application/json'].schema.properties.ttl_ms).toEqual({ type: 'integer' })
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '404', '409', '412', '413', '500'])
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '403', '404', '409', '412', '413', '500'])
+    expect(op['x-access']).toBe('agent')
     expect(op.responses['409']).toEqual({ $ref: '#/components/responses/Conflict' })
     expect(op.parameters.map((p: any) => `${p.in} ${p.name}`)).toEqual(['path name', 'query if_version', 'header If-Match'])
     const laterFile = join(dir, 'openapi-later.json')
@@ -194,5 +208,66 @@ describe('conventions on every operation', () => {
     expect(types.length).toBeGreaterThan(25)
     expect(Object.keys(doc.paths['/api/events/subscribe'])).toEqual(['get'])
     expect(Object.keys(doc.paths['/api/events/subscribe'].get.responses)).toContain('101')
+  })
+})
+
+describe('what clients and "Try it out" read', () => {
+  /** Reads that answer the stored value as it is: any bytes, with the Content-Type it was written with. */
+  const RAW_READS = ['get /api/contracts/{project}/{name}', 'get /api/specs/{project}/{name}', 'get /api/state/{key}']
+  /** The router's pattern of a document path (access.ts keys its lists by it). */
+  const pattern = (path: string) => (path === '/api/state/{key}' || path === '/api/locks/{name}' ? path.replace(/\{\w+\}$/, '*') : path.replace(/\{(\w+)\}/g, ':$1'))
+  const schemaOf = (path: string, method: string) => doc.paths[path][method].requestBody.content['application/json'].schema
+
+  test('every success answer has a schema, but the raw reads of a stored value', () => {
+    const free: string[] = []
+    for (const { path, method, op } of operations)
+      for (const [status, answer] of Object.entries<any>(op.responses))
+        if (status.startsWith('2'))
+          for (const media of Object.values<any>(answer.content ?? {})) if (!media.schema || Object.keys(media.schema).length === 0) free.push(`${method} ${path}`)
+    expect(free.sort()).toEqual(RAW_READS)
+    expect(doc.paths['/api/state'].get.responses['200'].content['application/json'].schema.items.required).toEqual(['key', 'version', 'content_type', 'updated_at'])
+  })
+
+  test('every operation states the role it needs, as access.ts decides it; those a viewer or agent token may not call document 403', () => {
+    for (const { path, method, op } of operations) {
+      const role = requiredRole(method.toUpperCase(), pattern(path))
+      expect([method, path, op['x-access']]).toEqual([method, path, role])
+      const open = op.security?.length === 0
+      expect([method, path, op.responses['403']]).toEqual([method, path, role === 'viewer' || open ? undefined : { $ref: '#/components/responses/Forbidden' }])
+    }
+    const roles = operations.map(({ op }) => op['x-access'])
+    expect(new Set(roles)).toEqual(new Set(['viewer', 'agent', 'admin']))
+    expect(doc.paths['/api/backup'].get['x-access']).toBe('admin')
+    expect(doc.paths['/api/reservations/check'].post['x-access']).toBe('viewer')
+  })
+
+  test('bounds, defaults and allowed values are the constants the handlers check', () => {
+    const lock = schemaOf('/api/locks/{name}', 'put').properties
+    expect(lock.ttl_ms).toEqual(expect.objectContaining({ type: 'integer', minimum: TTL_MIN_MS, maximum: TTL_MAX_MS }))
+    expect(lock.wait_ms).toEqual(expect.objectContaining({ minimum: 0, maximum: WAIT_MAX_MS, default: 0 }))
+    expect(lock.limit).toEqual(expect.objectContaining({ minimum: 1, maximum: LIMIT_MAX }))
+    const task = schemaOf('/api/queues/{queue}/tasks', 'post').properties
+    expect(task.priority).toEqual(expect.objectContaining({ minimum: -MAX_PRIORITY, maximum: MAX_PRIORITY, default: 0 }))
+    expect(task.max_attempts).toEqual(expect.objectContaining({ minimum: 1, maximum: MAX_ATTEMPTS, default: DEFAULT_MAX_ATTEMPTS }))
+    expect(schemaOf('/api/queues/{queue}/claim', 'post').properties.visibility_ms).toEqual(expect.objectContaining({ minimum: TTL_MIN_MS, maximum: TTL_MAX_MS }))
+    const message = schemaOf('/api/messages', 'post').properties
+    expect(message.importance).toEqual(expect.objectContaining({ enum: [...IMPORTANCE], default: 'normal' }))
+    expect(message.to).toEqual(expect.objectContaining({ minItems: 1, maxItems: MAX_RECIPIENTS }))
+    expect(schemaOf('/api/rules/propose', 'post').properties.severity).toEqual(expect.objectContaining({ enum: [...SEVERITIES], default: 'error' }))
+    const status = doc.paths['/api/queues/{queue}/tasks'].get.parameters.find((p: any) => p.name === 'status')
+    expect(status.schema.enum).toEqual([...TASK_STATUSES])
+    // The handlers' own checks are moved into the document, never left under their private key.
+    expect(JSON.stringify(doc)).not.toContain('x-handler-checks')
+  })
+
+  test('every request body has an example (restore takes a backup file); an optional body is not required', () => {
+    const missing = operations
+      .filter(({ op }) => op.requestBody)
+      .filter(({ op }) => !Object.values<any>(op.requestBody.content).some((m) => m.example !== undefined || m.schema?.examples?.length))
+      .map(({ path, method }) => `${method} ${path}`)
+    expect(missing).toEqual(['post /api/restore'])
+    expect(doc.paths['/api/locks/{name}'].put.requestBody.required).toBe(false)
+    expect(doc.paths['/api/queues/{queue}/claim'].post.requestBody.required).toBe(false)
+    expect(doc.paths['/api/reservations'].post.requestBody.required).toBe(true)
   })
 })
