@@ -21,6 +21,8 @@ export const ForceQuery = t.Object({ force: t.Optional(t.String({ description: '
 export const HANDLER_CHECKS = 'x-handler-checks'
 
 export interface HandlerChecks {
+  /** What the value is to clients, when the router takes it as a string (a query parameter). */
+  type?: 'integer'
   minimum?: number
   maximum?: number
   minLength?: number
@@ -33,6 +35,17 @@ export interface HandlerChecks {
 
 /** Options to spread into a TypeBox schema: `t.Integer({ description, ...checks({ minimum: TTL_MIN_MS, maximum: TTL_MAX_MS }) })`. */
 export const checks = (c: HandlerChecks) => ({ [HANDLER_CHECKS]: c })
+
+/** Entries a listing answers when its `limit` (or `last`) is not given. */
+export const DEFAULT_LIMIT = 50
+
+/**
+ * An optional integer query parameter that the handler reads with http/params.ts intParam and these
+ * same bounds: a string to the router, so a bad one gets intParam's message; an integer with its
+ * bounds and default in the document.
+ */
+export const IntQuery = (description: string, c: { minimum: number; maximum?: number; default?: number }) =>
+  t.Optional(t.String({ description, ...checks({ type: 'integer', ...c }) }))
 
 /** The answer of a DELETE that names what it deleted: the key, `project/name`, or the id. */
 export const Deleted = t.Object({ deleted: t.String({ description: 'what was deleted' }) })

@@ -4,6 +4,7 @@ import type { Ctx } from '../services/context'
 import { intParam, timeParam } from '../http/params'
 import { audited } from '../http/audit'
 import { invalid } from '../lib/errors'
+import { DEFAULT_LIMIT, IntQuery } from '../http/models'
 
 const AuditEntry = t.Object({
   id: t.Integer(),
@@ -39,7 +40,7 @@ export function auditRoutes(ctx: Ctx) {
           action: query.action || undefined,
           from: timeParam(query.from, 'from'),
           to: timeParam(query.to, 'to'),
-          limit: intParam(query.limit, 'limit', 50, 1),
+          limit: intParam(query.limit, 'limit', DEFAULT_LIMIT, 1),
           offset: offsetParam(query.offset),
         }),
       {
@@ -48,8 +49,8 @@ export function auditRoutes(ctx: Ctx) {
           action: t.Optional(t.String()),
           from: t.Optional(t.String({ description: 'RFC 3339' })),
           to: t.Optional(t.String({ description: 'RFC 3339' })),
-          limit: t.Optional(t.String({ description: 'default 50' })),
-          offset: t.Optional(t.String({ description: 'entries to skip, newest first (paging); default 0' })),
+          limit: IntQuery('at most this many', { minimum: 1, default: DEFAULT_LIMIT }),
+          offset: IntQuery('entries to skip, newest first (paging)', { minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 }),
         }),
         response: { 200: t.Array(AuditEntry) },
         detail: { summary: 'Audit entries, newest first', tags: ['audit'] },

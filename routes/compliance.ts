@@ -4,6 +4,7 @@ import type { Ctx } from '../services/context'
 import { runCompliance } from '../services/compliance'
 import { intParam } from '../http/params'
 import { noteAudit, audited } from '../http/audit'
+import { DEFAULT_LIMIT, IntQuery } from '../http/models'
 
 const tags = ['compliance']
 
@@ -30,12 +31,12 @@ export function complianceRoutes(ctx: Ctx) {
       ({ query }) =>
         ctx.store.compliance.history({
           instance_id: query.instance_id || undefined,
-          limit: intParam(query.limit, 'limit', 50, 1),
+          limit: intParam(query.limit, 'limit', DEFAULT_LIMIT, 1),
         }),
       {
         query: t.Object({
           instance_id: t.Optional(t.String({ description: 'default: all instances' })),
-          limit: t.Optional(t.String({ description: 'default 50' })),
+          limit: IntQuery('at most this many', { minimum: 1, default: DEFAULT_LIMIT }),
         }),
         response: { 200: t.Array(ComplianceRun) },
         detail: { summary: 'Compliance runs, newest first', tags },

@@ -10,6 +10,7 @@ import { DELIVERY_HEADER } from '../jobs/webhooks'
 import { errorResponse } from '../http/errors'
 import { intParam, timeParam } from '../http/params'
 import { audited } from '../http/audit'
+import { DEFAULT_LIMIT, IntQuery } from '../http/models'
 import { waitParam } from '../services/holders'
 import { waitForEvents } from '../services/watches'
 
@@ -25,7 +26,7 @@ export const EventSchema = t.Object({
 
 const SubscribeQuery = t.Object({
   pattern: t.Optional(t.String({ description: 'topic glob, default *' })),
-  after_id: t.Optional(t.String({ description: 'first replay stored events with a greater id, then stream live ones' })),
+  after_id: IntQuery('first replay stored events with a greater id, then stream live ones', { minimum: 0 }),
   token: t.Optional(t.String({ description: 'the bearer token, for browsers that cannot set headers' })),
 })
 
@@ -103,7 +104,7 @@ export function eventsRoutes(ctx: Ctx) {
           from: timeParam(query.from, 'from'),
           to: timeParam(query.to, 'to'),
           afterId,
-          limit: intParam(query.last, 'last', 50, 1),
+          limit: intParam(query.last, 'last', DEFAULT_LIMIT, 1),
         }
         const wait = afterId === undefined ? undefined : waitParam(query.wait)
         if (afterId === undefined || wait === undefined) return ctx.store.events.query(q)
@@ -111,12 +112,12 @@ export function eventsRoutes(ctx: Ctx) {
       },
       {
         query: t.Object({
-          last: t.Optional(t.String({ description: 'at most this many events, default 50' })),
+          last: IntQuery('at most this many events', { minimum: 1, default: DEFAULT_LIMIT }),
           topic: t.Optional(t.String({ description: 'topic glob, default *' })),
           from: t.Optional(t.String({ description: 'RFC 3339, inclusive' })),
           to: t.Optional(t.String({ description: 'RFC 3339, inclusive' })),
           source: t.Optional(t.String({ description: 'exact source, e.g. state' })),
-          after_id: t.Optional(t.String({ description: 'resume: only ids greater than this, oldest first' })),
+          after_id: IntQuery('resume: only ids greater than this, oldest first', { minimum: 0 }),
           wait: t.Optional(t.String({ description: 'with after_id: hold until a matching event exists, up to this long (e.g. 25s, at most 60s); [] when none came' })),
         }),
         response: { 200: t.Array(EventSchema) },

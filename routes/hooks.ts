@@ -5,7 +5,7 @@ import type { Ctx } from '../services/context'
 import { handleHook, hookHeaders, HOOK_AGENTS, type HookEvent } from '../services/hooks'
 import type { HookAgent } from '../store/sessions'
 import { invalid, notFound } from '../lib/errors'
-import { Nullable, checks } from '../http/models'
+import { IntQuery, Nullable, checks } from '../http/models'
 import { audited } from '../http/audit'
 import { credentialFor } from '../http/caller'
 
@@ -21,6 +21,9 @@ const SessionSchema = t.Object({
 })
 
 const MAX_ID = 1000
+/** Sessions GET /api/sessions answers by default, and at most. */
+const SESSIONS_LIMIT = 1000
+const SESSIONS_MAX = 10_000
 
 /** The event as the agent sent it: a JSON object with a session_id and a hook_event_name (else 400). */
 function hookEvent(raw: unknown): HookEvent {
@@ -71,12 +74,12 @@ export function hooksRoutes(ctx: Ctx) {
     .get(
       '/api/sessions',
       async ({ query }) => {
-        const limit = query.limit === undefined ? 1000 : Number(query.limit)
-        if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw invalid('invalid limit: expected an integer from 1 to 10000')
+        const limit = query.limit === undefined ? SESSIONS_LIMIT : Number(query.limit)
+        if (!Number.isInteger(limit) || limit < 1 || limit > SESSIONS_MAX) throw invalid(`invalid limit: expected an integer from 1 to ${SESSIONS_MAX}`)
         return ctx.store.sessions.list(limit)
       },
       {
-        query: t.Object({ limit: t.Optional(t.String({ description: '1 … 10000, default 1000' })) }),
+        query: t.Object({ limit: IntQuery('at most this many', { minimum: 1, maximum: SESSIONS_MAX, default: SESSIONS_LIMIT }) }),
         response: { 200: t.Array(SessionSchema) },
         detail: { summary: 'Agent hook sessions, newest first (tokens never shown)', tags: ['hooks'] },
       },

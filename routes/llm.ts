@@ -5,7 +5,7 @@ import type { Ctx } from '../services/context'
 import { GROUP_BY, type GroupBy, type LlmFilter } from '../store/llm'
 import { intParam, timeParam } from '../http/params'
 import { audited } from '../http/audit'
-import { checks } from '../http/models'
+import { DEFAULT_LIMIT, IntQuery, checks } from '../http/models'
 import { recordLlmUsage } from '../services/llm'
 
 // Bounds far beyond any real call, so that sums of many records stay finite and exact enough.
@@ -85,14 +85,14 @@ export function llmRoutes(ctx: Ctx) {
     .get(
       '/api/llm/usage',
       ({ query }) =>
-        ctx.store.llm.list(pickFilter(query), timeParam(query.from, 'from'), timeParam(query.to, 'to'), intParam(query.limit, 'limit', 50, 1)),
+        ctx.store.llm.list(pickFilter(query), timeParam(query.from, 'from'), timeParam(query.to, 'to'), intParam(query.limit, 'limit', DEFAULT_LIMIT, 1)),
       {
         query: t.Object({
           instance: t.Optional(t.String()),
           project: t.Optional(t.String()),
           session_tag: t.Optional(t.String()),
           ...Window,
-          limit: t.Optional(t.String({ description: 'default 50' })),
+          limit: IntQuery('at most this many', { minimum: 1, default: DEFAULT_LIMIT }),
         }),
         response: { 200: t.Array(UsageRecord) },
         detail: {

@@ -8,7 +8,7 @@ import type { InboxMessage } from '../store/messages'
 import { audited } from '../http/audit'
 import { holderOf, optionalHolder, readerOf } from '../http/caller'
 import { intParam, isSet } from '../http/params'
-import { IdParams, Nullable, checks } from '../http/models'
+import { IdParams, IntQuery, Nullable, checks } from '../http/models'
 import { waitParam } from '../services/holders'
 import {
   ACK_WITHIN_MAX_MS,
@@ -129,8 +129,8 @@ export function messagesRoutes(ctx: Ctx) {
       },
       {
         query: t.Object({
-          after: t.Optional(t.String({ description: 'only ids above this (the previous answer\'s cursor)' })),
-          limit: t.Optional(t.String({ description: `default ${INBOX_LIMIT}, at most ${INBOX_MAX}` })),
+          after: IntQuery("only ids above this (the previous answer's cursor)", { minimum: 0, default: 0 }),
+          limit: IntQuery('at most this many', { minimum: 1, maximum: INBOX_MAX, default: INBOX_LIMIT }),
           unacked: t.Optional(t.String({ description: '1: leave out acked messages' })),
           wait: t.Optional(t.String({ description: 'hold while nothing is there, up to this long (e.g. 25s, at most 60s); then 200 with []' })),
         }),
@@ -180,7 +180,7 @@ export function messagesRoutes(ctx: Ctx) {
           from: t.Optional(t.String({ description: 'sender name ("human" for people)' })),
           to: t.Optional(t.String({ description: 'a recipient name; "*" for broadcasts' })),
           thread: t.Optional(t.String()),
-          limit: t.Optional(t.String({ description: `default ${INBOX_LIMIT}, at most ${INBOX_MAX}` })),
+          limit: IntQuery('at most this many', { minimum: 1, maximum: INBOX_MAX, default: INBOX_LIMIT }),
         }),
         response: { 200: t.Array(MessageSchema) },
         detail: { summary: 'Search messages, newest first', tags: TAGS },

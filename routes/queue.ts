@@ -3,7 +3,7 @@
 // caller is the claimer, or the note's author). claim_id appears only in the
 // claimer's claim and ack answers; every task answer carries its notes.
 import { t } from 'elysia'
-import { IdParams, checks } from '../http/models'
+import { IdParams, IntQuery, checks } from '../http/models'
 import type { Ctx } from '../services/context'
 import type { AuditScope } from '../services/audit'
 import { audited, noteAudit } from '../http/audit'
@@ -340,7 +340,7 @@ export function queueRoutes(ctx: Ctx) {
         params: QueueParams,
         query: t.Object({
           status: t.Optional(t.String({ description: TASK_STATUSES.join(' | '), ...checks({ enum: TASK_STATUSES }) })),
-          limit: t.Optional(t.String({ description: 'at most this many (default: all)' })),
+          limit: IntQuery('at most this many (default: all)', { minimum: 1 }),
         }),
         response: { 200: t.Array(TaskSchema) },
         detail: { summary: "A queue's tasks in claim order (priority, then creation)", tags: TAGS },

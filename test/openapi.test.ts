@@ -14,7 +14,8 @@ import { requiredRole } from '../http/access'
 import { TTL_MAX_MS, TTL_MIN_MS, WAIT_MAX_MS } from '../services/holders'
 import { LIMIT_MAX } from '../services/locks'
 import { DEFAULT_MAX_ATTEMPTS, MAX_ATTEMPTS, MAX_PRIORITY, TASK_STATUSES } from '../lib/tasks'
-import { IMPORTANCE, MAX_RECIPIENTS } from '../services/messages'
+import { IMPORTANCE, INBOX_LIMIT, INBOX_MAX, MAX_RECIPIENTS } from '../services/messages'
+import { DEFAULT_LIMIT } from '../http/models'
 import { SEVERITIES } from '../validation/rules'
 import { call, startServer, tempDir } from './helpers'
 
@@ -254,8 +255,11 @@ describe('what clients and "Try it out" read', () => {
     expect(message.importance).toEqual(expect.objectContaining({ enum: [...IMPORTANCE], default: 'normal' }))
     expect(message.to).toEqual(expect.objectContaining({ minItems: 1, maxItems: MAX_RECIPIENTS }))
     expect(schemaOf('/api/rules/propose', 'post').properties.severity).toEqual(expect.objectContaining({ enum: [...SEVERITIES], default: 'error' }))
-    const status = doc.paths['/api/queues/{queue}/tasks'].get.parameters.find((p: any) => p.name === 'status')
-    expect(status.schema.enum).toEqual([...TASK_STATUSES])
+    const query = (path: string, name: string) => doc.paths[path].get.parameters.find((p: any) => p.name === name).schema
+    expect(query('/api/queues/{queue}/tasks', 'status').enum).toEqual([...TASK_STATUSES])
+    // Query parameters the handler reads as integers are integers to clients, with the handler's bounds.
+    expect(query('/api/audit', 'limit')).toEqual(expect.objectContaining({ type: 'integer', minimum: 1, default: DEFAULT_LIMIT }))
+    expect(query('/api/inbox', 'limit')).toEqual(expect.objectContaining({ type: 'integer', minimum: 1, maximum: INBOX_MAX, default: INBOX_LIMIT }))
     // The handlers' own checks are moved into the document, never left under their private key.
     expect(JSON.stringify(doc)).not.toContain('x-handler-checks')
   })
