@@ -198,8 +198,8 @@ describe('delivery', () => {
 
   test('10 consecutive failures disable the webhook; enable resets it and sends the backlog; a success resets fail_count', async () => {
     await create({ id: 'failing', url: hookUrl('/fail'), patterns: ['fail.*'] })
-    const backlog = []
-    for (let i = 0; i < 12; i++) backlog.push(await publish('fail.x', i))
+    const published: number[] = []
+    for (let i = 0; i < 12; i++) published.push((await publish('fail.x', i)).id)
     const disabled = await eventually(async () => {
       const h = await hook('failing')
       return !h.active && h
@@ -212,13 +212,18 @@ describe('delivery', () => {
     await Bun.sleep(150)
     expect(at('/fail').length).toBe(10)
 
-    // The receiver is back: enabling sends the 12 undelivered events, oldest first; not the one published while disabled.
+    // Its backlog: the 10 failed ones and any of the 12 published before the tenth failure disabled it.
+    const backlog = ((await api('GET', '/api/webhooks/failing/deliveries?state=pending&limit=200')).body.deliveries as any[]).map((d) => d.event_id).reverse()
+    expect(backlog.slice(0, 10)).toEqual(published.slice(0, 10))
+    expect(published.slice(0, backlog.length)).toEqual(backlog)
+    // The receiver is back: enabling sends the backlog, oldest first; not the one published while disabled.
     statusOf['/fail'] = 200
     const enabled = await api('POST', '/api/webhooks/failing/enable')
     expect(enabled.status).toBe(200)
     expect(enabled.body).toMatchObject({ id: 'failing', active: true, fail_count: 0 })
-    await eventually(() => at('/fail').length === 22)
-    expect(at('/fail').slice(10).map((r) => JSON.parse(r.body).id)).toEqual(backlog.map((e) => e.id))
+    await eventually(() => at('/fail').length === 10 + backlog.length)
+    await Bun.sleep(150)
+    expect(at('/fail').slice(10).map((r) => JSON.parse(r.body).id)).toEqual(backlog)
     statusOf['/fail'] = 500
     // three more failures count up from zero; one success resets to zero
     for (let i = 0; i < 3; i++) await publish('fail.x', `again ${i}`)
