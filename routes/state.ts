@@ -1,7 +1,7 @@
 // /api/state: the versioned key/value store.
 import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
-import { CasQuery, Deleted, withExample } from '../http/models'
+import { CasQuery, Deleted, IntQuery, withExample } from '../http/models'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { deleteState, putState, rollbackState } from '../services/state'
@@ -105,7 +105,10 @@ export function stateRoutes(ctx: Ctx) {
         return { key: r.key, version: r.version, hash: r.hash, rolled_back: r.rolled_back, updated_at: r.updated_at }
       },
       {
-        query: t.Object({ rollback: t.Optional(t.String({ description: 'the version to store again (>= 1)' })), if_version: t.Optional(t.String()) }),
+        query: t.Object({
+          rollback: IntQuery('the version to store again', { minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+          if_version: t.Optional(t.String({ description: 'compare-and-swap on the current version' })),
+        }),
         response: { 200: RolledBack },
         audit: 'state.rollback',
         detail: { summary: 'Roll back: store version N as a new version', tags: ['state'] },
