@@ -268,9 +268,9 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
     for (const { event, disabled } of batch)
       for (const hook of hooks) if ((disabled ? !disabled.has(hook.id) : hook.active) && takes(hook, event)) items.push({ webhook_id: hook.id, event })
     const last = batch.at(-1)!.event.id
-    seen = Math.max(seen, last)
-    if (!items.length && !moveCursor) return
+    if (!items.length && !moveCursor) return void (seen = Math.max(seen, last))
     const rows = await ctx.store.write((tx) => tx.webhooks.queue(items, last))
+    seen = Math.max(seen, last)
     cursorWritten = last
     for (const row of rows) enqueue(row.webhook_id, row.id, true)
   }
@@ -293,7 +293,13 @@ export function startWebhookDispatcher(ctx: Ctx): () => Promise<void> {
     if (!caughtUp) await catchUp()
     const batch = arrived.filter((a) => !isEcho(a.event))
     arrived = []
-    if (batch.length) await queueEvents(batch, false)
+    try {
+      if (batch.length) await queueEvents(batch, false)
+    } catch (err) {
+      // Not queued, and the cursor did not pass them: the next look catches up from it.
+      caughtUp = false
+      throw err
+    }
   }
 
   /** Hands due deliveries (retries, a woken backlog, redeliveries, work another leader left) to their lanes, oldest first. */
