@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHmac } from 'node:crypto'
 import { rmSync } from 'node:fs'
 import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
-import { PG_BASE, databaseFor, rawQuery } from './pg'
+import { PG_BASE, databaseFor, pgBinaries, rawQuery, startCluster } from './pg'
 import { MAX_ATTEMPTS, RETRY_CAP_MS, retryDelay } from '../jobs/webhooks'
 
 type Received = { path: string; headers: Record<string, string>; body: any; raw: string; at: number }
@@ -403,4 +403,31 @@ describe('durability', () => {
       await other.cleanup()
     }
   }, 40_000)
+
+  test.skipIf(!PG_BASE || !pgBinaries())('PostgreSQL: a pending delivery survives a database outage and goes once it is back', async () => {
+    // A cluster of its own: the suite's shared one must keep running.
+    const cluster = await startCluster(pgBinaries()!)
+    let server: TestServer | null = null
+    try {
+      const sql = new (await import('bun')).SQL(`${cluster.url}/postgres`)
+      await sql.unsafe('CREATE DATABASE muster_outage')
+      await sql.close()
+      server = await startServer({ args: ['--database', `${cluster.url}/muster_outage`] })
+      expect((await call(server.api, 'POST', '/api/webhooks', { id: 'outage', url: hookUrl('/outage'), patterns: ['outage.*'] })).status).toBe(200)
+      status['/outage'] = 503
+      const e = (await call(server.api, 'POST', '/api/events/publish', { topic: 'outage.x' })).body
+      await eventually(() => at('/outage').length === 1, 10_000)
+      await cluster.down()
+      delete status['/outage']
+      await Bun.sleep(3000) // its retry falls due while the database is away
+      await cluster.up()
+      await eventually(() => at('/outage').length >= 2, 15_000)
+      expect(at('/outage').every((r) => r.body.id === e.id)).toBe(true)
+      const after = (await call(server.api, 'POST', '/api/events/publish', { topic: 'outage.y' })).body
+      await eventually(() => at('/outage').some((r) => r.body.id === after.id), 10_000)
+    } finally {
+      await server?.cleanup()
+      await cluster.stop()
+    }
+  }, 60_000)
 })
