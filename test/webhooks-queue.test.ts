@@ -96,6 +96,27 @@ describe('retries', () => {
     expect((await api('GET', '/api/webhooks/blip')).body.fail_count).toBe(0)
   })
 
+  test(`a delivery is failed for good at its ${MAX_ATTEMPTS}th failed attempt, and not tried again`, async () => {
+    await create('doomed', '/doomed', ['doomed.*'])
+    status['/doomed'] = 500
+    const e = await publish('doomed.x')
+    await eventually(async () => (await deliveries('doomed'))[0]?.attempts === 1)
+    // Seven failed attempts in the past (hours of retries), the eighth due now: set behind the server's back.
+    await rawQuery(s.dataDir, `UPDATE webhook_deliveries SET attempts = ?, next_attempt_at = '2000-01-01T00:00:00.000Z' WHERE webhook_id = 'doomed'`, MAX_ATTEMPTS - 1)
+    const [d] = await eventually(async () => {
+      const list = await deliveries('doomed')
+      return list[0]?.state === 'failed' && list
+    })
+    expect(d).toMatchObject({ event_id: e.id, state: 'failed', attempts: MAX_ATTEMPTS, next_attempt_at: null, ok: false, status: 500, error: 'HTTP 500' })
+    expect(at('/doomed').length).toBe(2)
+    await Bun.sleep(2600)
+    expect(at('/doomed').length).toBe(2)
+    // Redelivery starts it over.
+    delete status['/doomed']
+    expect((await api('POST', `/api/webhooks/doomed/deliveries/${d.id}/redeliver`)).body).toMatchObject({ state: 'pending', attempts: 0 })
+    await eventually(async () => (await deliveries('doomed'))[0]?.state === 'delivered')
+  })
+
   test('no head-of-line blocking: new events go at once while an old one waits; a dead receiver is disabled within seconds', async () => {
     await create('dead', '/dead', ['dead.*'])
     status['/dead'] = 500
