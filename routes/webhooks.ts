@@ -78,7 +78,7 @@ async function checkChange(ctx: Ctx, body: { url?: string; patterns?: string[]; 
 }
 
 function deliveryId(text: string): number {
-  if (!/^[1-9]\d{0,15}$/.test(text)) throw invalid(`invalid delivery: expected a delivery id (a positive integer), got "${text}"`)
+  if (!/^[1-9]\d{0,14}$/.test(text)) throw invalid(`invalid delivery: expected a delivery id (a positive integer), got "${text}"`)
   return Number(text)
 }
 
