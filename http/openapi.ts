@@ -25,7 +25,8 @@ const DOCS_PAGE = `<!doctype html>
 `
 
 // validatorUrl null: Swagger UI would otherwise send the document to validator.swagger.io.
-const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#docs', deepLinking: true, validatorUrl: null })\n`
+// showExtensions: each operation shows the role it needs (x-access).
+const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#docs', deepLinking: true, validatorUrl: null, showExtensions: true })\n`
 
 const hidden = { detail: { hide: true } }
 
