@@ -7,6 +7,7 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import SwaggerParser from '@apidevtools/swagger-parser'
+import Ajv2020 from 'ajv/dist/2020'
 import { Elysia, t } from 'elysia'
 import { toOpenAPISchema } from '@elysiajs/openapi'
 import { conformDocument } from '../http/openapi-conform'
@@ -270,6 +271,12 @@ describe('what clients and "Try it out" read', () => {
       .filter(({ op }) => !Object.values<any>(op.requestBody.content).some((m) => m.example !== undefined || m.schema?.examples?.length))
       .map(({ path, method }) => `${method} ${path}`)
     expect(missing).toEqual(['post /api/restore'])
+    // Each example keeps the bounds and types its own schema states (the server accepting it: openapi-tryout.test.ts).
+    const ajv = new Ajv2020({ strict: false }) // OpenAPI 3.1 schemas are JSON Schema 2020-12
+    for (const { path, method, op } of operations) {
+      const schema = op.requestBody?.content['application/json']?.schema
+      for (const example of schema?.examples ?? []) expect([method, path, ajv.validate(schema, example) || ajv.errorsText()]).toEqual([method, path, true])
+    }
     expect(doc.paths['/api/locks/{name}'].put.requestBody.required).toBe(false)
     expect(doc.paths['/api/queues/{queue}/claim'].post.requestBody.required).toBe(false)
     expect(doc.paths['/api/reservations'].post.requestBody.required).toBe(true)
