@@ -1,6 +1,6 @@
 // Audit log: append-only record of every mutating API call.
 import { nowIso } from '../lib/time'
-import { int, stmt, type Runner } from './runner'
+import { int, send, stmt, type Runner } from './runner'
 
 export interface AuditEntry {
   id: number
@@ -59,7 +59,7 @@ type SummaryRow = { g: number; k: string | null; n: number; actors: number; reso
 const INSERT = stmt('INSERT INTO audit (timestamp, actor, action, resource, detail, outcome) VALUES (?, ?, ?, ?, ?, ?)')
 
 export function auditWrites(w: Runner): AuditWrites {
-  return { append: async (e) => void (await w.run(INSERT, nowIso(), e.actor, e.action, e.resource, e.detail, e.outcome)) }
+  return { append: (e) => send(w, INSERT, nowIso(), e.actor, e.action, e.resource, e.detail, e.outcome) }
 }
 
 export function auditStore(r: Runner): AuditStore {

@@ -30,6 +30,17 @@ export interface Runner {
   get<Row>(s: Stmt<Row>, ...args: Param[]): Promise<Row | null>
   /** How many rows the statement changed. */
   run(s: Stmt<unknown>, ...args: Param[]): Promise<number>
+  /**
+   * Runs a write whose answer nobody reads, inside the running unit: PostgreSQL sends it
+   * without waiting (the unit's end waits for it, and its failure fails the unit). A
+   * runner without it runs the statement as `run`.
+   */
+  send?(s: Stmt<unknown>, ...args: Param[]): Promise<void>
+}
+
+/** `s` through the runner's `send` where it has one, else `run`. */
+export function send(w: Runner, s: Stmt<unknown>, ...args: Param[]): Promise<void> {
+  return w.send ? w.send(s, ...args) : w.run(s, ...args).then(() => {})
 }
 
 /** The few fragments the two backends spell differently. */

@@ -1,12 +1,13 @@
-// Event history on PostgreSQL. Ids come from a counter row updated in the
-// publishing unit, so they are strictly increasing in commit order with no gap
-// (a rolled-back unit takes its id back), which the event feed and `after_id`
-// resume rely on across replicas.
+// Event history on PostgreSQL. Ids come from a counter row, read and written under
+// the write lock by the transaction that publishes (store/pg/units.ts), so they are
+// strictly increasing in commit order with no gap (a rolled-back unit takes its ids
+// back), which the event feed and `after_id` resume rely on across replicas.
 import type { SQL } from 'bun'
 import { globRegex, matchesAll } from '../../lib/glob'
 import { nowIso } from '../../lib/time'
 import { ECHO, type Event, type EventsStore, type EventsWrites } from '../events'
-import { q, type PgUnits } from './db'
+import { q, toPg } from './db'
+import type { PgUnits } from './units'
 import { int } from '../runner'
 
 export function toEvent(r: Record<string, unknown>): Event {
@@ -18,12 +19,8 @@ export function toEvent(r: Record<string, unknown>): Event {
 
 export const EVENTS_CHANNEL = 'muster_events'
 
-// One round trip: the next id, the row, and the NOTIFY that PostgreSQL sends to every replica at COMMIT.
-const insert = q<{ id: string }>(
-  `WITH n AS (UPDATE event_counter SET value = value + 1 WHERE id = 1 RETURNING value),
-   e AS (INSERT INTO events (id, topic, data, source, created_at, echo) SELECT value, ?, ?, ?, ?, ? FROM n RETURNING id)
-   SELECT e.id, pg_notify('${EVENTS_CHANNEL}', e.id::text) FROM e`,
-)
+// Sent without waiting: the id is the unit's, the counter and the NOTIFY go with the COMMIT.
+const INSERT = toPg('INSERT INTO events (id, topic, data, source, created_at, echo) VALUES (?, ?, ?, ?, ?, ?)')
 const pruneBelow = q('DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)')
 const last = q<{ id: string | null }>('SELECT MAX(id) AS id FROM events')
 
@@ -31,7 +28,8 @@ export function pgEventsWrites(u: PgUnits): EventsWrites {
   return {
     async append(topic, data, source, echo) {
       const created_at = nowIso()
-      const id = int((await insert.get(u.tx, topic, JSON.stringify(data ?? null), source, created_at, echo ? 1 : 0))!.id)
+      const id = u.nextEventId()
+      u.send(INSERT, [id, topic, JSON.stringify(data ?? null), source, created_at, echo ? 1 : 0])
       const event: Event = { id, topic, data: data ?? null, source, created_at }
       if (echo) event[ECHO] = true
       return event

@@ -1,6 +1,6 @@
 // The Store on PostgreSQL (--database postgres://…): the same interfaces as the
 // embedded SQLite store, for any number of replicas sharing one database. Writes
-// are serialized cluster-wide (store/pg/db.ts PgUnits), events reach every
+// are serialized cluster-wide (store/pg/units.ts), events reach every
 // replica's listeners in id order (store/pg/feed.ts), jobs run on one leader
 // (store/pg/leader.ts), and nothing is cached that another replica could change.
 import type { SQL } from 'bun'
@@ -10,7 +10,8 @@ import type { UnitHooks } from '../runner'
 import { removeStaleTemps, tempPath } from '../backup'
 import type { Store } from '../types'
 import { tables } from '../tables'
-import { connect, migrate, PG_MIGRATIONS, PgUnits } from './db'
+import { connect, migrate, PG_MIGRATIONS } from './db'
+import { PgUnits } from './units'
 import { pgStartError } from './errors'
 import { EventFeed } from './feed'
 import { Leader } from './leader'
@@ -52,7 +53,7 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
   const unit: UnitHooks = { afterCommit: (fn) => current!.afterCommit(fn) }
   const { reads, tx } = tables({
     reads: pgRunner(() => sql),
-    writes: pgRunner(() => units.tx),
+    writes: pgRunner(() => units.tx, units),
     dialect: PG,
     docs: pgDocs(sql, units),
     events,

@@ -2,15 +2,22 @@
 // running unit's transaction (writes), each turned into `$n` form once.
 import type { Dialect, Runner, Stmt } from '../runner'
 import { exec, toPg, type Handle } from './db'
+import type { PgUnits } from './units'
 
-/** `handle` is asked on every call: for writes it is the transaction of the unit running now. */
-export function pgRunner(handle: () => Handle): Runner {
+/**
+ * `handle` is asked on every call: for writes it is the transaction of the unit running now,
+ * and `units` (writes only) sends the statements whose answers nobody reads.
+ */
+export function pgRunner(handle: () => Handle, units?: PgUnits): Runner {
   const texts: string[] = []
-  const run = async <Row>(s: Stmt<Row>, args: unknown[]) => exec<Row>(handle(), (texts[s.id] ??= toPg(s.sql)), args)
+  const text = (s: Stmt<unknown>) => (texts[s.id] ??= toPg(s.sql))
+  const run = async <Row>(s: Stmt<Row>, args: unknown[]) => exec<Row>(handle(), text(s), args)
+  const resolved = Promise.resolve()
   return {
     all: (s, ...args) => run(s, args),
     get: async (s, ...args) => (await run(s, args))[0] ?? null,
     run: async (s, ...args) => (await run(s, args)).count,
+    send: units ? (s, ...args) => (units.send(text(s), args), resolved) : undefined,
   }
 }
 

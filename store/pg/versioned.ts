@@ -6,7 +6,8 @@ import type { SQL } from 'bun'
 import { notFound } from '../../lib/errors'
 import { nowIso } from '../../lib/time'
 import { checkCondition, floorOf, hasExcess, prunedVersion, sha256, type Doc, type DocMeta, type Docs, type HistoryItem, type WriteCondition } from '../versioned'
-import { q, type PgUnits } from './db'
+import { q, toPg } from './db'
+import type { PgUnits } from './units'
 
 const META = 'v.key, v.version, v.hash, v.content_type, v.updated_at'
 const current = q<Doc>(`SELECT ${META}, v.value FROM doc_current c JOIN doc_versions v ON v.id = c.version_id WHERE c.space = ? AND c.key = ?`)
@@ -19,8 +20,8 @@ const list = q<Omit<DocMeta, 'hash'>>(
 )
 const history = q<HistoryItem>('SELECT version, hash, updated_at FROM doc_versions WHERE space = ? AND key = ? ORDER BY version DESC LIMIT ?')
 const count = q<{ n: number }>('SELECT COUNT(*)::int AS n FROM doc_current WHERE space = ?')
-// One round trip: the new version and the current pointer moved to it.
-const append = q(
+// One statement, sent without waiting: the new version and the current pointer moved to it.
+const APPEND = toPg(
   `WITH v AS (INSERT INTO doc_versions (space, key, version, hash, content_type, updated_at, value)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id)
    INSERT INTO doc_current (space, key, version_id) SELECT ?1, ?2, id FROM v
@@ -47,7 +48,7 @@ export function pgDocs(sql: SQL, u: PgUnits): Docs {
   const write = async (space: string, key: string, value: Uint8Array, contentType: string, cur: DocMeta | null): Promise<DocMeta> => {
     const v = cur ? cur.version + 1 : ((await maxVersion.get(u.tx, space, key))?.v ?? 0) + 1
     const meta: DocMeta = { key, version: v, hash: sha256(value), content_type: contentType, updated_at: nowIso() }
-    await append.run(u.tx, space, key, v, meta.hash, contentType, meta.updated_at, value)
+    u.send(APPEND, [space, key, v, meta.hash, contentType, meta.updated_at, value])
     return meta
   }
   /** Throws the 404 of a pruned version when `v` is below the key's oldest kept one. */

@@ -1,0 +1,216 @@
+// Units of work on PostgreSQL, with group commit as on SQLite: the units waiting when a
+// transaction starts share it, each in a savepoint of its own (one that throws rolls
+// back alone, its events and audit entry with it), so a burst pays for one COMMIT.
+// Every transaction first takes an advisory lock, so transactions run one at a time
+// across every replica: a unit's reads and checks see every earlier unit's commit (as
+// SQLite's single writer gives), and events get ids in commit order with no gap. A
+// unit's promise resolves after COMMIT; its after-commit hooks run then, in order.
+//
+// Round trips, not PostgreSQL's work, are what a unit waits on, so statements are
+// pipelined on the transaction's connection: BEGIN, the lock and the event counter go
+// in one; a statement whose answer nobody reads (`send`: a new version row, an event,
+// an audit entry) goes out without waiting and is answered together with the unit's
+// RELEASE (or, for a unit alone in its transaction, with the COMMIT). Event ids are
+// counted here from the counter read under the lock, and the counter is written once,
+// with one NOTIFY for the whole transaction, just before COMMIT.
+import type { ReservedSQL, SQL } from 'bun'
+import type { UnitHooks } from '../runner'
+import { int } from '../runner'
+import { log } from '../../obs/log'
+import { exec, unavailableOr, WRITE_LOCK, type Handle } from './db'
+import { EVENTS_CHANNEL } from './events'
+
+/** At most this many units share a transaction (keeps one failing COMMIT's reach bounded). */
+const MAX_BATCH = 64
+
+const LOCK = `SELECT pg_advisory_xact_lock(${WRITE_LOCK})`
+const COUNTER = 'SELECT value FROM event_counter WHERE id = 1'
+const SET_COUNTER = 'UPDATE event_counter SET value = $1 WHERE id = 1'
+// Other replicas read every event after their last one when told of any newer one: one NOTIFY (sent at COMMIT) names the newest.
+const NOTIFY = `SELECT pg_notify('${EVENTS_CHANNEL}', $1)`
+
+type Pending = {
+  fn: (unit: UnitHooks) => unknown
+  resolve: (value: unknown) => void
+  reject: (err: unknown) => void
+  hooks: (() => void)[]
+}
+
+/** Waits for every promise; the first rejection's reason, or undefined when all were fulfilled. */
+async function firstError(ps: Promise<unknown>[]): Promise<unknown> {
+  for (const r of await Promise.allSettled(ps)) if (r.status === 'rejected') return r.reason ?? new Error('statement failed')
+  return undefined
+}
+
+export class PgUnits {
+  private queue: Pending[] = []
+  private draining = false
+  private held: Promise<void> | null = null
+  private inTx: Promise<unknown> | null = null
+  private release: (() => void) | null = null
+  private current: Handle | null = null
+  /** Statements of the running unit sent without waiting for their answers. */
+  private sent: Promise<unknown>[] = []
+  /** The last event id handed out in the running transaction. */
+  private lastEvent = 0
+
+  constructor(private sql: SQL) {}
+
+  /** The running unit's transaction; store writes run their statements on it. */
+  get tx(): Handle {
+    if (!this.current) throw new Error('store write outside a unit of work')
+    return this.current
+  }
+
+  /** Runs a statement (`$n` text) in the running unit without waiting for it: its failure fails the unit. */
+  send(text: string, args: unknown[]): void {
+    const p = exec(this.tx, text, args)
+    p.catch(() => {})
+    this.sent.push(p)
+  }
+
+  /** The id of the running unit's next event (gapless: a unit that fails gives its ids back). */
+  nextEventId(): number {
+    void this.tx
+    return ++this.lastEvent
+  }
+
+  run<T>(fn: (unit: UnitHooks) => Promise<T> | T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, hooks: [] })
+      if (!this.draining) void this.drain()
+    })
+  }
+
+  /**
+   * Runs transactions while units wait. `draining` is cleared in the same synchronous
+   * step that finds the queue empty (one async function, no await in between), so a
+   * unit queued by a caller resumed right after (a microtask) starts the next drain.
+   */
+  private async drain(): Promise<void> {
+    this.draining = true
+    try {
+      while (this.queue.length) {
+        if (this.held) await this.held
+        const batch = this.queue.splice(0, MAX_BATCH)
+        try {
+          await (this.inTx = this.transaction(batch))
+        } finally {
+          this.inTx = null
+        }
+      }
+    } finally {
+      this.draining = false
+    }
+  }
+
+  /** One transaction for `batch`: each unit settles here, after COMMIT or with its error. */
+  private async transaction(batch: Pending[]): Promise<void> {
+    let conn: ReservedSQL
+    try {
+      conn = await this.sql.reserve()
+    } catch (err) {
+      for (const p of batch) p.reject(unavailableOr(err))
+      return
+    }
+    const results: { ok: boolean; value: unknown }[] = []
+    try {
+      const [, , counter] = await Promise.all([conn.unsafe('BEGIN').execute(), conn.unsafe(LOCK).execute(), conn.unsafe(COUNTER).execute()])
+      const first = (this.lastEvent = int((counter as { value: unknown }[])[0].value))
+      // Alone, a unit needs no savepoint: if it throws, the transaction rolls back with it,
+      // and its unanswered statements go with the COMMIT.
+      if (batch.length === 1) {
+        try {
+          results.push({ ok: true, value: await this.unit(conn, batch[0]) })
+        } catch (err) {
+          await firstError(this.takeSent())
+          // A ROLLBACK that fails leaves the connection in a transaction: released so, it is closed, never pooled.
+          await conn.unsafe('ROLLBACK').catch(() => {})
+          return batch[0].reject(err)
+        }
+        await this.commit(conn, [...this.takeSent(), ...this.ending(conn, first)])
+      } else {
+        for (const p of batch) {
+          const before = this.lastEvent
+          this.sent.push(conn.unsafe('SAVEPOINT unit').execute())
+          try {
+            const value = await this.unit(conn, p)
+            this.sent.push(conn.unsafe('RELEASE SAVEPOINT unit').execute())
+            const err = await firstError(this.takeSent())
+            if (err) throw err
+            results.push({ ok: true, value })
+          } catch (err) {
+            // Every statement sent has answered (in order) before the rollback goes out.
+            await firstError(this.takeSent())
+            await Promise.all([conn.unsafe('ROLLBACK TO SAVEPOINT unit').execute(), conn.unsafe('RELEASE SAVEPOINT unit').execute()])
+            this.lastEvent = before
+            results.push({ ok: false, value: err })
+          }
+        }
+        await this.commit(conn, this.ending(conn, first))
+      }
+    } catch (err) {
+      // The transaction could not start or commit (or a rollback failed): nothing of the batch is durable.
+      for (const p of batch) p.reject(unavailableOr(err))
+      return
+    } finally {
+      this.sent = []
+      void conn.release()
+    }
+    batch.forEach((p, i) => {
+      const r = results[i]
+      if (!r.ok) return p.reject(r.value)
+      for (const hook of p.hooks) {
+        try {
+          hook()
+        } catch (err) {
+          log.error({ err }, 'after-commit hook failed')
+        }
+      }
+      p.resolve(r.value)
+    })
+  }
+
+  /**
+   * COMMIT after `before` (sent already): throws when any of them failed, or when PostgreSQL
+   * answered the COMMIT with ROLLBACK (a statement failed whose error someone caught).
+   */
+  private async commit(conn: ReservedSQL, before: Promise<unknown>[]): Promise<void> {
+    const commit = conn.unsafe('COMMIT').execute()
+    const err = await firstError([...before, commit])
+    if (err) throw err
+    if ((await commit).command !== 'COMMIT') throw new Error('the transaction was rolled back: a statement in it failed')
+  }
+
+  /** The counter and the NOTIFY when the transaction wrote events (sent just before COMMIT). */
+  private ending(conn: ReservedSQL, first: number): Promise<unknown>[] {
+    if (this.lastEvent === first) return []
+    return [conn.unsafe(SET_COUNTER, [this.lastEvent]).execute(), conn.unsafe(NOTIFY, [String(this.lastEvent)]).execute()]
+  }
+
+  private takeSent(): Promise<unknown>[] {
+    const sent = this.sent
+    this.sent = []
+    return sent
+  }
+
+  private async unit(h: Handle, p: Pending): Promise<unknown> {
+    this.current = h
+    try {
+      return await p.fn({ afterCommit: (hook) => void p.hooks.push(hook) })
+    } finally {
+      this.current = null
+    }
+  }
+
+  /** Lets the running transaction finish, and holds later units back until resume() (restore). */
+  async pause(): Promise<void> {
+    this.held = new Promise<void>((resolve) => (this.release = resolve))
+    await this.inTx?.catch(() => {})
+  }
+
+  resume(): void {
+    this.release?.()
+    this.held = this.release = null
+  }
+}
