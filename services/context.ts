@@ -9,7 +9,6 @@ import type { TokenIds } from './token-ids'
 import type { Credentials } from './credentials'
 import type { LockLines } from './locks'
 import type { Watches } from './watches'
-import type { DeliveryLog } from './delivery-log'
 import type { Releaser } from './releasers'
 import type { ImplicitHeartbeats } from './implicit-heartbeat'
 import type { Background } from '../lib/background'
@@ -40,8 +39,6 @@ export interface Ctx {
   credentials: Credentials
   /** Long polls on state keys and event history. */
   watches: Watches
-  /** Each webhook's latest delivery attempts. */
-  deliveries: DeliveryLog
   /** One per primitive (locks, reservations, task claims): what runs when a TTL ends or an instance goes away. */
   releasers: readonly Releaser[]
   /** Base URL of the API as bound (filled in once listening), e.g. http://127.0.0.1:9800 */

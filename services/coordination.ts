@@ -1,8 +1,8 @@
 // What one server keeps in memory beside its store, built once by app.ts after the bus
 // and put on the context: the callers waiting in line for locks, claims and long-poll
 // watches (each set's wake-up listener attached to the bus here, so the commit of a
-// write wakes its waiters from the first request on), the webhook delivery log, and
-// the releasers that run when a TTL ends or an instance goes away.
+// write wakes its waiters from the first request on), the token caches, and the
+// releasers that run when a TTL ends or an instance goes away.
 import type { Bus } from './bus'
 import type { Ctx } from './context'
 import { lockLines, lockReleaser } from './locks'
@@ -13,7 +13,7 @@ import { InboxWaiters } from './messages'
 import { TokenIds } from './token-ids'
 import { Credentials } from './credentials'
 
-export type Coordination = Pick<Ctx, 'lockLines' | 'claimWaiters' | 'inboxWaiters' | 'tokens' | 'credentials' | 'watches' | 'deliveries' | 'releasers'>
+export type Coordination = Pick<Ctx, 'lockLines' | 'claimWaiters' | 'inboxWaiters' | 'tokens' | 'credentials' | 'watches' | 'releasers'>
 
 /** Held requests end when `shutdown` is aborted. */
 export function coordination(bus: Bus, shutdown: AbortSignal): Coordination {
@@ -24,7 +24,6 @@ export function coordination(bus: Bus, shutdown: AbortSignal): Coordination {
     tokens: new TokenIds(bus),
     credentials: new Credentials(bus),
     watches: watchWaiters(bus, shutdown),
-    deliveries: new Map(),
     // In this order their release events are written within one unit.
     releasers: [claimReleaser, lockReleaser, reservationReleaser],
   }

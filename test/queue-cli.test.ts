@@ -27,13 +27,13 @@ describe('muster task', () => {
     const c = await cli('task', 'claim', 'cli-q', '--visibility', '5m')
     expect(c.code).toBe(0)
     expect(c.json).toMatchObject({ id: a.json.id, status: 'claimed' })
-    expect(identityOf(dir).claims).toEqual({ [a.json.id]: c.json.claim_id })
-    expect(identityOf(dir).instance_token).toBeString()
+    expect(identityOf(dir)!.claims).toEqual({ [a.json.id]: c.json.claim_id })
+    expect(identityOf(dir)!.instance_token).toBeString()
 
     const done = await cli('task', 'ack', String(a.json.id), '--result', '{"ok":true}')
     expect(done.code).toBe(0)
     expect(done.json).toMatchObject({ status: 'done', result: { ok: true } })
-    expect(identityOf(dir).claims).toBeUndefined()
+    expect(identityOf(dir)!.claims).toBeUndefined()
 
     const list = await cli('task', 'list', 'cli-q')
     // Claim order: priority 2 before 0.
@@ -64,7 +64,7 @@ describe('muster task', () => {
     const lost = await cli('task', 'ack', String(u.id))
     expect(lost.code).toBe(1)
     expect(lost.error).toEqual({ error: 'claim lost', code: 409 })
-    expect(identityOf(dir).claims).toBeUndefined()
+    expect(identityOf(dir)!.claims).toBeUndefined()
   })
 
   test('usage errors: no saved claim, bad JSON, bad duration, missing --title (exit 2)', async () => {
