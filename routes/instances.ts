@@ -1,10 +1,10 @@
 // /api/instances: the agent registry. Registration returns the instance token
 // once; only its hash is stored, and no other answer carries it.
 import { t } from 'elysia'
-import { IdParams } from '../http/models'
+import { IdParams, checks } from '../http/models'
 import type { Ctx } from '../services/context'
 import type { AuditScope } from '../services/audit'
-import { activateInstance, assertManages, deregisterInstance, found, heartbeat, registerInstance, setCapabilities, setIntent } from '../services/instances'
+import { CAPABILITY_MAX_LENGTH, MAX_CAPABILITIES, MAX_TEXT, activateInstance, assertManages, deregisterInstance, found, heartbeat, registerInstance, setCapabilities, setIntent } from '../services/instances'
 import { audited } from '../http/audit'
 import { credentialFor } from '../http/caller'
 
@@ -22,11 +22,11 @@ const InstanceSchema = t.Object({
 
 const RegisterBody = t.Object(
   {
-    name: t.String({ description: 'required' }),
-    workspace: t.Optional(t.String({ description: 'a project name here makes compliance check its contracts' })),
-    intent: t.Optional(t.String({ description: 'current task' })),
-    stack: t.Optional(t.String()),
-    capabilities: t.Optional(t.Array(t.String())),
+    name: t.String({ description: 'required', ...checks({ minLength: 1, maxLength: MAX_TEXT }) }),
+    workspace: t.Optional(t.String({ description: 'a project name here makes compliance check its contracts', ...checks({ maxLength: MAX_TEXT }) })),
+    intent: t.Optional(t.String({ description: 'current task', ...checks({ maxLength: MAX_TEXT }) })),
+    stack: t.Optional(t.String({ ...checks({ maxLength: MAX_TEXT }) })),
+    capabilities: t.Optional(t.Array(t.String({ ...checks({ minLength: 1, maxLength: CAPABILITY_MAX_LENGTH }) }), { ...checks({ maxItems: MAX_CAPABILITIES }) })),
   },
   { examples: [{ name: 'ada', workspace: 'shop', intent: 'token rotation', stack: 'typescript', capabilities: ['ts', 'auth'] }] },
 )

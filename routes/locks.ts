@@ -2,7 +2,7 @@
 import { t } from 'elysia'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
-import { TTL_MAX_MS, TTL_MIN_MS, WAIT_MAX_MS, reasonParam, readerHeartbeat, ttlParam, waitMsParam } from '../services/holders'
+import { TTL_MAX_MS, TTL_MIN_MS, WAIT_MAX_MS, reasonParam, readerHeartbeat, ttlParam, waitMsParam, REASON_MAX } from '../services/holders'
 import { assertForce, caller, holderOf } from '../http/caller'
 import { LIMIT_MAX, acquireLock, forceReleaseLock, getLock, listLocks, releaseLock } from '../services/locks'
 import { audited } from '../http/audit'
@@ -37,7 +37,7 @@ const AcquireBody = t.Optional(
       wait_ms: t.Optional(t.Integer({ description: 'wait in line up to this long for a free slot', ...checks({ minimum: 0, maximum: WAIT_MAX_MS, default: 0 }) })),
       // No default in the document: left out, a renewal or a later holder takes the lock's limit as it is.
       limit: t.Optional(t.Integer({ description: 'holders at once (1 for a new lock); set by the first grant', ...checks({ minimum: 1, maximum: LIMIT_MAX }) })),
-      reason: t.Optional(t.String({ description: 'at most 1000 characters' })),
+      reason: t.Optional(t.String({ description: 'why, for the people and agents who find it held', ...checks({ maxLength: REASON_MAX }) })),
     },
     { examples: [{ ttl_ms: 60_000, wait_ms: 0, reason: 'running the migration' }] },
   ),

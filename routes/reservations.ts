@@ -2,7 +2,7 @@
 // check pre-commit hooks run against them.
 import { t } from 'elysia'
 import type { Ctx } from '../services/context'
-import { TTL_MAX_MS, TTL_MIN_MS, reasonParam, readerHeartbeat, ttlParam } from '../services/holders'
+import { TTL_MAX_MS, TTL_MIN_MS, reasonParam, readerHeartbeat, ttlParam, REASON_MAX } from '../services/holders'
 import { assertForce, caller, holderOf, optionalHolder } from '../http/caller'
 import { MAX_PATHS, checkPaths, checkPathsFree, checkProject, releaseReservation, renewReservation, reserve } from '../services/reservations'
 import { invalid, notFound } from '../lib/errors'
@@ -56,7 +56,7 @@ export function reservationsRoutes(ctx: Ctx) {
             paths: Paths,
             exclusive: t.Optional(t.Boolean({ description: 'two shared reservations never conflict', ...checks({ default: true }) })),
             ttl_ms: t.Optional(TtlMs('default: held until released')),
-            reason: t.Optional(t.String({ description: 'at most 1000 characters' })),
+            reason: t.Optional(t.String({ description: 'why, for the people and agents who find it held', ...checks({ maxLength: REASON_MAX }) })),
           },
           { examples: [{ ...EXAMPLE, exclusive: true, ttl_ms: 1_800_000, reason: 'token fix' }] },
         ),

@@ -46,10 +46,13 @@ export async function withHolders<T extends { instance_id: string }>(ctx: Ctx, r
   return rows.map((r) => ({ ...views.get(r.instance_id)!, ...r }))
 }
 
-/** An optional free-text `reason`: null when absent, at most 1,000 characters. */
+/** The longest reason a grant keeps. */
+export const REASON_MAX = 1000
+
+/** An optional free-text `reason`: null when absent, at most REASON_MAX characters. */
 export function reasonParam(reason: unknown): string | null {
   if (reason === undefined || reason === null) return null
-  if (typeof reason !== 'string' || reason.length > 1000) throw invalid('invalid reason: expected a string of at most 1000 characters')
+  if (typeof reason !== 'string' || reason.length > REASON_MAX) throw invalid(`invalid reason: expected a string of at most ${REASON_MAX} characters`)
   return reason
 }
 

@@ -12,8 +12,9 @@ import { forbidden, invalid, notFound } from '../lib/errors'
 import { recordAudit, type AuditScope, type Caller } from './audit'
 import { releaseHeld } from './releasers'
 
-const MAX_TEXT = 1000
-const MAX_CAPABILITIES = 100
+export const MAX_TEXT = 1000
+export const MAX_CAPABILITIES = 100
+export const CAPABILITY_MAX_LENGTH = 200
 
 function checkText(field: string, value: string | undefined): void {
   if (value !== undefined && value.length > MAX_TEXT) throw invalid(`invalid ${field}: at most ${MAX_TEXT} characters`)
@@ -22,7 +23,7 @@ function checkText(field: string, value: string | undefined): void {
 export function checkCapabilities(caps: string[] | undefined): string[] | undefined {
   if (caps === undefined) return undefined
   if (caps.length > MAX_CAPABILITIES) throw invalid(`invalid capabilities: at most ${MAX_CAPABILITIES}`)
-  if (caps.some((c) => c.trim() === '' || c.length > 200)) throw invalid('invalid capabilities: each must be 1 to 200 characters')
+  if (caps.some((c) => c.trim() === '' || c.length > CAPABILITY_MAX_LENGTH)) throw invalid(`invalid capabilities: each must be 1 to ${CAPABILITY_MAX_LENGTH} characters`)
   return [...new Set(caps)]
 }
 
