@@ -201,7 +201,11 @@ export function createTask(
   })
 }
 
-/** Candidates read per query while a claim skips held-back tasks: most claims take the first. */
+/**
+ * Candidates read per query while a claim skips held-back tasks: most claims take the
+ * first, so the first read is short (each row read is a row built), later ones longer.
+ */
+const FIRST_BATCH = 4
 const SCAN_BATCH = 32
 
 interface Attempt {
@@ -225,7 +229,8 @@ function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, que
     const heldBy = new Set<string>()
     let found: ClaimCandidate | null = null
     for (let after: ClaimCursor | null = null; !found; ) {
-      const batch = await tx.queue.claimable(queue, me.capabilities, at, after, SCAN_BATCH)
+      const limit = after ? SCAN_BATCH : FIRST_BATCH
+      const batch = await tx.queue.claimable(queue, me.capabilities, at, after, limit)
       for (const t of batch) {
         if (!t.paths || !(await overlapsIn(tx.reservations, t.project!, t.paths, true, me.id)).length) {
           found = t
@@ -233,7 +238,7 @@ function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, que
         }
         heldBy.add(t.project!)
       }
-      if (batch.length < SCAN_BATCH) break
+      if (batch.length < limit) break
       after = batch[batch.length - 1]!
     }
     if (!found) return { task: null, next: await tx.queue.nextAvailable(queue, me.capabilities, at), heldBy: [...heldBy] }

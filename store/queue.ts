@@ -218,6 +218,27 @@ const COUNTS = stmt<{ queue: string; status: TaskStatus; n: number | string }>(
   'SELECT queue, status, COUNT(*) AS n FROM tasks GROUP BY queue, status ORDER BY queue',
 )
 
+/**
+ * The distinct `requires` of a queue's ready tasks, smallest first, one index seek each
+ * (tasks_claim_requires: queue, status, requires, priority DESC, id): a claim then reads
+ * only the sets its claimer meets, in claim order within each, however many tasks it
+ * cannot take are ahead of them. Sets are few (the capability lists tasks ask for).
+ */
+const READY_SETS = stmt<{ requires: string }>(
+  `WITH RECURSIVE sets (requires) AS (
+     SELECT MIN(requires) FROM tasks WHERE queue = ? AND status = 'ready'
+     UNION ALL
+     SELECT (SELECT MIN(t.requires) FROM tasks t WHERE t.queue = ? AND t.status = 'ready' AND t.requires > sets.requires) FROM sets WHERE sets.requires IS NOT NULL
+   ) SELECT requires FROM sets WHERE requires IS NOT NULL`,
+)
+const NEXT_OF_SET = stmt<{ id: number | string; priority: number | string; project: string | null; paths: string | null }>(
+  `SELECT id, priority, project, paths FROM tasks WHERE queue = ? AND status = 'ready' AND requires = ? AND (available_at IS NULL OR available_at <= ?)
+   AND ${AFTER} ${CLAIM_ORDER} LIMIT ?`,
+)
+const NEXT_AVAILABLE = stmt<{ at: string | null }>(
+  `SELECT MIN(available_at) AS at FROM tasks WHERE queue = ? AND status = 'ready' AND requires = ? AND available_at > ?`,
+)
+
 type NoteRow = { task_id: number | string; at: string; by_name: string; attempt: number | string; text: string }
 
 /** The notes of a page of tasks in one query, grouped by task, oldest first. */
@@ -245,20 +266,19 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
   const statuses = stmt<{ id: number; status: TaskStatus }>(
     `SELECT t.id, t.status FROM ${d.elements('?')} JOIN tasks t ON t.id = CAST(x.value AS INTEGER) WHERE t.queue = ? ORDER BY x.key`,
   )
-  // Every entry of the task's `requires` is among the capabilities (a JSON array parameter).
-  const capable = d.within('tasks.requires', '?')
-  const next = stmt<{ id: number | string; priority: number | string; project: string | null; paths: string | null }>(
-    `SELECT id, priority, project, paths FROM tasks WHERE queue = ? AND status = 'ready' AND (available_at IS NULL OR available_at <= ?) AND ${capable}
-     AND ${AFTER} ${CLAIM_ORDER} LIMIT ?`,
-  )
   const claimable = async (queue: string, caps: string[], at: string, after: ClaimCursor | null, limit: number): Promise<ClaimCandidate[]> => {
     const c = after ?? START
-    const rows = await w.all(next, queue, at, JSON.stringify(caps), c.priority, c.priority, c.id, limit)
+    const lists = []
+    for (const requires of await takeable(queue, caps)) lists.push(await w.all(NEXT_OF_SET, queue, requires, at, c.priority, c.priority, c.id, limit))
+    // Each list in claim order: the first `limit` of them all, in claim order.
+    const rows = lists.length === 1 ? lists[0]! : lists.flat().sort((a, b) => int(b.priority) - int(a.priority) || int(a.id) - int(b.id)).slice(0, limit)
     return rows.map((r) => ({ id: int(r.id), priority: int(r.priority), project: r.project, paths: r.paths === null ? null : JSON.parse(r.paths) }))
   }
-  const nextAvailable = stmt<{ at: string | null }>(
-    `SELECT MIN(available_at) AS at FROM tasks WHERE queue = ? AND status = 'ready' AND available_at > ? AND ${capable}`,
-  )
+  /** The `requires` sets of the queue's ready tasks that a claimer with `caps` meets, as stored. */
+  const takeable = async (queue: string, caps: string[]): Promise<string[]> => {
+    const have = new Set(caps)
+    return (await w.all(READY_SETS, queue, queue)).map((r) => r.requires).filter((set) => (JSON.parse(set) as string[]).every((c) => have.has(c)))
+  }
   return {
     async insert(t, st, lastError) {
       const at = nowIso()
@@ -276,7 +296,14 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
     statuses: async (queue, ids) => (ids.length ? w.all(statuses, JSON.stringify(ids), queue) : []),
     nextClaimable: async (queue, caps, at) => (await claimable(queue, caps, at, null, 1))[0] ?? null,
     claimable,
-    nextAvailable: async (queue, caps, at) => (await w.get(nextAvailable, queue, at, JSON.stringify(caps)))?.at ?? null,
+    async nextAvailable(queue, caps, at) {
+      let first: string | null = null
+      for (const requires of await takeable(queue, caps)) {
+        const next = (await w.get(NEXT_AVAILABLE, queue, requires, at))?.at ?? null
+        if (next !== null && (first === null || next < first)) first = next
+      }
+      return first
+    },
     async claim(id, c) {
       const at = nowIso()
       const visibleUntil = c.visibilityMs === null ? null : afterMs(at, c.visibilityMs)
