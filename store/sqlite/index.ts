@@ -15,7 +15,7 @@ import type { Store } from '../types'
 import { tables } from '../tables'
 import { VersionedDocs } from './versioned'
 import { eventsStore, eventsWrites } from './events'
-import { sqliteRunner, SQLITE } from './runner'
+import { committedReads, sqliteRunner, SQLITE } from './runner'
 
 const DB_FILE = 'muster.db'
 
@@ -85,7 +85,7 @@ function build(writer: Database, reader: Database, unit: UnitHooks, listeners: L
   const events = { reads: eventsStore(reader), writes: eventsWrites(writer) }
   const docs = new VersionedDocs(reader, writer, unit, cacheBytes)
   return tables({
-    reads: sqliteRunner(reader),
+    reads: committedReads(writer, reader),
     writes: sqliteRunner(writer),
     dialect: SQLITE,
     docs,

@@ -52,6 +52,23 @@ export function sqliteRunner(db: Database): Runner {
   }
 }
 
+/**
+ * The reads of committed data: on the writer connection whenever it has no transaction
+ * open (nothing uncommitted to see there, and its page cache is warm), else on the reader.
+ * The reader's cache is dropped at every commit (WAL): a key lookup on it after each write
+ * read its pages again from the WAL. Statements run synchronously, so no unit can begin
+ * during a read. Writes outside a unit stay refused, as on the reader alone.
+ */
+export function committedReads(writer: Database, reader: Database): Runner {
+  const w = sqliteRunner(writer)
+  const r = sqliteRunner(reader)
+  return {
+    all: (s, ...args) => (writer.inTransaction ? r : w).all(s, ...args),
+    get: (s, ...args) => (writer.inTransaction ? r : w).get(s, ...args),
+    run: (s, ...args) => r.run(s, ...args),
+  }
+}
+
 export const SQLITE: Dialect = {
   elements: (p) => `json_each(${p}) AS x`,
   hasElement: (column, p) => `EXISTS (SELECT 1 FROM json_each(${column}) WHERE value = ${p})`,
