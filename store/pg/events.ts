@@ -6,7 +6,8 @@ import type { SQL } from 'bun'
 import { globRegex, matchesAll } from '../../lib/glob'
 import { nowIso } from '../../lib/time'
 import { ECHO, type Event, type EventsStore, type EventsWrites } from '../events'
-import { q, toPg } from './db'
+import { q } from './db'
+import { sendable } from './send'
 import type { PgUnits } from './units'
 import { int } from '../runner'
 
@@ -20,7 +21,7 @@ export function toEvent(r: Record<string, unknown>): Event {
 export const EVENTS_CHANNEL = 'muster_events'
 
 // Sent without waiting: the id is the unit's, the counter and the NOTIFY go with the COMMIT.
-const INSERT = toPg('INSERT INTO events (id, topic, data, source, created_at, echo) VALUES (?, ?, ?, ?, ?, ?)')
+const INSERT = sendable('INSERT INTO events (id, topic, data, source, created_at, echo) VALUES (?, ?, ?, ?, ?, ?)')
 const pruneBelow = q('DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)')
 const last = q<{ id: string | null }>('SELECT MAX(id) AS id FROM events')
 

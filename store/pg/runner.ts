@@ -3,6 +3,7 @@
 import type { Dialect, Runner, Stmt } from '../runner'
 import { exec, toPg, type Handle } from './db'
 import type { PgUnits } from './units'
+import { sendable, type Sendable } from './send'
 
 /**
  * `handle` is asked on every call: for writes it is the transaction of the unit running now,
@@ -10,6 +11,7 @@ import type { PgUnits } from './units'
  */
 export function pgRunner(handle: () => Handle, units?: PgUnits): Runner {
   const texts: string[] = []
+  const sendables: Sendable[] = []
   const text = (s: Stmt<unknown>) => (texts[s.id] ??= toPg(s.sql))
   const run = async <Row>(s: Stmt<Row>, args: unknown[]) => exec<Row>(handle(), text(s), args)
   const resolved = Promise.resolve()
@@ -17,7 +19,7 @@ export function pgRunner(handle: () => Handle, units?: PgUnits): Runner {
     all: (s, ...args) => run(s, args),
     get: async (s, ...args) => (await run(s, args))[0] ?? null,
     run: async (s, ...args) => (await run(s, args)).count,
-    send: units ? (s, ...args) => (units.send(text(s), args), resolved) : undefined,
+    send: units ? (s, ...args) => (units.send((sendables[s.id] ??= sendable(s.sql)), args), resolved) : undefined,
   }
 }
 

@@ -8,9 +8,10 @@
 //
 // Round trips, not PostgreSQL's work, are what a unit waits on, so statements are
 // pipelined on the transaction's connection: BEGIN, the lock and the event counter go
-// in one; a statement whose answer nobody reads (`send`: a new version row, an event,
-// an audit entry) goes out without waiting and is answered together with the unit's
-// RELEASE (or, for a unit alone in its transaction, with the COMMIT). Event ids are
+// in one; writes whose answers nobody reads (`send`: a new version row, an event, an
+// audit entry) are queued, go out as one statement (store/pg/send.ts) before the unit's
+// next statement or at its end without waiting, and are answered together with the
+// unit's RELEASE (or, for a unit alone in its transaction, with the COMMIT). Event ids are
 // counted here from the counter read under the lock, and the counter is written once,
 // with one NOTIFY for the whole transaction, just before COMMIT.
 import type { ReservedSQL, SQL } from 'bun'
@@ -19,6 +20,7 @@ import { int } from '../runner'
 import { log } from '../../obs/log'
 import { exec, unavailableOr, WRITE_LOCK, type Handle } from './db'
 import { EVENTS_CHANNEL } from './events'
+import { combined, runs, type Sendable } from './send'
 
 /** At most this many units share a transaction (keeps one failing COMMIT's reach bounded). */
 const MAX_BATCH = 64
@@ -51,6 +53,9 @@ export class PgUnits {
   private current: Handle | null = null
   /** Statements of the running unit sent without waiting for their answers. */
   private sent: Promise<unknown>[] = []
+  /** Writes the running unit queued (send), and their arguments one after the other. */
+  private queued: Sendable[] = []
+  private queuedArgs: unknown[] = []
   /** The last event id handed out in the running transaction. */
   private lastEvent = 0
 
@@ -62,9 +67,35 @@ export class PgUnits {
     return this.current
   }
 
-  /** Runs a statement (`$n` text) in the running unit without waiting for it: its failure fails the unit. */
-  send(text: string, args: unknown[]): void {
-    const p = exec(this.tx, text, args)
+  /**
+   * Queues a write in the running unit without waiting for it: it goes out, combined with
+   * the others queued, before the unit's next statement or at its end; its failure fails the unit.
+   */
+  send(s: Sendable, args: unknown[]): void {
+    void this.tx
+    this.queued.push(s)
+    for (const a of args) this.queuedArgs.push(a)
+  }
+
+  /** Sends what the running unit queued (on `conn`, its transaction). */
+  private flush(conn: Handle): void {
+    if (!this.queued.length) return
+    const items = this.queued
+    const args = this.queuedArgs
+    this.queued = []
+    this.queuedArgs = []
+    let at = 0
+    for (const run of runs(items)) {
+      const n = run.reduce((sum, s) => sum + s.params, 0)
+      const one = combined(run)
+      if (one !== null) this.sendText(conn, one, args.slice(at, at + n))
+      else for (let i = 0, a = at; i < run.length; a += run[i++].params) this.sendText(conn, combined([run[i]])!, args.slice(a, a + run[i].params))
+      at += n
+    }
+  }
+
+  private sendText(conn: Handle, text: string, args: unknown[]): void {
+    const p = exec(conn, text, args)
     p.catch(() => {})
     this.sent.push(p)
   }
@@ -123,10 +154,11 @@ export class PgUnits {
         try {
           results.push({ ok: true, value: await this.unit(conn, batch[0]) })
         } catch (err) {
-          await firstError(this.takeSent())
+          // A write sent earlier that failed is the cause; what followed it failed only because it had.
+          const cause = (await firstError(this.takeSent())) ?? err
           // A ROLLBACK that fails leaves the connection in a transaction: released so, it is closed, never pooled.
           await conn.unsafe('ROLLBACK').catch(() => {})
-          return batch[0].reject(err)
+          return batch[0].reject(cause)
         }
         await this.commit(conn, [...this.takeSent(), ...this.ending(conn, first)])
       } else {
@@ -141,10 +173,10 @@ export class PgUnits {
             results.push({ ok: true, value })
           } catch (err) {
             // Every statement sent has answered (in order) before the rollback goes out.
-            await firstError(this.takeSent())
+            const cause = (await firstError(this.takeSent())) ?? err
             await Promise.all([conn.unsafe('ROLLBACK TO SAVEPOINT unit').execute(), conn.unsafe('RELEASE SAVEPOINT unit').execute()])
             this.lastEvent = before
-            results.push({ ok: false, value: err })
+            results.push({ ok: false, value: cause })
           }
         }
         await this.commit(conn, this.ending(conn, first))
@@ -194,12 +226,17 @@ export class PgUnits {
     return sent
   }
 
-  private async unit(h: Handle, p: Pending): Promise<unknown> {
-    this.current = h
+  /** Runs `p` on `conn`: what it queued goes out before each of its statements and when it returns. */
+  private async unit(conn: ReservedSQL, p: Pending): Promise<unknown> {
+    this.current = { unsafe: ((text: string, args?: unknown[]) => (this.flush(conn), conn.unsafe(text, args))) as Handle['unsafe'] }
     try {
-      return await p.fn({ afterCommit: (hook) => void p.hooks.push(hook) })
+      const value = await p.fn({ afterCommit: (hook) => void p.hooks.push(hook) })
+      this.flush(conn)
+      return value
     } finally {
       this.current = null
+      this.queued = []
+      this.queuedArgs = []
     }
   }
 

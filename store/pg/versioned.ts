@@ -6,7 +6,8 @@ import type { SQL } from 'bun'
 import { notFound } from '../../lib/errors'
 import { nowIso } from '../../lib/time'
 import { checkCondition, floorOf, hasExcess, prunedVersion, sha256, type Doc, type DocMeta, type Docs, type HistoryItem, type WriteCondition } from '../versioned'
-import { q, toPg } from './db'
+import { q } from './db'
+import { sendable } from './send'
 import type { PgUnits } from './units'
 
 const META = 'v.key, v.version, v.hash, v.content_type, v.updated_at'
@@ -20,11 +21,10 @@ const list = q<Omit<DocMeta, 'hash'>>(
 )
 const history = q<HistoryItem>('SELECT version, hash, updated_at FROM doc_versions WHERE space = ? AND key = ? ORDER BY version DESC LIMIT ?')
 const count = q<{ n: number }>('SELECT COUNT(*)::int AS n FROM doc_current WHERE space = ?')
-// One statement, sent without waiting: the new version and the current pointer moved to it.
-const APPEND = toPg(
-  `WITH v AS (INSERT INTO doc_versions (space, key, version, hash, content_type, updated_at, value)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id)
-   INSERT INTO doc_current (space, key, version_id) SELECT ?1, ?2, id FROM v
+// Sent without waiting: the new version, and the current pointer moved to it (@0: the version's row).
+const APPEND = sendable(
+  'INSERT INTO doc_versions (space, key, version, hash, content_type, updated_at, value) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id',
+  `INSERT INTO doc_current (space, key, version_id) SELECT ?1, ?2, id FROM @0
    ON CONFLICT (space, key) DO UPDATE SET version_id = excluded.version_id`,
 )
 const maxVersion = q<{ v: number | null }>('SELECT MAX(version) AS v FROM doc_versions WHERE space = ? AND key = ?')
