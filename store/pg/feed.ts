@@ -26,7 +26,11 @@ export class EventFeed {
   /** Between the LISTEN's acknowledgement and stop (Bun reconnects a dropped LISTEN connection without telling). */
   listening = false
 
-  constructor(private sql: SQL) {}
+  /** `replica`: this process's tag in the NOTIFY payloads its units send (store/pg/units.ts). */
+  constructor(
+    private sql: SQL,
+    private replica: string,
+  ) {}
 
   async start(): Promise<void> {
     await this.reset()
@@ -34,7 +38,9 @@ export class EventFeed {
     const sub = await this.sql.listen(
       EVENTS_CHANNEL,
       (payload) => {
-        if (int(payload) > this.last) this.catchUp()
+        // `<newest id>:<replica>`: this replica's own events come through committed(), at once.
+        const [id, from] = payload.split(':')
+        if (from !== this.replica && int(id) > this.last) this.catchUp()
       },
       () => {
         // Called again after every reconnect: what was committed while deaf is read now.

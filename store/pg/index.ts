@@ -45,9 +45,11 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
   // The data dir only stages backups and restores on this backend.
   mkdirSync(dataDir, { recursive: true })
   removeStaleTemps(dataDir)
-  const units = new PgUnits(sql)
+  // Tags this process's NOTIFYs: its own feed has their events already.
+  const replica = crypto.randomUUID().slice(0, 8)
+  const units = new PgUnits(sql, replica)
   const events = { reads: pgEventsStore(sql), writes: pgEventsWrites(units) }
-  const feed = new EventFeed(sql)
+  const feed = new EventFeed(sql, replica)
   // Units run one at a time, so the unit the writes' hooks belong to is always the running one.
   let current: UnitHooks | null = null
   const unit: UnitHooks = { afterCommit: (fn) => current!.afterCommit(fn) }

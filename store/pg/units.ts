@@ -25,11 +25,13 @@ import { combined, runs, type Sendable } from './send'
 /** At most this many units share a transaction (keeps one failing COMMIT's reach bounded). */
 const MAX_BATCH = 64
 
-const LOCK = `SELECT pg_advisory_xact_lock(${WRITE_LOCK})`
-const COUNTER = 'SELECT value FROM event_counter WHERE id = 1'
-const SET_COUNTER = 'UPDATE event_counter SET value = $1 WHERE id = 1'
-// Other replicas read every event after their last one when told of any newer one: one NOTIFY (sent at COMMIT) names the newest.
-const NOTIFY = `SELECT pg_notify('${EVENTS_CHANNEL}', $1)`
+// One message (simple protocol, each statement its own snapshot): the counter is read under the lock.
+const START = `BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK}); SELECT value FROM event_counter WHERE id = 1`
+// A unit's savepoint is released and the next one's taken in one message (the last one's goes unused).
+const NEXT = 'RELEASE SAVEPOINT unit; SAVEPOINT unit'
+// Other replicas read every event after their last one when told of any newer one: one NOTIFY
+// (sent at COMMIT) names the newest, and this replica (store/pg/feed.ts).
+const ENDING = `WITH c AS (UPDATE event_counter SET value = $1 WHERE id = 1) SELECT pg_notify('${EVENTS_CHANNEL}', $2)`
 
 type Pending = {
   fn: (unit: UnitHooks) => unknown
@@ -59,7 +61,11 @@ export class PgUnits {
   /** The last event id handed out in the running transaction. */
   private lastEvent = 0
 
-  constructor(private sql: SQL) {}
+  /** `replica`: this process's tag in its NOTIFY payloads, so its own event feed skips them. */
+  constructor(
+    private sql: SQL,
+    private replica: string,
+  ) {}
 
   /** The running unit's transaction; store writes run their statements on it. */
   get tx(): Handle {
@@ -146,8 +152,8 @@ export class PgUnits {
     }
     const results: { ok: boolean; value: unknown }[] = []
     try {
-      const [, , counter] = await Promise.all([conn.unsafe('BEGIN').execute(), conn.unsafe(LOCK).execute(), conn.unsafe(COUNTER).execute()])
-      const first = (this.lastEvent = int((counter as { value: unknown }[])[0].value))
+      const [, , counter] = (await conn.unsafe(batch.length === 1 ? START : `${START}; SAVEPOINT unit`)) as unknown as { value: unknown }[][]
+      const first = (this.lastEvent = int(counter[0].value))
       // Alone, a unit needs no savepoint: if it throws, the transaction rolls back with it,
       // and its unanswered statements go with the COMMIT.
       if (batch.length === 1) {
@@ -164,17 +170,17 @@ export class PgUnits {
       } else {
         for (const p of batch) {
           const before = this.lastEvent
-          this.sent.push(conn.unsafe('SAVEPOINT unit').execute())
           try {
             const value = await this.unit(conn, p)
-            this.sent.push(conn.unsafe('RELEASE SAVEPOINT unit').execute())
+            this.sent.push(conn.unsafe(NEXT).execute())
             const err = await firstError(this.takeSent())
             if (err) throw err
             results.push({ ok: true, value })
           } catch (err) {
             // Every statement sent has answered (in order) before the rollback goes out.
             const cause = (await firstError(this.takeSent())) ?? err
-            await Promise.all([conn.unsafe('ROLLBACK TO SAVEPOINT unit').execute(), conn.unsafe('RELEASE SAVEPOINT unit').execute()])
+            // The savepoint stays, for the next unit.
+            await conn.unsafe('ROLLBACK TO SAVEPOINT unit')
             this.lastEvent = before
             results.push({ ok: false, value: cause })
           }
@@ -217,7 +223,7 @@ export class PgUnits {
   /** The counter and the NOTIFY when the transaction wrote events (sent just before COMMIT). */
   private ending(conn: ReservedSQL, first: number): Promise<unknown>[] {
     if (this.lastEvent === first) return []
-    return [conn.unsafe(SET_COUNTER, [this.lastEvent]).execute(), conn.unsafe(NOTIFY, [String(this.lastEvent)]).execute()]
+    return [conn.unsafe(ENDING, [this.lastEvent, `${this.lastEvent}:${this.replica}`]).execute()]
   }
 
   private takeSent(): Promise<unknown>[] {
