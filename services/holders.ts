@@ -3,7 +3,7 @@
 // and the 409 view of who is in the way.
 // What releases a grant its holder did not release (TTL expiry, holder stale or
 // gone) is services/releasers.ts.
-import { nowMs, parseDuration } from '../lib/time'
+import { nowIso, nowMs, parseDuration } from '../lib/time'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
@@ -36,9 +36,16 @@ export async function readerHeartbeat(ctx: Ctx, reader: Caller): Promise<void> {
  */
 export async function touch(tx: Tx, instanceId: string): Promise<Instance> {
   const instance = await tx.instances.heartbeat(instanceId)
-  if (!instance) throw forbidden('unknown instance token: register again')
+  if (!instance) throw forbidden(UNKNOWN)
   return instance
 }
+
+/** touch for a call that needs nothing of its instance but that it exists: the same write, nothing read back. */
+export async function touchId(tx: Tx, instanceId: string): Promise<void> {
+  if (!(await tx.holders.beat(instanceId, nowIso()))) throw forbidden(UNKNOWN)
+}
+
+const UNKNOWN = 'unknown instance token: register again'
 
 /** Grants with their holder's name and liveness (read after the unit: names and statuses are committed data). */
 export async function withHolders<T extends { instance_id: string }>(ctx: Ctx, rows: T[]): Promise<(HolderView & T)[]> {

@@ -12,7 +12,7 @@ import type { LockHolderRow } from '../store/locks'
 import { conflict, forbidden, invalid, notFound } from '../lib/errors'
 import { Waiters } from '../lib/waiters'
 import { recordAudit, type AuditScope } from './audit'
-import { SOURCE, expiresAt, touch, withHolders, type ReleaseReason } from './holders'
+import { SOURCE, expiresAt, touchId, withHolders, type ReleaseReason } from './holders'
 import type { Releaser } from './releasers'
 
 export const LIMIT_MAX = 1000
@@ -74,7 +74,7 @@ type Attempt = { grant: LockHolderRow } | { held: LockHolderRow[] }
  * A refusal commits too: the call still counts as a heartbeat.
  */
 async function attempt(tx: Tx, audit: AuditScope | undefined, holder: Instance, name: string, o: AcquireOptions, ahead: number): Promise<Attempt> {
-  await touch(tx, holder.id)
+  await touchId(tx, holder.id)
   const rows = await tx.locks.holders(name)
   const limit = rows[0]?.limit ?? o.limit ?? 1
   if (rows.length && o.limit !== undefined && o.limit !== limit)
@@ -171,7 +171,7 @@ export async function getLock(ctx: Ctx, name: string) {
 /** The holder's release: 404 when nobody holds the lock, 403 when the caller is not among its holders. */
 export function releaseLock(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, name: string): Promise<void> {
   return ctx.store.write(async (tx) => {
-    await touch(tx, holder.id)
+    await touchId(tx, holder.id)
     const rows = await tx.locks.holders(name)
     if (!rows.length) throw notFound('lock not held')
     const gone = await tx.locks.remove(name, holder.id)

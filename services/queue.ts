@@ -28,7 +28,7 @@ import {
 } from '../lib/tasks'
 import { Waiters } from '../lib/waiters'
 import { recordAudit, type AuditScope } from './audit'
-import { SOURCE, touch, TTL_MAX_MS, TTL_MIN_MS, waitMsParam, type ReleaseReason } from './holders'
+import { SOURCE, touch, touchId, TTL_MAX_MS, TTL_MIN_MS, waitMsParam, type ReleaseReason } from './holders'
 import type { Releaser } from './releasers'
 import { checkPaths, checkProject, grantIn, overlapsIn, releaseIn } from './reservations'
 
@@ -160,10 +160,14 @@ export function taskId(raw: string): number {
  * One unit as `holder` (or as nobody): the call is a heartbeat that commits even
  * when `fn` refuses it (404, 409 claim lost, 400), so `fn` must throw before it
  * writes anything; its AppError is answered once the heartbeat is committed.
+ * `fn` gets the holder as it is now when it asks (`readBack`: claims need its
+ * capabilities, notes its name), else null.
  */
-async function asHolder<T>(ctx: Ctx, holder: Instance | null, fn: (tx: Tx, me: Instance | null) => Promise<T>): Promise<T> {
+async function asHolder<T>(ctx: Ctx, holder: Instance | null, fn: (tx: Tx, me: Instance | null) => Promise<T>, readBack = false): Promise<T> {
   const out = await ctx.store.write(async (tx): Promise<{ ok: T } | { refused: AppError }> => {
-    const me = holder ? await touch(tx, holder.id) : null
+    let me: Instance | null = null
+    if (holder && readBack) me = await touch(tx, holder.id)
+    else if (holder) await touchId(tx, holder.id)
     try {
       return { ok: await fn(tx, me) }
     } catch (err) {
@@ -251,7 +255,7 @@ function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, que
     await announce(tx, 'task.claimed', task, me.id)
     await recordAudit(tx, audit, `task ${task.id}, fence ${fence}${reservation ? `, reservation ${reservation.id}` : ''}`)
     return { task: await withNotesOne(tx, task), next: null, heldBy: [] }
-  })
+  }, true)
 }
 
 /** Several waits as one: resolves with the first of them; cancel ends them all. */
@@ -458,5 +462,5 @@ export function noteTask(ctx: Ctx, audit: AuditScope | undefined, holder: Instan
     await tx.emit('task.noted', { id, queue: task.queue }, SOURCE)
     await recordAudit(tx, audit, `task ${id}, attempt ${task.attempts}`)
     return note
-  })
+  }, true)
 }

@@ -12,6 +12,8 @@ export interface HolderView {
 export interface HoldersWrites {
   /** The next fence: strictly increasing over every grant of the server, never repeated (it is in the database). */
   nextFence(): Promise<number>
+  /** A holder's heartbeat as instances.heartbeat writes it (last_seen `at`, status active), without reading the row back; false when there is no such instance. */
+  beat(instanceId: string, at: string): Promise<boolean>
 }
 
 export interface HoldersStore {
@@ -22,9 +24,14 @@ export interface HoldersStore {
 type Row = { id: string; name: string; status: string }
 const ONE = stmt<Row>('SELECT id, name, status FROM instances WHERE id = ?')
 const NEXT = stmt<{ value: number | string }>('UPDATE fence_counter SET value = value + 1 WHERE id = 1 RETURNING value')
+// No RETURNING: reading the row back cost more than the update itself, on every holder call.
+const BEAT = stmt("UPDATE instances SET last_seen = ?, status = 'active' WHERE id = ?")
 
 export function holdersWrites(w: Runner): HoldersWrites {
-  return { nextFence: async () => int((await w.get(NEXT))!.value) }
+  return {
+    nextFence: async () => int((await w.get(NEXT))!.value),
+    beat: async (id, at) => (await w.run(BEAT, at, id)) === 1,
+  }
 }
 
 export function holdersStore(r: Runner, d: Dialect): HoldersStore {
