@@ -5,12 +5,16 @@
 // statement, at PostgreSQL's default durability. No group commit, no cluster-wide
 // lock, no HTTP framework: what Bun and PostgreSQL give these rows with nothing on top.
 // Writers of one key queue on its row (FOR UPDATE), as Muster's units queue on its lock.
-// Run: bun bench/pg-floor.ts <database url> (prints `pg-floor on <url>,` when ready).
+// With --sequence, event ids come from a sequence instead (gaps, no commit order): no
+// transaction waits for another's COMMIT, which shows what the gapless counter costs.
+// Run: bun bench/pg-floor.ts <database url> [--sequence] (prints `pg-floor on <url>,` when ready).
 import { SQL } from 'bun'
 import { connect, migrate } from '../store/pg/db'
 
 const sql: SQL = connect(process.argv[2])
 await migrate(sql)
+const sequence = process.argv.includes('--sequence')
+if (sequence) await sql.unsafe('CREATE SEQUENCE IF NOT EXISTS floor_events START 1000000000')
 
 const META = 'SELECT v.version FROM doc_current c JOIN doc_versions v ON v.id = c.version_id WHERE c.space = $1 AND c.key = $2 FOR UPDATE OF c'
 const MAX = 'SELECT MAX(version) AS v FROM doc_versions WHERE space = $1 AND key = $2'
@@ -21,6 +25,8 @@ const APPEND = `WITH v AS (INSERT INTO doc_versions (space, key, version, hash, 
 const EVENT = `WITH n AS (UPDATE event_counter SET value = value + 1 WHERE id = 1 RETURNING value),
   e AS (INSERT INTO events (id, topic, data, source, created_at, echo) SELECT value, $1, $2, $3, $4, 0 FROM n RETURNING id)
   SELECT e.id, pg_notify('muster_events', e.id::text) FROM e`
+const EVENT_SEQUENCE = `INSERT INTO events (id, topic, data, source, created_at, echo)
+  VALUES (nextval('floor_events'), $1, $2, $3, $4, 0) RETURNING id`
 const AUDIT = 'INSERT INTO audit (timestamp, actor, action, resource, detail, outcome) VALUES ($1, $2, $3, $4, $5, $6)'
 
 async function put(key: string, value: Uint8Array, contentType: string) {
@@ -29,7 +35,7 @@ async function put(key: string, value: Uint8Array, contentType: string) {
     const version = cur ? Number(cur.version) + 1 : Number((await tx.unsafe(MAX, ['state', key]))[0]?.v ?? 0) + 1
     const meta = { key, version, hash: Bun.SHA256.hash(value, 'hex') as string, content_type: contentType, updated_at: new Date().toISOString() }
     await tx.unsafe(APPEND, ['state', key, version, meta.hash, contentType, meta.updated_at, value])
-    await tx.unsafe(EVENT, ['state.changed', JSON.stringify({ key, version, hash: meta.hash, operation: 'put' }), 'state', meta.updated_at])
+    await tx.unsafe(sequence ? EVENT_SEQUENCE : EVENT, ['state.changed', JSON.stringify({ key, version, hash: meta.hash, operation: 'put' }), 'state', meta.updated_at])
     await tx.unsafe(AUDIT, [meta.updated_at, 'anonymous', 'state.put', `state/${key}`, `version ${version}`, 'success'])
     return meta
   })
