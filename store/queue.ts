@@ -218,23 +218,30 @@ const COUNTS = stmt<{ queue: string; status: TaskStatus; n: number | string }>(
   'SELECT queue, status, COUNT(*) AS n FROM tasks GROUP BY queue, status ORDER BY queue',
 )
 
-/**
- * The distinct `requires` of a queue's ready tasks, smallest first, one index seek each
- * (tasks_claim_requires: queue, status, requires, priority DESC, id): a claim then reads
- * only the sets its claimer meets, in claim order within each, however many tasks it
- * cannot take are ahead of them. Sets are few (the capability lists tasks ask for).
- */
-const READY_SETS = stmt<{ requires: string }>(
-  `WITH RECURSIVE sets (requires) AS (
+/** The distinct `requires` of a queue's ready tasks, smallest first, one index seek each (a loose index scan). */
+const SETS = `WITH RECURSIVE sets (requires) AS (
      SELECT MIN(requires) FROM tasks WHERE queue = ? AND status = 'ready'
      UNION ALL
      SELECT (SELECT MIN(t.requires) FROM tasks t WHERE t.queue = ? AND t.status = 'ready' AND t.requires > sets.requires) FROM sets WHERE sets.requires IS NOT NULL
-   ) SELECT requires FROM sets WHERE requires IS NOT NULL`,
+   )`
+type Candidate = { id: number | string; priority: number | string; project: string | null; paths: string | null }
+/** Up to LIMIT claimable tasks of one `requires` set after the cursor, in claim order. */
+const OF_SET = (requires: string) => `SELECT id, priority, project, paths FROM tasks WHERE queue = ? AND status = 'ready' AND requires = ${requires}
+   AND (available_at IS NULL OR available_at <= ?) AND ${AFTER} ${CLAIM_ORDER} LIMIT ?`
+const NO_REQUIRES = '[]'
+/**
+ * A claim's first read, in one statement: the `requires` sets of the queue's ready tasks
+ * (rows with `requires`), and the candidates that require nothing, which every claimer
+ * takes (rows with `id`). Through tasks_claim_requires (queue, status, requires, priority
+ * DESC, id), a claim reads only the sets its claimer meets, in claim order within each,
+ * however many tasks it cannot take are ahead of them; sets are few.
+ */
+const CLAIM_HEAD = stmt<{ requires: string | null } & { [K in keyof Candidate]: Candidate[K] | null }>(
+  `${SETS} SELECT requires, NULL AS id, NULL AS priority, NULL AS project, NULL AS paths FROM sets WHERE requires IS NOT NULL
+   UNION ALL SELECT NULL, id, priority, project, paths FROM (${OF_SET(`'${NO_REQUIRES}'`)}) f`,
 )
-const NEXT_OF_SET = stmt<{ id: number | string; priority: number | string; project: string | null; paths: string | null }>(
-  `SELECT id, priority, project, paths FROM tasks WHERE queue = ? AND status = 'ready' AND requires = ? AND (available_at IS NULL OR available_at <= ?)
-   AND ${AFTER} ${CLAIM_ORDER} LIMIT ?`,
-)
+const NEXT_OF_SET = stmt<Candidate>(OF_SET('?'))
+const READY_SETS = stmt<{ requires: string }>(`${SETS} SELECT requires FROM sets WHERE requires IS NOT NULL`)
 const NEXT_AVAILABLE = stmt<{ at: string | null }>(
   `SELECT MIN(available_at) AS at FROM tasks WHERE queue = ? AND status = 'ready' AND requires = ? AND available_at > ?`,
 )
@@ -260,6 +267,12 @@ function notesReader(r: Runner, d: Dialect) {
   }
 }
 
+/** The `requires` sets (as stored) whose every entry is among `caps`. */
+function meets(sets: string[], caps: string[]): string[] {
+  const have = new Set(caps)
+  return sets.filter((set) => (JSON.parse(set) as string[]).every((c) => have.has(c)))
+}
+
 export function queueWrites(w: Runner, d: Dialect): QueueWrites {
   const edges = stmt(`INSERT INTO task_deps (task_id, depends_on) SELECT ?, CAST(x.value AS INTEGER) FROM ${d.elements('?')}`)
   // In the order of the ids given.
@@ -268,16 +281,13 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
   )
   const claimable = async (queue: string, caps: string[], at: string, after: ClaimCursor | null, limit: number): Promise<ClaimCandidate[]> => {
     const c = after ?? START
-    const lists = []
-    for (const requires of await takeable(queue, caps)) lists.push(await w.all(NEXT_OF_SET, queue, requires, at, c.priority, c.priority, c.id, limit))
+    const head = await w.all(CLAIM_HEAD, queue, queue, queue, at, c.priority, c.priority, c.id, limit)
+    const lists: Candidate[][] = [head.filter((r): r is Candidate & { requires: null } => r.id !== null)]
+    const sets = head.flatMap((r) => (r.requires !== null && r.requires !== NO_REQUIRES ? [r.requires] : []))
+    for (const requires of meets(sets, caps)) lists.push(await w.all(NEXT_OF_SET, queue, requires, at, c.priority, c.priority, c.id, limit))
     // Each list in claim order: the first `limit` of them all, in claim order.
-    const rows = lists.length === 1 ? lists[0]! : lists.flat().sort((a, b) => int(b.priority) - int(a.priority) || int(a.id) - int(b.id)).slice(0, limit)
+    const rows = lists.flat().sort((a, b) => int(b.priority) - int(a.priority) || int(a.id) - int(b.id)).slice(0, limit)
     return rows.map((r) => ({ id: int(r.id), priority: int(r.priority), project: r.project, paths: r.paths === null ? null : JSON.parse(r.paths) }))
-  }
-  /** The `requires` sets of the queue's ready tasks that a claimer with `caps` meets, as stored. */
-  const takeable = async (queue: string, caps: string[]): Promise<string[]> => {
-    const have = new Set(caps)
-    return (await w.all(READY_SETS, queue, queue)).map((r) => r.requires).filter((set) => (JSON.parse(set) as string[]).every((c) => have.has(c)))
   }
   return {
     async insert(t, st, lastError) {
@@ -298,7 +308,8 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
     claimable,
     async nextAvailable(queue, caps, at) {
       let first: string | null = null
-      for (const requires of await takeable(queue, caps)) {
+      const sets = (await w.all(READY_SETS, queue, queue)).map((r) => r.requires)
+      for (const requires of meets(sets, caps)) {
         const next = (await w.get(NEXT_AVAILABLE, queue, requires, at))?.at ?? null
         if (next !== null && (first === null || next < first)) first = next
       }
