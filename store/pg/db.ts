@@ -1,10 +1,9 @@
-// The PostgreSQL backend's connection, schema and units of work. Tables and columns
-// mirror the SQLite schema (store/sqlite/db.ts) name for name, so a backup moves between
-// backends by copying rows; text sorts bytewise (COLLATE "C") as SQLite's does.
+// The PostgreSQL backend's connection, schema and statement helpers (its units of work
+// are units.ts). Tables and columns mirror the SQLite schema (store/sqlite/db.ts) name for
+// name, so a backup moves between backends by copying rows; text sorts bytewise (COLLATE "C")
+// as SQLite's does.
 import { SQL } from 'bun'
 import { AppError } from '../../lib/errors'
-import { log } from '../../obs/log'
-import type { UnitHooks } from '../runner'
 
 export type Handle = Pick<SQL, 'unsafe'>
 
@@ -284,118 +283,4 @@ export function unavailableOr(err: unknown): unknown {
   // Where it was made says nothing about an outage: logged as its message alone, as Bun's own error is.
   unavailable.stack = `${unavailable.name}: ${unavailable.message}`
   return unavailable
-}
-
-/**
- * Units of work on PostgreSQL, with group commit as on SQLite: the units waiting
- * when a transaction starts share it, each in a savepoint of its own (one that
- * throws rolls back alone, its events and audit entry with it), so a burst pays
- * for one COMMIT. Every transaction first takes an advisory lock, so transactions
- * run one at a time across every replica: a unit's reads and checks see every
- * earlier unit's commit (as SQLite's single writer gives), and events get ids in
- * commit order with no gap. A unit's promise resolves after COMMIT; its
- * after-commit hooks run then, in order.
- */
-export class PgUnits {
-  private queue: Pending[] = []
-  private draining = false
-  private held: Promise<void> | null = null
-  private inTx: Promise<unknown> | null = null
-  private release: (() => void) | null = null
-  private current: Handle | null = null
-
-  constructor(private sql: SQL) {}
-
-  /** The running unit's transaction; store writes run their statements on it. */
-  get tx(): Handle {
-    if (!this.current) throw new Error('store write outside a unit of work')
-    return this.current
-  }
-
-  run<T>(fn: (unit: UnitHooks) => Promise<T> | T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, hooks: [] })
-      if (!this.draining) void this.drain()
-    })
-  }
-
-  /**
-   * Runs transactions while units wait. `draining` is cleared in the same synchronous
-   * step that finds the queue empty (one async function, no await in between), so a
-   * unit queued by a caller resumed right after (a microtask) starts the next drain.
-   */
-  private async drain(): Promise<void> {
-    this.draining = true
-    try {
-      while (this.queue.length) {
-        if (this.held) await this.held
-        const batch = this.queue.splice(0, MAX_BATCH)
-        const results: { ok: boolean; value: unknown }[] = []
-        try {
-          await (this.inTx = this.sql.begin(async (tx) => {
-            await tx.unsafe(`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`)
-            // Alone, a unit needs no savepoint: if it throws, the transaction rolls back with it.
-            if (batch.length === 1) return void results.push({ ok: true, value: await this.unit(tx, batch[0]) })
-            for (const p of batch) {
-              try {
-                results.push({ ok: true, value: await tx.savepoint((sp) => this.unit(sp, p)) })
-              } catch (err) {
-                results.push({ ok: false, value: err })
-              }
-            }
-          }))
-        } catch (err) {
-          // The COMMIT failed (or the lone unit threw): nothing of the batch is durable.
-          for (const p of batch) p.reject(unavailableOr(err))
-          continue
-        } finally {
-          this.inTx = null
-        }
-        batch.forEach((p, i) => {
-          const r = results[i]
-          if (!r.ok) return p.reject(r.value)
-          for (const hook of p.hooks) {
-            try {
-              hook()
-            } catch (err) {
-              log.error({ err }, 'after-commit hook failed')
-            }
-          }
-          p.resolve(r.value)
-        })
-      }
-    } finally {
-      this.draining = false
-    }
-  }
-
-  private async unit(h: Handle, p: Pending): Promise<unknown> {
-    this.current = h
-    try {
-      return await p.fn({ afterCommit: (hook) => void p.hooks.push(hook) })
-    } finally {
-      this.current = null
-    }
-  }
-
-  /** Lets the running transaction finish, and holds later units back until resume() (restore). */
-  async pause(): Promise<void> {
-    this.held = new Promise<void>((resolve) => (this.release = resolve))
-    await this.inTx?.catch(() => {})
-  }
-
-  resume(): void {
-    this.release?.()
-    this.held = this.release = null
-  }
-}
-
-/** At most this many units share a transaction (keeps one failing COMMIT's reach bounded). */
-const MAX_BATCH = 64
-
-type Pending = {
-  fn: (unit: UnitHooks) => unknown
-  resolve: (value: unknown) => void
-  reject: (err: unknown) => void
-  hooks: (() => void)[]
 }
