@@ -247,6 +247,7 @@ const NEXT_AVAILABLE = stmt<{ at: string | null }>(
 )
 
 type NoteRow = { task_id: number | string; at: string; by_name: string; attempt: number | string; text: string }
+const NOTES_OF_ONE = stmt<NoteRow>('SELECT task_id, at, by_name, attempt, text FROM task_notes WHERE task_id = ? ORDER BY id')
 
 /** The notes of a page of tasks in one query, grouped by task, oldest first. */
 function notesReader(r: Runner, d: Dialect) {
@@ -257,7 +258,9 @@ function notesReader(r: Runner, d: Dialect) {
   return async (ids: number[]): Promise<Map<number, Note[]>> => {
     const out = new Map<number, Note[]>()
     if (!ids.length) return out
-    for (const n of await r.all(q, JSON.stringify([...new Set(ids)]))) {
+    const unique = [...new Set(ids)]
+    // One task (every claim, ack, nack): a lookup by key, no JSON array to build and walk.
+    for (const n of await (unique.length === 1 ? r.all(NOTES_OF_ONE, unique[0]!) : r.all(q, JSON.stringify(unique)))) {
       const id = int(n.task_id)
       let list = out.get(id)
       if (!list) out.set(id, (list = []))
