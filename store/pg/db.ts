@@ -178,6 +178,10 @@ export const PG_MIGRATIONS: string[] = [
   CREATE TABLE webhook_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), event_id BIGINT NOT NULL);
   INSERT INTO webhook_cursor (id, event_id) SELECT 1, COALESCE(MAX(id), 0) FROM events;
   `,
+  // As the SQLite schema's claim-by-requires index.
+  `
+  CREATE INDEX tasks_claim_requires ON tasks (queue, status, requires, priority DESC, id);
+  `,
 ]
 
 /** Tables whose ids come from an identity column: restore moves each sequence past the copied rows. */

@@ -245,6 +245,12 @@ export const MIGRATIONS: string[] = [
   CREATE TABLE webhook_cursor (id INTEGER PRIMARY KEY CHECK (id = 1), event_id INTEGER NOT NULL);
   INSERT INTO webhook_cursor (id, event_id) SELECT 1, COALESCE(MAX(id), 0) FROM events;
   `,
+  // A claim reads the distinct `requires` sets of a queue's ready tasks, then only the tasks of
+  // the sets its claimer meets, in claim order (services/queue.ts): tasks it cannot take are
+  // never walked.
+  `
+  CREATE INDEX tasks_claim_requires ON tasks (queue, status, requires, priority DESC, id);
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
