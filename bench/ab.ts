@@ -6,7 +6,7 @@
 // Run: git worktree add /tmp/before <commit> && bun bench/ab.ts /tmp/before
 // (the other checkout needs its node_modules: `ln -s $PWD/node_modules /tmp/before/`).
 import { resolve } from 'node:path'
-import { hasWrk, mergeSlices, startMuster, wrk, type LoadResult, type Proc } from './lib'
+import { hasWrk, mergeSlices, startMuster, wrk, type LoadResult, type Proc, jsonCall as call, loops } from './lib'
 
 const other = process.argv[2]
 if (!other) throw new Error('usage: bun bench/ab.ts <other checkout>')
@@ -15,29 +15,7 @@ const SLICE_S = Number(process.env.BENCH_SLICE_SECONDS ?? 2)
 /** Only the figures whose label matches (e.g. BENCH_ONLY=lock). */
 const ONLY = new RegExp(process.env.BENCH_ONLY ?? '')
 
-const call = async (url: string, method: string, body?: unknown, token?: string) => {
-  const res = await fetch(url, {
-    method,
-    headers: { 'content-type': 'application/json', ...(token ? { 'x-instance-token': token } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await res.text()
-  if (res.status >= 400) throw new Error(`${method} ${url}: ${res.status} ${text}`)
-  return text ? JSON.parse(text) : null
-}
 const register = async (api: string, name: string) => (await call(`${api}/api/instances/register`, 'POST', { name })).token as string
-
-/** `clients` loops of `step` for `seconds`; completed steps per second. */
-async function loops(clients: number, seconds: number, step: (client: number) => Promise<void>): Promise<number> {
-  const end = performance.now() + seconds * 1000
-  let done = 0
-  await Promise.all(
-    Array.from({ length: clients }, async (_, c) => {
-      while (performance.now() < end) await step(c), done++
-    }),
-  )
-  return done / seconds
-}
 
 type Loop = { clients: number; step: (server: Proc, tokens: string[], client: number) => Promise<void> }
 const LOOPS: Record<string, Loop> = {

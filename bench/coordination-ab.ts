@@ -8,7 +8,7 @@
 // affects them alike. Each line gives every server's figure and its share of bare.
 // Run: bun bench/coordination-ab.ts [other checkout]   (BENCH_ONLY=claim: only matching figures)
 import { resolve } from 'node:path'
-import { startBaseline, startMuster, type Proc } from './lib'
+import { startBaseline, startMuster, type Proc, jsonCall as call, loops } from './lib'
 
 const other = process.argv[2]
 const SLICES = Number(process.env.BENCH_SLICES ?? 6)
@@ -16,17 +16,6 @@ const SLICE_S = Number(process.env.BENCH_SLICE_SECONDS ?? 2)
 const ONLY = new RegExp(process.env.BENCH_ONLY ?? '')
 const DEPTH = 10_000
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 1800)
-
-const call = async (url: string, method: string, body?: unknown, token?: string) => {
-  const res = await fetch(url, {
-    method,
-    headers: { 'content-type': 'application/json', ...(token ? { 'x-instance-token': token } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await res.text()
-  if (res.status >= 400) throw new Error(`${method} ${url}: ${res.status} ${text}`)
-  return text ? JSON.parse(text) : null
-}
 
 interface Server {
   name: string
@@ -66,17 +55,6 @@ const LOOPS: Record<string, { clients: number; step: Step; bare: number }> = {
   'lock acquire+release, 32 clients, own locks': { clients: 32, step: lockStep((c) => `own/${c}`), bare: 2 },
   'task enqueue->claim->ack, 1 worker': { clients: 1, step: taskStep('one'), bare: 3 },
   'task enqueue->claim->ack, 32 workers': { clients: 32, step: taskStep('many'), bare: 3 },
-}
-
-async function loops(clients: number, seconds: number, step: (client: number) => Promise<void>): Promise<number> {
-  const end = performance.now() + seconds * 1000
-  let done = 0
-  await Promise.all(
-    Array.from({ length: clients }, async (_, c) => {
-      while (performance.now() < end) await step(c), done++
-    }),
-  )
-  return done / seconds
 }
 
 const pct = (x: number, of: number) => `${((x / of) * 100).toFixed(1)}%`

@@ -248,3 +248,27 @@ export async function wrkAll(urls: string[], lua: string, opts: Parameters<typeo
     errors: runs.reduce((a, r) => a + r.errors, 0),
   }
 }
+
+/** A JSON call of a benchmark's set-up or loop (X-Instance-Token when `token`): the parsed answer; throws on 4xx/5xx. */
+export async function jsonCall(url: string, method: string, body?: unknown, token?: string): Promise<any> {
+  const res = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { 'x-instance-token': token } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  const text = await res.text()
+  if (res.status >= 400) throw new Error(`${method} ${url}: ${res.status} ${text}`)
+  return text ? JSON.parse(text) : null
+}
+
+/** `clients` loops of `step` for `seconds`; completed steps per second. */
+export async function loops(clients: number, seconds: number, step: (client: number) => Promise<void>): Promise<number> {
+  const end = performance.now() + seconds * 1000
+  let done = 0
+  await Promise.all(
+    Array.from({ length: clients }, async (_, c) => {
+      while (performance.now() < end) await step(c), done++
+    }),
+  )
+  return done / seconds
+}
