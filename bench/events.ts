@@ -275,7 +275,7 @@ async function fullSpeedOne(t: Target): Promise<void> {
 }
 
 /**
- * PostgreSQL mode (README "Running several replicas"), one and two replicas on one
+ * PostgreSQL mode (docs/replicas.md), one and two replicas on one
  * database: events published through the first replica; with two, the subscribers
  * are on the other one, so every frame crosses replicas (NOTIFY, then a read).
  */

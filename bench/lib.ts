@@ -204,7 +204,7 @@ export function hasWrk(): boolean {
 export const fmt = (r: LoadResult) =>
   `${r.rps.toFixed(0).padStart(8)} req/s   p50 ${r.p50ms.toFixed(2)} ms   p99 ${r.p99ms.toFixed(2)} ms   errors ${r.errors}`
 
-// ---- PostgreSQL mode (README "Running several replicas") ----------------------------
+// ---- PostgreSQL mode (docs/replicas.md) ----------------------------
 
 export interface PgReplicas {
   procs: Proc[]

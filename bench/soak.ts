@@ -3,7 +3,7 @@
 // errors and delivery counts; at the end, whether every subscriber got every event.
 // Run: bun bench/soak.ts [--duration 2m] [--writes 200] [--keys 1000] [--value 64KB] [--report 10s] [-- server flags]
 //   (env SOAK_DURATION, SOAK_WRITES, SOAK_KEYS, SOAK_VALUE, SOAK_REPORT)
-// The retention soak (README "State"): 64 KB values over 20 keys, history capped, sizes every 30 s:
+// The retention soak (docs/api/state.md, history retention): 64 KB values over 20 keys, history capped, sizes every 30 s:
 //   bun bench/soak.ts --duration 10m --writes 100 --keys 20 --value 64KB --report 30s -- --state-history 100
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'

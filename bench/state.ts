@@ -110,7 +110,7 @@ if (etcdPut && etcdGet) {
   console.log(`Muster / etcd: PUT ${times(put, etcdPut).toFixed(2)}x (target >= 3x: ${verdict(times(put, etcdPut) >= 3)}), GET ${times(get, etcdGet).toFixed(2)}x`)
 } else console.log('etcd: not installed (apt-get install etcd-server), no comparison')
 
-// PostgreSQL mode (README "Running several replicas"): the same GETs and PUTs with one and
+// PostgreSQL mode (docs/replicas.md): the same GETs and PUTs with one and
 // with two replicas on one database, wrk's connections split between the replicas. No
 // target: what a user gives up for replicas, measured beside the embedded figures above.
 const pg = await startPg()

@@ -1,7 +1,7 @@
 // Turns the document @elysiajs/openapi generates from the routes into one that
 // linters (Redocly's recommended rules, swagger-parser) and client generators
 // accept. Everything here is derived from the routes and the conventions in the
-// README, so a route added later is documented the same way without work of its own:
+// docs/api/, so a route added later is documented the same way without work of its own:
 // security schemes, the {error, code} answers, conditional-request headers,
 // operation ids, `{key}` (or `{name}`) for wildcard paths, JSON-only request bodies,
 // the role each operation needs (`x-access`, with its 403) and the checks handlers make
@@ -127,7 +127,7 @@ function handlerChecks(schema: any): any {
 const routerPattern = (path: string) => path.replace(/\{([^}]+)\}/g, ':$1')
 
 /**
- * Versioned documents, recognised by their query parameters (README "Compare-and-swap"):
+ * Versioned documents, recognised by their query parameters (docs/api/state.md, compare-and-swap):
  * reads (`history`) return the raw value with its ETag and 304 on If-None-Match;
  * writes (`if_version`) also take If-Match, and If-None-Match: * to create only.
  */
@@ -156,7 +156,7 @@ function conformOperation(op: Json, method: string, path: string, pattern: strin
   const query = new Set<string>(op.parameters.filter((p: Json) => p.in === 'query').map((p: Json) => p.name))
   const hasParams = op.parameters.length > 0 || path.includes('{')
 
-  // JSON endpoints read every body as JSON (README "Conventions"): advertise nothing else.
+  // JSON endpoints read every body as JSON (docs/api/README.md, conventions): advertise nothing else.
   const content = op.requestBody?.content
   if (op.requestBody && opts.optionalBodies?.has(`${method.toUpperCase()} ${pattern}`)) op.requestBody.required = false
   if (content?.['application/json'])

@@ -1,4 +1,4 @@
-// The webhook dispatcher (README "Webhooks"), on the leader only. Every published event
+// The webhook dispatcher (docs/api/webhooks.md), on the leader only. Every published event
 // that matches an active webhook becomes a pending row of the delivery queue
 // (store/webhook-deliveries.ts), written right after the event commits rather than in
 // its unit: every write of the server publishes events, and matching them there would

@@ -1,4 +1,4 @@
-// Topic globs (README "Events"): `*` matches any run of characters (none included) within
+// Topic globs (docs/api/events.md): `*` matches any run of characters (none included) within
 // one dot-separated segment; every other character is literal. The lone pattern
 // `*` matches every topic. The one module for history, WebSocket and webhooks.
 

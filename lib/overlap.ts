@@ -1,7 +1,7 @@
 // Do two path globs (picomatch syntax) share a file path? Exact for `*`, `?`,
 // `[…]`, `**` and `{a,b}`; anything rarer (extglobs, POSIX classes, huge brace
 // expansions) is widened to a pattern that matches more, so a real overlap is
-// never missed. The rule, as the README states it:
+// never missed. The rule, as docs/coordination.md states it:
 //   1. Braces are expanded first (at most MAX_EXPANSIONS alternatives per
 //      pattern; beyond that the whole pattern counts as `**`).
 //   2. Each alternative is split at `/`; a segment that is exactly `**` matches

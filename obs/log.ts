@@ -3,7 +3,7 @@
 // and pino parsers read), with an ISO time rather than epoch ms (they read both; a raw
 // line stays readable); `pretty` one readable line per entry for people. The pretty
 // writer is a few lines of our own rather than pino-pretty: it needs no worker thread or
-// extra dependency inside the compiled binary, and the line is exactly what the README shows.
+// extra dependency inside the compiled binary, and the line is exactly what docs/operations.md shows.
 //
 // pino writes the lines that carry fields. The lines every server writes are written
 // here in the same shape: the access line (every request) and a bare message (the

@@ -1,4 +1,4 @@
-// Prometheus metrics (GET /metrics, README "Observability"): one registry per
+// Prometheus metrics (GET /metrics, docs/operations.md "Metrics"): one registry per
 // process. Counters and histograms here are fed where things happen (the HTTP
 // layer, webhook deliveries, the group commit); gauges are read at scrape time
 // from functions that modules register with `gaugeOf`, so a new resource (locks,

@@ -1,4 +1,4 @@
-// GET /metrics: the Prometheus text exposition (README "Observability"), behind the
+// GET /metrics: the Prometheus text exposition (docs/operations.md "Metrics"), behind the
 // same auth as the API. The JSON numbers stay at GET /api/metrics.
 import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'

@@ -4,7 +4,7 @@
 import type { Store } from '../store'
 import type { MetricRow } from '../store/metrics'
 
-/** The counters the README lists; `count` accepts any name, these are the ones the service emits. */
+/** The counters docs/api/metrics.md lists; `count` accepts any name, these are the ones the service emits. */
 export type MetricName = 'rest_calls' | 'mcp_calls' | 'violations' | 'rollbacks'
 
 export const METRICS_FLUSH_MS = 2000

@@ -1,6 +1,6 @@
 // Every error Muster can shape is {error, code}, on both ports; the few that Bun's
 // HTTP server answers before any of Muster's code runs are pinned as they are today
-// (README, "Conventions for every endpoint"), so a Bun upgrade that changes one is noticed.
+// (docs/api/README.md, conventions for every endpoint), so a Bun upgrade that changes one is noticed.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { connect } from 'node:net'
 import { startServer, type TestServer } from './helpers'
@@ -94,7 +94,7 @@ describe('errors Muster shapes are {error, code} on both ports', () => {
   })
 })
 
-describe("Bun's answers before Muster runs (today's Bun; README lists them)", () => {
+describe("Bun's answers before Muster runs (today's Bun; docs/api/README.md lists them)", () => {
   /** Bun's parser errors: status line, `Connection: close`, no body, connection closed. */
   async function expectBunAnswer(url: string, bytes: string, status: number) {
     const r = await exchange(url, bytes)

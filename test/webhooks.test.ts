@@ -39,7 +39,7 @@ const create = async (body: Record<string, unknown>) => {
   return r.body
 }
 const hmac = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
-/** A Standard Webhooks verifier for one of our secrets: the key is the secret's UTF-8 bytes (README, Webhooks). */
+/** A Standard Webhooks verifier for one of our secrets: the key is the secret's UTF-8 bytes (docs/api/webhooks.md). */
 const standardVerifier = (secret: string) => new Webhook(`whsec_${Buffer.from(secret, 'utf8').toString('base64')}`)
 
 /** Checks a delivery the way receivers do, with the two libraries; throws when either rejects it. */

@@ -384,7 +384,7 @@ export const evaluate = (rules: readonly RuleDraft[], subject: Subject): Violati
 /**
  * A worst-case estimate of the matching work: RE2 simulates the pattern's program
  * over the text, so the time is at most about program size × characters, times a
- * constant (the README gives the measured one). Custom checks
+ * constant (docs/how-it-works.md gives the measured one). Custom checks
  * are a plain text search. Patterns run natively are proven linear too
  * (validation/regex-linear.ts), with a factor of the same order and far cheaper steps:
  * the estimate stays a safe bound for them.

@@ -5,7 +5,7 @@ import { findings, matchingCost, type Findings, type RuleDraft, type Subject } f
 import type { Answer, Job } from './rules-worker'
 import { workerUrl } from '../lib/workers'
 
-/** Worst-case matching work (validation/rules.ts matchingCost) done inline (the README says what it costs). Above it, a thread hop is cheaper than the risk. */
+/** Worst-case matching work (validation/rules.ts matchingCost) done inline (docs/how-it-works.md says what it costs). Above it, a thread hop is cheaper than the risk. */
 export const INLINE_BUDGET = 256 * 1024
 
 /**
