@@ -1,5 +1,6 @@
 // Two server processes on one PostgreSQL database (docs/replicas.md): what one commits,
-// the other serves, streams and enforces at once; jobs run once; killing one loses no acknowledged write and the other takes the jobs over.
+// the other serves, streams and enforces at once; jobs run once; killing one loses no
+// acknowledged write and the other takes the jobs over.
 // Runs in the suite's PostgreSQL run only (test/run.ts); the SQLite run has one process per data dir.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { SQL } from 'bun'
