@@ -198,6 +198,8 @@ export const IDENTITY_TABLES: Record<string, string> = {
 }
 
 /** Advisory lock keys (one namespace per Muster database). */
+/** The NOTIFY channel that tells every replica a unit's events committed (feed.ts listens). */
+export const EVENTS_CHANNEL = 'muster_events'
 export const WRITE_LOCK = 7_263_001
 export const LEADER_LOCK = 7_263_002
 const MIGRATE_LOCK = 7_263_003

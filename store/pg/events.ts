@@ -18,7 +18,6 @@ export function toEvent(r: Record<string, unknown>): Event {
   return event
 }
 
-export const EVENTS_CHANNEL = 'muster_events'
 
 // Sent without waiting: the id is the unit's, the counter and the NOTIFY go with the COMMIT.
 const INSERT = sendable('INSERT INTO events (id, topic, data, source, created_at, echo) VALUES (?, ?, ?, ?, ?, ?)')

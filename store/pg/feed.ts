@@ -8,9 +8,9 @@
 import type { SQL } from 'bun'
 import { log } from '../../obs/log'
 import type { Event } from '../events'
-import { q } from './db'
+import { EVENTS_CHANNEL, q } from './db'
 import { int } from '../runner'
-import { EVENTS_CHANNEL, toEvent } from './events'
+import { toEvent } from './events'
 
 const PAGE = 500
 

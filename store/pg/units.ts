@@ -18,8 +18,7 @@ import type { ReservedSQL, SQL } from 'bun'
 import type { UnitHooks } from '../runner'
 import { int } from '../runner'
 import { log } from '../../obs/log'
-import { exec, unavailableOr, WRITE_LOCK, type Handle } from './db'
-import { EVENTS_CHANNEL } from './events'
+import { EVENTS_CHANNEL, exec, unavailableOr, WRITE_LOCK, type Handle } from './db'
 import { combined, runs, type Sendable } from './send'
 
 /** At most this many units share a transaction (keeps one failing COMMIT's reach bounded). */
