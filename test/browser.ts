@@ -1,9 +1,10 @@
 // Driving the dashboard in Debian's Chromium: one persistent browser per test
 // file, pages that report their own errors, screenshots, and layout checks.
+import { afterAll, beforeAll } from 'bun:test'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
-import { tempDir } from './helpers'
+import { call, startServer, tempDir } from './helpers'
 
 const CHROMIUM = '/usr/bin/chromium'
 export const WIDE = { width: 1400, height: 1000 }
@@ -83,4 +84,29 @@ export function overflowing(page: Page): Promise<string[]> {
     if (document.documentElement.scrollWidth > window.innerWidth) out.push(`page is ${document.documentElement.scrollWidth}px wide in a ${window.innerWidth}px window`)
     return out
   })
+}
+
+/**
+ * One server run with the access token `token` (and `args`) and one browser for a test
+ * file: the server starts at once, the browser before the first test; both close after
+ * the last, and the folder of the file's screenshots is printed. `api` calls the server
+ * as the admin.
+ */
+export async function browserSuite(label: string, token: string, args: string[] = []) {
+  const shots = tempDir(`muster-${label}-shots-`)
+  const s = await startServer({ args: ['--auth-token', token, ...args] })
+  const auth = { authorization: `Bearer ${token}` }
+  let context: BrowserContext | undefined
+  beforeAll(async () => (context = await launch()))
+  afterAll(async () => {
+    await context?.close()
+    await s.cleanup()
+    console.log(`${label} screenshots: ${shots}`)
+  })
+  return {
+    s,
+    api: (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => call(s.api, method, path, body, { ...auth, ...headers }),
+    browser: () => context!,
+    shot: (page: Page, name: string, fullPage = true) => shot(page, shots, name, fullPage),
+  }
 }

@@ -6,34 +6,22 @@
 //
 // One server (with an access token) and one browser for the file; each test
 // opens its own tab and closes it.
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
-import type { BrowserContext, Page } from 'playwright-core'
+import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import type { Page } from 'playwright-core'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { call, eventually, register, startServer, tempDir } from './helpers'
-import { NARROW, WIDE, launch, openPage, overflowing, settled, shot as shotIn } from './browser'
+import { eventually, register, tempDir } from './helpers'
+import { NARROW, WIDE, browserSuite, openPage, overflowing, settled } from './browser'
 
 const TOKEN = 'admin-test-token'
 const AUTH = { authorization: `Bearer ${TOKEN}` }
-const SHOTS = tempDir('muster-admin-shots-')
 
 setDefaultTimeout(30_000)
 
-const s = await startServer({ args: ['--auth-token', TOKEN] })
-const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-  call(s.api, method, path, body, { ...AUTH, ...headers })
-
-let browser: BrowserContext
-beforeAll(async () => (browser = await launch()))
-afterAll(async () => {
-  await browser?.close()
-  await s.cleanup()
-  console.log(`admin screenshots: ${SHOTS}`)
-})
+const { s, api, browser, shot } = await browserSuite('admin', TOKEN)
 
 /** A new tab; `null` opens it without a token of its own. */
-const open = (path: string, token: string | null = TOKEN) => openPage(browser, s.dashboard + path, { token: token ?? undefined })
-const shot = (page: Page, name: string, fullPage = true) => shotIn(page, SHOTS, name, fullPage)
+const open = (path: string, token: string | null = TOKEN) => openPage(browser(), s.dashboard + path, { token: token ?? undefined })
 
 /** Screenshots at both sizes with nothing overflowing, ending back at the wide size. */
 async function bothSizes(page: Page, name: string) {

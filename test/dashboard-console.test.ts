@@ -4,30 +4,18 @@
 // editor that keeps a person's text through a 412, the task drawer (payload, result,
 // attempts, history, retry), the overview's cards, named live events, and panels that
 // grow with the page. Screenshots go to a temp folder printed at the end.
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
-import type { BrowserContext, Page } from 'playwright-core'
-import { launch, NARROW, openPage, overflowing, settled, shot as shotIn, WIDE } from './browser'
-import { call, eventually, register, startServer, tempDir } from './helpers'
+import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import type { Page } from 'playwright-core'
+import { browserSuite, NARROW, openPage, overflowing, settled, WIDE } from './browser'
+import { call, eventually, register } from './helpers'
 
 const TOKEN = 'console-admin-token'
 const AUTH = { authorization: `Bearer ${TOKEN}` }
-const SHOTS = tempDir('muster-console-shots-')
 setDefaultTimeout(60_000)
 
-const s = await startServer({ args: ['--auth-token', TOKEN] })
-const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-  call(s.api, method, path, body, { ...AUTH, ...headers })
+const { s, api, browser, shot } = await browserSuite('console', TOKEN)
 
-let browser: BrowserContext
-beforeAll(async () => (browser = await launch()))
-afterAll(async () => {
-  await browser?.close()
-  await s.cleanup()
-  console.log(`console screenshots: ${SHOTS}`)
-})
-
-const open = (path: string, token = TOKEN) => openPage(browser, s.dashboard + path, { token })
-const shot = (page: Page, name: string, fullPage = true) => shotIn(page, SHOTS, name, fullPage)
+const open = (path: string, token = TOKEN) => openPage(browser(), s.dashboard + path, { token })
 
 /** Makes a token through the API (as the admin) and returns its secret. */
 async function makeToken(name: string, role: 'agent' | 'viewer') {

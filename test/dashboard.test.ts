@@ -3,35 +3,25 @@
 //
 // One server for the file, started with an access token so every UI test also
 // exercises auth. Screenshots go to a temp folder printed at the end.
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
-import type { BrowserContext, Page } from 'playwright-core'
+import { describe, expect, setDefaultTimeout, test } from 'bun:test'
+import type { Page } from 'playwright-core'
 import { readdirSync, readFileSync, rmSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { assets } from '../public/assets'
-import { launch, openPage, settled, shot as shotIn, type Opened } from './browser'
+import { browserSuite, openPage, settled, type Opened } from './browser'
 import { call, eventually, register, startServer, tempDir } from './helpers'
 
 const ROOT = join(import.meta.dir, '..')
 const PUBLIC = join(ROOT, 'public')
 const TOKEN = 'dashboard-test-token'
 const AUTH = { authorization: `Bearer ${TOKEN}` }
-const SHOTS = tempDir('muster-dashboard-shots-')
 
 // A browser on a busy 2-core machine needs more than bun's 5 s default (bunfig's timeout is not applied by bun 1.4).
 setDefaultTimeout(30_000)
 
-const s = await startServer({ args: ['--auth-token', TOKEN, '--stale-timeout', '1s'] })
-const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-  call(s.api, method, path, body, { ...AUTH, ...headers })
+const { s, api, browser, shot } = await browserSuite('dashboard', TOKEN, ['--stale-timeout', '1s'])
 
 const wsBase = (base: string) => base.replace(/^http/, 'ws')
-let browser: BrowserContext
-beforeAll(async () => (browser = await launch()))
-afterAll(async () => {
-  await browser?.close()
-  await s.cleanup()
-  console.log(`dashboard screenshots: ${SHOTS}`)
-})
 
 interface OpenOptions {
   token?: boolean
@@ -42,9 +32,7 @@ interface OpenOptions {
 }
 
 const open = (path: string, { token = true, width = 1360, height = 900, prepare }: OpenOptions = {}): Promise<Opened> =>
-  openPage(browser, s.dashboard + path, { token: token ? TOKEN : undefined, size: { width, height }, prepare })
-
-const shot = (page: Page, name: string, fullPage = true) => shotIn(page, SHOTS, name, fullPage)
+  openPage(browser(), s.dashboard + path, { token: token ? TOKEN : undefined, size: { width, height }, prepare })
 
 /** The manifest that lists the files for embedding (public/assets.js and its types) is not itself served. */
 const MANIFEST = new Set(['assets.js', 'assets.d.ts'])
