@@ -11,7 +11,7 @@ import { log } from '../obs/log'
 import { pathOf, urlOf } from './url'
 
 /** The WebSocket routes: the only ones where ?token= stands in for the header (browsers cannot set headers on an upgrade). */
-export const WEBSOCKET_PATHS = new Set(['/api/events/subscribe'])
+const WEBSOCKET_PATHS = new Set(['/api/events/subscribe'])
 
 /** The probes a load balancer calls: open whatever the auth. */
 const OPEN_PATHS = new Set(['/health', '/livez', '/readyz'])
@@ -65,10 +65,10 @@ export function requiredRole(method: string, pattern: string): Role {
 }
 
 const RANK: Record<Role, number> = { viewer: 0, agent: 1, admin: 2 }
-export const mayCall = (role: Role, needed: Role) => RANK[role] >= RANK[needed]
+const mayCall = (role: Role, needed: Role) => RANK[role] >= RANK[needed]
 
 export const READ_ONLY = 'read-only token'
-export const ADMIN_ONLY_MESSAGE = 'this call needs the admin token (an agent token may not make it)'
+const ADMIN_ONLY_MESSAGE = 'this call needs the admin token (an agent token may not make it)'
 
 /** A real WebSocket handshake on a WebSocket route, not any request that claims `Upgrade: websocket`. */
 const isUpgrade = (request: Request, path: string) =>

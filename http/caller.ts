@@ -7,7 +7,6 @@ import type { Caller } from '../services/audit'
 import type { Instance } from '../store/instances'
 import { ADMIN, type Credential } from '../services/credentials'
 import { forbidden, invalid } from '../lib/errors'
-export { hashToken } from '../lib/token'
 export type { Caller } from '../services/audit'
 
 const credentials = new WeakMap<Request, Credential>()
