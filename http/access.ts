@@ -94,35 +94,40 @@ const isAdminToken = (ctx: Ctx, given: string) => {
   return timingSafeEqual(Buffer.from(hashToken(given), 'hex'), expected)
 }
 
-// Credentials read for a request (a token this server did not know yet): the one answer for it.
-const loaded = new WeakMap<Request, Credential | null>()
+/** The credential of a presented token when it is known without a read (null: none given); undefined when it must be read. */
+const knownCredential = (ctx: Ctx, given: string | null): Credential | null | undefined =>
+  !given ? null : isAdminToken(ctx, given) ? ADMIN : ctx.credentials.peek(given)
+
+// Each prepared request's credential (null: no valid token), settled before admission reads it.
+const settled = new WeakMap<Request, Credential | null>()
 
 /**
- * Reads what the access check of `request` needs and this server does not know yet: its
+ * Settles the credential of `request`, reading what this server does not know yet: its
  * token, and which token registered the instance of its X-Instance-Token. Undefined
  * (nothing to wait for) on every request after a token's first.
  */
 export function prepareAccess(ctx: Ctx, request: Request): Promise<unknown> | undefined {
   if (!ctx.config.authToken) return undefined
   const given = bearerOf(request)
-  if (!given || isAdminToken(ctx, given)) return undefined
+  const credential = knownCredential(ctx, given)
   const waits: Promise<unknown>[] = []
-  if (ctx.credentials.peek(given) === undefined) waits.push(ctx.credentials.load(ctx, given).then((c) => loaded.set(request, c)))
+  if (credential === undefined) waits.push(ctx.credentials.load(ctx, given!).then((c) => settled.set(request, c)))
+  else settled.set(request, credential)
   const instanceToken = request.headers.get('x-instance-token')
-  if (instanceToken && ctx.tokens.boundTo(instanceToken) === undefined) waits.push(ctx.tokens.idOf(ctx, instanceToken))
+  const mayBeBound = credential !== null && credential?.role !== 'admin'
+  if (mayBeBound && instanceToken && ctx.tokens.boundTo(instanceToken) === undefined) waits.push(ctx.tokens.idOf(ctx, instanceToken))
   return waits.length ? Promise.all(waits) : undefined
 }
 
 /**
- * The credential of a request, after prepareAccess: null when auth is on and it presents
- * no valid token. `path` is the request's path without the query, as the router matches it.
+ * The credential of a request, as prepareAccess settled it: null when auth is on and it
+ * presents no valid token. `path` is the request's path without the query, as the router matches it.
  */
 export function credentialOf(ctx: Ctx, request: Request, path: string): Credential | null {
   if (!ctx.config.authToken) return ADMIN
   if (request.method === 'GET' && OPEN_PATHS.has(path)) return ADMIN
-  const given = bearerOf(request, path)
-  const credential = !given ? null : isAdminToken(ctx, given) ? ADMIN : (ctx.credentials.peek(given) ?? loaded.get(request) ?? null)
-  if (!credential) log.warn({ method: request.method, path, reason: given ? 'wrong token' : 'no token' }, 'auth failure')
+  const credential = settled.has(request) ? settled.get(request)! : (knownCredential(ctx, bearerOf(request, path)) ?? null)
+  if (!credential) log.warn({ method: request.method, path, reason: bearerOf(request, path) ? 'wrong token' : 'no token' }, 'auth failure')
   else ctx.credentials.used(credential)
   return credential
 }
