@@ -70,6 +70,18 @@ export async function failedCall(ctx: Ctx, request: Request, action: string, err
 }
 
 /**
+ * A fast route's audited answer: `answer` gets the request's audit scope, and whatever
+ * it throws (the caller's lookup included) is answered and audited as failedCall does.
+ */
+export async function auditedAnswer(ctx: Ctx, request: Request, action: string, answer: (scope: AuditScope) => Promise<Response>): Promise<Response> {
+  try {
+    return await answer(await scopeOf(ctx, request, action))
+  } catch (err) {
+    return failedCall(ctx, request, action, err)
+  }
+}
+
+/**
  * Route modules start from this plugin: it gives them the `audit: 'action.name'`
  * route option. Entries are written before the answer goes out, so the log's order
  * is the order in which callers got their answers.

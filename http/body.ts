@@ -137,6 +137,21 @@ export async function readJsonBody(request: Request): Promise<{ bytes: Uint8Arra
 export const NOT_JSON = 'request body must be JSON'
 
 /**
+ * The body of a route whose JSON object is optional, read by its handler (a fast route's
+ * and its full twin's alike): none is `{}`; anything else must be a JSON object, held to
+ * the checks the framework's parse gets (depth, NUL), else 400.
+ */
+export async function readOptionalObject(request: Request): Promise<Record<string, unknown>> {
+  const bytes = await readBody(request)
+  if (bytes.byteLength === 0) return {}
+  checkDepth(bytes)
+  const value = parseJsonBody(bytes)
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid(`${NOT_JSON}: an object`)
+  checkParsedRequest('', value)
+  return value as Record<string, unknown>
+}
+
+/**
  * checkDepth, and with `parse` parseJsonBody's check, of a body kept as bytes (a state
  * value): a large one is checked on the JSON worker, so its parse does not hold up
  * every other request (lib/json-thread.ts).

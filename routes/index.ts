@@ -21,7 +21,7 @@ import { validateRoutes } from './validate'
 import { rulesRoutes } from './rules'
 import { templatesRoutes } from './templates'
 import { queueRoutes } from './queue'
-import { locksRoutes } from './locks'
+import { locksFastRoutes, locksRoutes } from './locks'
 import { reservationsRoutes } from './reservations'
 import { hooksRoutes } from './hooks'
 import { messagesRoutes } from './messages'
@@ -58,5 +58,5 @@ export function apiApp(ctx: Ctx) {
     prometheusRoutes(ctx),
     tokensRoutes(ctx),
   ]
-  return createApi(ctx, routes, stateFastRoutes(ctx))
+  return createApi(ctx, routes, [...stateFastRoutes(ctx), ...locksFastRoutes(ctx)])
 }

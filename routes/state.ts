@@ -5,7 +5,7 @@ import { CasQuery, Deleted, IntQuery, withExample } from '../http/models'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { deleteState, putState, rollbackState } from '../services/state'
-import { audited, failedCall, scopeOf } from '../http/audit'
+import { audited, auditedAnswer } from '../http/audit'
 import type { AuditScope } from '../services/audit'
 import { checkJsonBytes, isJsonType, rawBodyDoc, readBody } from '../http/body'
 import { DocReadQuery, keyParam, notModified, rawResponse, readDocument, watchResponse, writeCondition } from '../http/documents'
@@ -168,15 +168,8 @@ export function stateFastRoutes(ctx: Ctx): FastRoute[] {
     if (doc !== undefined) return answer(request, doc, true)
     return ctx.store.state.get(key).then((doc) => answer(request, doc, false))
   }
-  const write = async (request: Request, path: string) => {
-    try {
-      // Inside the try, as the audit option resolves it: a failed caller lookup is an {error, code} answer too.
-      const scope = await scopeOf(ctx, request, STATE_PUT)
-      return Response.json(await putFromRequest(ctx, request, keyParam(path.slice(PREFIX.length)), {}, scope))
-    } catch (err) {
-      return failedCall(ctx, request, STATE_PUT, err)
-    }
-  }
+  const write = (request: Request, path: string) =>
+    auditedAnswer(ctx, request, STATE_PUT, async (scope) => Response.json(await putFromRequest(ctx, request, keyParam(path.slice(PREFIX.length)), {}, scope)))
   return [
     { method: 'GET', pattern: '/api/state/*', handle: read },
     { method: 'PUT', pattern: '/api/state/*', handle: write },
