@@ -1,6 +1,7 @@
 // Audit log: append-only record of every mutating API call.
 import { nowIso } from '../lib/time'
-import { int, send, stmt, type Runner } from './runner'
+import { int, intOrNull, send, stmt, type Runner } from './runner'
+import { idWindow, risingStamp } from './rising'
 
 export interface AuditEntry {
   id: number
@@ -37,10 +38,30 @@ export interface AuditStore {
   summary(from?: string, to?: string): Promise<AuditSummary>
 }
 
-/** The WHERE clause (possibly empty) and its arguments for list's filter, or summary's time window alone. */
-function auditWhere(f: Pick<AuditFilter, 'from' | 'to' | 'actor' | 'action'>): { where: string; args: string[] } {
+const ENDS = stmt<{ first: number | string | null; last: number | string | null }>('SELECT (SELECT MIN(id) FROM audit) AS first, (SELECT MAX(id) FROM audit) AS last')
+const AT_OR_AFTER = stmt<{ id: number | string; timestamp: string }>('SELECT id, timestamp FROM audit WHERE id >= ? ORDER BY id LIMIT 1')
+const NEWEST = stmt<{ timestamp: string }>('SELECT timestamp FROM audit ORDER BY id DESC LIMIT 1')
+
+/**
+ * The WHERE clause (possibly empty) and its arguments for list's filter, or summary's time
+ * window alone. Where times rise with ids (a sole writer: store/rising.ts) the window is an id
+ * range, the time conditions a guard; elsewhere (replicas on PostgreSQL) the time index answers it.
+ */
+async function auditWhere(r: Runner, risesWithIds: boolean, f: Pick<AuditFilter, 'from' | 'to' | 'actor' | 'action'>): Promise<{ where: string; args: (string | number)[] }> {
   const sql: string[] = []
-  const args: string[] = []
+  const args: (string | number)[] = []
+  if (risesWithIds) {
+    const ends = async () => {
+      const e = (await r.get(ENDS))!
+      return { first: intOrNull(e.first), last: intOrNull(e.last) }
+    }
+    const probe = async (id: number) => {
+      const row = await r.get(AT_OR_AFTER, id)
+      return row && { id: int(row.id), time: row.timestamp }
+    }
+    const ids = await idWindow(ends, probe, f.from, f.to)
+    sql.push(...ids.sql), args.push(...ids.args)
+  }
   if (f.from) sql.push('timestamp >= ?'), args.push(f.from)
   if (f.to) sql.push('timestamp <= ?'), args.push(f.to)
   if (f.actor) sql.push('actor = ?'), args.push(f.actor)
@@ -58,19 +79,27 @@ type SummaryRow = { g: number; k: string | null; n: number; actors: number; reso
 
 const INSERT = stmt('INSERT INTO audit (timestamp, actor, action, resource, detail, outcome) VALUES (?, ?, ?, ?, ?, ?)')
 
-export function auditWrites(w: Runner): AuditWrites {
-  return { append: (e) => send(w, INSERT, nowIso(), e.actor, e.action, e.resource, e.detail, e.outcome) }
+/** `risesWithIds`: this process is the only writer, so entries are stamped by a clock that never goes back (store/rising.ts). */
+export function auditWrites(w: Runner, risesWithIds: boolean): AuditWrites {
+  // Seeded from the newest entry at the first append (units run one at a time).
+  let stamp: (() => string) | null = risesWithIds ? null : nowIso
+  return {
+    async append(e) {
+      stamp ??= risingStamp(nowIso, (await w.get(NEWEST))?.timestamp ?? '')
+      return send(w, INSERT, stamp(), e.actor, e.action, e.resource, e.detail, e.outcome)
+    },
+  }
 }
 
-export function auditStore(r: Runner): AuditStore {
+export function auditStore(r: Runner, risesWithIds: boolean): AuditStore {
   return {
     async list(f) {
-      const { where, args } = auditWhere(f)
+      const { where, args } = await auditWhere(r, risesWithIds, f)
       const rows = await r.all(stmt<Row>(`SELECT * FROM audit ${where} ORDER BY id DESC LIMIT ? OFFSET ?`), ...args, f.limit, f.offset ?? 0)
       return rows.map((e) => ({ ...e, id: int(e.id) }))
     },
     async summary(from, to) {
-      const { where, args } = auditWhere({ from, to })
+      const { where, args } = await auditWhere(r, risesWithIds, { from, to })
       // One statement, so the totals and both breakdowns come from the same snapshot
       // (g: 1 per action, 2 per outcome, 3 the grand total); counts arrive in key order, which the objects keep.
       const rows = await r.all(

@@ -60,7 +60,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
     reads: {
       state: stateStore(docs),
       specs: specsStore(docs),
-      audit: auditStore(r),
+      audit: auditStore(r, soleWriter),
       events: events.reads,
       instances: instancesStore(r, d),
       tokens: tokensStore(r),
@@ -80,7 +80,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
     writes: {
       state: stateWrites(docs),
       specs: specsWrites(docs),
-      audit: auditWrites(w),
+      audit: auditWrites(w, soleWriter),
       events: events.writes,
       instances: instancesWrites(w, d),
       tokens: tokensWrites(w),

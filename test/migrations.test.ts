@@ -107,3 +107,29 @@ test.skipIf(onPostgres)('events stamped by a clock that stepped back rise with t
     store.close()
   }
 })
+
+test.skipIf(onPostgres)('audit entries stamped by a clock that stepped back rise with their ids after the timestamp index goes, and time windows stay exact', async () => {
+  const sub = join(dir, 'audit-times')
+  const old = schemaBefore(sub, 'DROP INDEX audit_timestamp')
+  const insert = old.query("INSERT INTO audit (timestamp, actor, action, resource, detail, outcome) VALUES (?, 'a', 'x.y', 'r', '', 'success')")
+  // Minutes 1, 2, 3, then a step back to 1 (twice), then 4.
+  for (const minute of [1, 2, 3, 1, 1, 4]) insert.run(`2026-01-01T00:0${minute}:00.000Z`)
+  old.close()
+
+  const store = openStore(sub)
+  try {
+    const all = await store.audit.list({ limit: 10 })
+    expect(all.map((e) => [e.id, e.timestamp.slice(14, 16)])).toEqual([[6, '04'], [5, '03'], [4, '03'], [3, '03'], [2, '02'], [1, '01']])
+    const ids = async (from?: string, to?: string) => (await store.audit.list({ from, to, limit: 10 })).map((e) => e.id)
+    expect(await ids('2026-01-01T00:03:00.000Z', '2026-01-01T00:03:00.000Z')).toEqual([5, 4, 3])
+    expect(await ids(undefined, '2026-01-01T00:02:30.000Z')).toEqual([2, 1])
+    expect(await ids('2026-01-01T00:01:30.000Z')).toEqual([6, 5, 4, 3, 2])
+    expect((await store.audit.summary('2026-01-01T00:03:00.000Z')).total_entries).toBe(4)
+    // New entries go on from the newest time, whatever the clock says.
+    await store.write((tx) => tx.audit.append({ actor: 'a', action: 'x.y', resource: 'r', detail: '', outcome: 'success' }))
+    const [newest] = await store.audit.list({ limit: 1 })
+    expect(newest.timestamp >= '2026-01-01T00:04:00.000Z').toBe(true)
+  } finally {
+    store.close()
+  }
+})

@@ -251,6 +251,16 @@ export const MIGRATIONS: string[] = [
   `
   CREATE INDEX tasks_claim_requires ON tasks (queue, status, requires, priority DESC, id);
   `,
+  // No index on audit.timestamp, as on events.created_at: entry times rise with ids (store/audit.ts
+  // stamps them so), and a time window is an id range (store/rising.ts). The index's page was in
+  // every audited write's COMMIT. Entries stamped before, by a clock that stepped back, take the
+  // newest earlier time, as new ones would. PostgreSQL keeps its index.
+  `
+  DROP INDEX audit_timestamp;
+  UPDATE audit SET timestamp = risen.time
+    FROM (SELECT id, MAX(timestamp) OVER (ORDER BY id) AS time FROM audit) AS risen
+    WHERE risen.id = audit.id AND risen.time > audit.timestamp;
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length

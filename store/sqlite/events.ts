@@ -3,6 +3,7 @@
 import type { Database } from 'bun:sqlite'
 import { nowIso } from '../../lib/time'
 import { globToSql } from '../../lib/glob'
+import { idWindow, risingStamp } from '../rising'
 import { ECHO, type Event, type EventsStore, type EventsWrites } from '../events'
 
 type Row = { id: number; topic: string; data: string; source: string; created_at: string }
@@ -11,15 +12,8 @@ const toEvent = (r: Row): Event => ({ id: r.id, topic: r.topic, data: JSON.parse
 export function eventsWrites(db: Database): EventsWrites {
   // The id from run()'s lastInsertRowid: RETURNING costs a result row on every event.
   const insert = db.query<unknown, [string, string, string, string]>('INSERT INTO events (topic, data, source, created_at) VALUES (?, ?, ?, ?)')
-  // Times never go back, whatever the machine's clock does (after a step back, events take the
-  // newest one's time until the clock catches up): times rise with ids, so eventsStore turns a time
-  // filter into an id range, with no index to update on every write.
-  let newest = db.query<{ created_at: string }, []>('SELECT created_at FROM events ORDER BY id DESC LIMIT 1').get()?.created_at ?? ''
-  const stamp = () => {
-    const time = nowIso()
-    if (time > newest) newest = time
-    return newest
-  }
+  // Times rise with ids (store/rising.ts), so eventsStore turns a time filter into an id range.
+  const stamp = risingStamp(nowIso, db.query<{ created_at: string }, []>('SELECT created_at FROM events ORDER BY id DESC LIMIT 1').get()?.created_at ?? '')
   const pruneBelow = db.query<unknown, [number]>(
     'DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)',
   )
@@ -40,21 +34,9 @@ export function eventsStore(db: Database): EventsStore {
   // Two subqueries: MIN and MAX in one SELECT would scan the table instead of reading both ends.
   const span = db.query<{ first: number | null; last: number | null }, []>('SELECT (SELECT MIN(id) FROM events) AS first, (SELECT MAX(id) FROM events) AS last')
   const atOrAfter = db.query<{ id: number; created_at: string }, [number]>('SELECT id, created_at FROM events WHERE id >= ? ORDER BY id LIMIT 1')
-  /**
-   * The least id from which every event's time passes `passes` (times rise with ids: eventsWrites),
-   * by binary search on the rowid: a probe per halving instead of a scan. Past the newest id when none passes.
-   */
-  const firstIdWhere = (ends: { first: number | null; last: number | null }, passes: (time: string) => boolean): number => {
-    if (ends.first === null || ends.last === null) return 0
-    let lo = ends.first
-    let hi = ends.last + 1
-    while (lo < hi) {
-      const mid = Math.floor((lo + hi) / 2)
-      const row = atOrAfter.get(mid)
-      if (!row || passes(row.created_at)) hi = mid
-      else lo = row.id + 1
-    }
-    return lo
+  const probe = (id: number) => {
+    const row = atOrAfter.get(id)
+    return row && { id: row.id, time: row.created_at }
   }
   // Queries differ only in which filters are present: prepare each shape once.
   const shapes = new Map<string, ReturnType<typeof db.query<Row, (string | number)[]>>>()
@@ -71,11 +53,10 @@ export function eventsStore(db: Database): EventsStore {
       if (q.source !== undefined) where.push('source = ?'), args.push(q.source)
       // The id range is the time filter (times rise with ids in every row, the migration's included);
       // the time conditions stay as a guard that costs nothing once the range is read.
-      const from = q.from
-      const to = q.to
-      const ends = from || to ? span.get()! : { first: null, last: null }
-      if (from) where.push('id >= ? AND created_at >= ?'), args.push(firstIdWhere(ends, (t) => t >= from), from)
-      if (to) where.push('id < ? AND created_at <= ?'), args.push(firstIdWhere(ends, (t) => t > to), to)
+      const ids = await idWindow(() => span.get()!, probe, q.from, q.to)
+      where.push(...ids.sql), args.push(...ids.args)
+      if (q.from) where.push('created_at >= ?'), args.push(q.from)
+      if (q.to) where.push('created_at <= ?'), args.push(q.to)
       if (q.afterId !== undefined) where.push('id > ?'), args.push(q.afterId)
       args.push(q.limit)
       const sql = `SELECT id, topic, data, source, created_at FROM events ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id ${q.afterId !== undefined ? 'ASC' : 'DESC'} LIMIT ?`
