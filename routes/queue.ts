@@ -2,13 +2,17 @@
 // need no instance token; claiming, acking, nacking, extending and notes do (the
 // caller is the claimer, or the note's author). claim_id appears only in the
 // claimer's claim and ack answers; every task answer carries its notes.
-import { t } from 'elysia'
+import { t, getSchemaValidator, ValidationError, type TSchema } from 'elysia'
+import { Value } from '@sinclair/typebox/value'
 import { IdParams, IntQuery, checks } from '../http/models'
 import type { Ctx } from '../services/context'
 import type { AuditScope } from '../services/audit'
-import { audited, noteAudit } from '../http/audit'
+import { auditFailure, audited, auditedAnswer, noteAudit } from '../http/audit'
 import { enumParam, intParam } from '../http/params'
-import { forbidden, notFound } from '../lib/errors'
+import { AppError, forbidden, notFound } from '../lib/errors'
+import type { FastRoute } from '../http/api'
+import { checkParsedRequest } from '../http/body'
+import { errorAnswer, kindOfStatus } from '../http/errors'
 import { DEFAULT_MAX_ATTEMPTS, MAX_ATTEMPTS, MAX_ERROR, MAX_LIST, MAX_PRIORITY, MAX_TITLE, checkQueue, TASK_STATUSES } from '../lib/tasks'
 import { caller, credentialFor, holderOf, optionalHolder } from '../http/caller'
 import type { Instance } from '../store/instances'
@@ -142,6 +146,108 @@ const EXAMPLE_CLAIM = '5f0c2a1e-8b7d-4c3a-9e21-6d4f0b8a7c15'
 const VisibilityMs = (description: string) => t.Integer({ description, ...checks({ minimum: TTL_MIN_MS, maximum: TTL_MAX_MS }) })
 const TAGS = ['tasks']
 
+const CreateBody = t.Object(
+  {
+    title: t.String({ description: 'required', ...checks({ minLength: 1, maxLength: MAX_TITLE }) }),
+    payload: t.Optional(t.Any({ description: 'any JSON value (the whole body at most 256 KiB)' })),
+    priority: t.Optional(t.Integer({ description: 'higher first', ...checks({ minimum: -MAX_PRIORITY, maximum: MAX_PRIORITY, default: 0 }) })),
+    depends_on: t.Optional(t.Array(t.Integer(), { description: 'ids of tasks of this queue; blocked until all are done', ...checks({ maxItems: MAX_LIST }) })),
+    requires: t.Optional(t.Array(t.String(), { description: 'capabilities the claimer must have (all of them)', ...checks({ maxItems: MAX_LIST }) })),
+    max_attempts: t.Optional(t.Integer({ description: 'claims before the task fails', ...checks({ minimum: 1, maximum: MAX_ATTEMPTS, default: DEFAULT_MAX_ATTEMPTS }) })),
+    dedupe_key: t.Optional(t.String({ description: 'an unfinished task of the queue with this key is returned instead (200)' })),
+    project: t.Optional(t.String({ description: 'the project of paths (alone: recorded only)' })),
+    paths: t.Optional(
+      t.Array(t.String(), {
+        description: 'globs relative to the project root, as for reservations (needs project): a claim takes them as an exclusive reservation',
+      }),
+    ),
+  },
+  {
+    examples: [
+      { title: 'invoice PDFs', payload: { order: 42 }, priority: 0, requires: ['ts'], max_attempts: DEFAULT_MAX_ATTEMPTS, project: 'shop', paths: ['src/billing/**'] },
+    ],
+  },
+)
+const ClaimBody = t.Optional(
+  t.Object(
+    {
+      wait_ms: t.Optional(t.Integer({ description: 'hold up to this long for a claimable task', ...checks({ minimum: 0, maximum: WAIT_MAX_MS, default: 0 }) })),
+      visibility_ms: t.Optional(VisibilityMs('requeue (reason timeout) unless acked or extended in time; default: no timeout')),
+    },
+    { examples: [{ wait_ms: 0, visibility_ms: 600_000 }] },
+  ),
+)
+const AckBody = t.Object(
+  { claim_id: ClaimId, result: t.Optional(t.Any({ description: 'any JSON value, stored (the whole body at most 256 KiB)' })) },
+  { examples: [{ claim_id: EXAMPLE_CLAIM, result: { pr: 42 } }] },
+)
+
+const CREATE = 'task.create'
+const CLAIM = 'task.claim'
+const ACK = 'task.ack'
+
+/** A create: 201 the new task, or 200 the unfinished one of the queue with the same dedupe_key (the audit entry says so). */
+async function addTask(ctx: Ctx, request: Request, queue: string, body: CreateInput, audit: AuditScope) {
+  const { task, created } = await createTask(ctx, audit, await optionalHolder(ctx, request), queue, body)
+  if (!created) noteAudit(request, `deduplicated: task ${task.id}`)
+  return { task, status: created ? 201 : 200 }
+}
+type CreateInput = Parameters<typeof createTask>[4]
+
+/** A claim: the task, or null (204) when none was claimable by the end of wait_ms. */
+const claimFor = async (ctx: Ctx, request: Request, queue: string, body: { wait_ms?: unknown; visibility_ms?: unknown } | null | undefined, audit: AuditScope) =>
+  claimTask(ctx, audit, await holderOf(ctx, request), queue, body ?? {})
+
+/**
+ * A JSON body as the full route's pipeline reads it for `schema` (Elysia's parse, the API's
+ * depth and NUL check, defaults, normalization, the schema check and its transforms), with
+ * the same 400s: a fast route answers every body as its full route does.
+ */
+function bodyReader(schema: TSchema) {
+  const v = getSchemaValidator(schema, { normalize: true }) as unknown as {
+    schema: TSchema
+    hasDefault: boolean
+    isOptional: boolean
+    hasTransform: boolean
+    Clean?: (value: unknown) => unknown
+    Check(value: unknown): boolean
+    Decode(value: unknown): unknown
+  }
+  const defaults = v.hasDefault ? Value.Default(v.schema, {}) : undefined
+  if (defaults !== undefined && (typeof defaults !== 'object' || defaults === null || Array.isArray(defaults))) throw new Error('bodyReader: only object defaults')
+  const refused = (code: 'PARSE' | 'VALIDATION', error: unknown, request: Request) => {
+    const set = { status: 400 as number | string, headers: {} as Record<string, string | number> }
+    const { error: message, code: status, ...extra } = errorAnswer(code, error, set, request, () => [])
+    return new AppError(kindOfStatus(status) ?? 'invalid', message, extra)
+  }
+  return async (request: Request): Promise<any> => {
+    let body: unknown
+    if (request.body)
+      try {
+        body = await request.json()
+      } catch (err) {
+        // An optional body that is not JSON is no body, as the framework reads it.
+        if (!v.isOptional) throw refused('PARSE', Object.assign(new Error('parse'), { cause: err }), request)
+      }
+    checkParsedRequest(request.url, body)
+    const notEmptyObject = !!body && typeof body === 'object' && Object.keys(body).length > 0
+    if (defaults) body = Object.assign(structuredClone(defaults), body)
+    if (v.Clean)
+      try {
+        body = v.Clean(body)
+      } catch {}
+    if (v.isOptional ? notEmptyObject && !v.Check(body) : !v.Check(body)) throw refused('VALIDATION', new ValidationError('body', v as never, body), request)
+    if (v.hasTransform && notEmptyObject)
+      try {
+        body = v.Decode(body)
+      } catch (err) {
+        if ((err as Error)?.constructor?.name !== 'TransformDecodeError') throw err
+        throw refused('VALIDATION', (err as { error?: unknown }).error ?? new ValidationError('body', v as never, body), request)
+      }
+    return body
+  }
+}
+
 export function queueRoutes(ctx: Ctx) {
   /** cancel and retry: anyone's call (an instance token is optional), through one service helper each. */
   const byHand =
@@ -160,72 +266,36 @@ export function queueRoutes(ctx: Ctx) {
     .post(
       '/api/queues/:queue/tasks',
       async ({ request, params, body, set, audit }) => {
-        const { task, created } = await createTask(ctx, audit, await optionalHolder(ctx, request), params.queue, body)
-        if (!created) noteAudit(request, `deduplicated: task ${task.id}`)
-        set.status = created ? 201 : 200
+        const { task, status } = await addTask(ctx, request, params.queue, body, audit)
+        set.status = status
         return task
       },
       {
         params: QueueParams,
-        body: t.Object(
-          {
-            title: t.String({ description: 'required', ...checks({ minLength: 1, maxLength: MAX_TITLE }) }),
-            payload: t.Optional(t.Any({ description: 'any JSON value (the whole body at most 256 KiB)' })),
-            priority: t.Optional(t.Integer({ description: 'higher first', ...checks({ minimum: -MAX_PRIORITY, maximum: MAX_PRIORITY, default: 0 }) })),
-            depends_on: t.Optional(t.Array(t.Integer(), { description: 'ids of tasks of this queue; blocked until all are done', ...checks({ maxItems: MAX_LIST }) })),
-            requires: t.Optional(t.Array(t.String(), { description: 'capabilities the claimer must have (all of them)', ...checks({ maxItems: MAX_LIST }) })),
-            max_attempts: t.Optional(t.Integer({ description: 'claims before the task fails', ...checks({ minimum: 1, maximum: MAX_ATTEMPTS, default: DEFAULT_MAX_ATTEMPTS }) })),
-            dedupe_key: t.Optional(t.String({ description: 'an unfinished task of the queue with this key is returned instead (200)' })),
-            project: t.Optional(t.String({ description: 'the project of paths (alone: recorded only)' })),
-            paths: t.Optional(
-              t.Array(t.String(), {
-                description: 'globs relative to the project root, as for reservations (needs project): a claim takes them as an exclusive reservation',
-              }),
-            ),
-          },
-          {
-            examples: [
-              { title: 'invoice PDFs', payload: { order: 42 }, priority: 0, requires: ['ts'], max_attempts: DEFAULT_MAX_ATTEMPTS, project: 'shop', paths: ['src/billing/**'] },
-            ],
-          },
-        ),
+        body: CreateBody,
         response: { 200: TaskSchema, 201: TaskSchema },
         maxBody: MAX_TASK_BODY,
-        audit: 'task.create',
+        audit: CREATE,
         detail: { summary: 'Add a task (201); with dedupe_key an unfinished duplicate is returned (200)', tags: TAGS },
       },
     )
     .post(
       '/api/queues/:queue/claim',
-      async ({ request, params, body, audit, status }) => {
-        const task = await claimTask(ctx, audit, await holderOf(ctx, request), params.queue, body ?? {})
-        return task ?? status(204, undefined)
-      },
+      async ({ request, params, body, audit, status }) => (await claimFor(ctx, request, params.queue, body, audit)) ?? status(204, undefined),
       {
         params: QueueParams,
-        body: t.Optional(
-          t.Object(
-            {
-              wait_ms: t.Optional(t.Integer({ description: 'hold up to this long for a claimable task', ...checks({ minimum: 0, maximum: WAIT_MAX_MS, default: 0 }) })),
-              visibility_ms: t.Optional(VisibilityMs('requeue (reason timeout) unless acked or extended in time; default: no timeout')),
-            },
-            { examples: [{ wait_ms: 0, visibility_ms: 600_000 }] },
-          ),
-        ),
+        body: ClaimBody,
         response: { 200: TaskSchema, 204: t.Void({ description: 'nothing claimable by the end of wait_ms' }) },
-        audit: 'task.claim',
+        audit: CLAIM,
         detail: { summary: 'Claim the first claimable task (priority, then creation order); X-Instance-Token required', tags: TAGS, security: [{ instanceToken: [] }] },
       },
     )
     .post('/api/tasks/:id/ack', onClaim(ackTask), {
       params: IdParams,
-      body: t.Object(
-        { claim_id: ClaimId, result: t.Optional(t.Any({ description: 'any JSON value, stored (the whole body at most 256 KiB)' })) },
-        { examples: [{ claim_id: EXAMPLE_CLAIM, result: { pr: 42 } }] },
-      ),
+      body: AckBody,
       response: { 200: TaskSchema },
       maxBody: MAX_TASK_BODY,
-      audit: 'task.ack',
+      audit: ACK,
       detail: { summary: 'Finish a claimed task: done, with its result', tags: TAGS },
     })
     .post('/api/tasks/:id/nack', onClaim(nackTask), {
@@ -346,4 +416,62 @@ export function queueRoutes(ctx: Ctx) {
         detail: { summary: "A queue's tasks in claim order (priority, then creation)", tags: TAGS },
       },
     )
+}
+
+/**
+ * The three calls of every task cycle (create, claim, ack) on Bun's own router (http/api.ts
+ * FastRoute), for plain requests (no query string): the bodies read and checked as the
+ * routes above check them (bodyReader), the same services, answers, errors and audit.
+ */
+export function queueFastRoutes(ctx: Ctx): FastRoute[] {
+  const createBody = bodyReader(CreateBody)
+  const claimBody = bodyReader(ClaimBody)
+  const ackBody = bodyReader(AckBody)
+  // The answer as the framework sends it: TaskSchema's fields, in its order.
+  const shown = (getSchemaValidator(TaskSchema, { normalize: true }) as unknown as { Clean(task: ShownTask): unknown }).Clean
+  const json = (task: ShownTask, status = 200) => Response.json(shown(task), { status })
+  /** The path parameter after `/api/<collection>/`, decoded as the router decodes it. */
+  const param = (path: string) => {
+    const raw = path.split('/')[3]!
+    try {
+      return decodeURIComponent(raw)
+    } catch {
+      return raw
+    }
+  }
+  // What the audit plugin writes after the full route when the service wrote no entry (a deduplicated create, an empty claim).
+  const leftover = (request: Request, action: string, status: number) => auditFailure(ctx, request, action, status)
+  return [
+    {
+      method: 'POST',
+      pattern: '/api/queues/:queue/tasks',
+      handle: (request, path) =>
+        auditedAnswer(ctx, request, CREATE, async (scope) => {
+          const { task, status } = await addTask(ctx, request, param(path), await createBody(request), scope)
+          if (status === 200) await leftover(request, CREATE, status)
+          return json(task, status)
+        }),
+    },
+    {
+      method: 'POST',
+      pattern: '/api/queues/:queue/claim',
+      handle: (request, path) =>
+        auditedAnswer(ctx, request, CLAIM, async (scope) => {
+          const task = await claimFor(ctx, request, param(path), await claimBody(request), scope)
+          if (task) return json(task)
+          await leftover(request, CLAIM, 204)
+          return new Response(null, { status: 204 })
+        }),
+    },
+    {
+      method: 'POST',
+      pattern: '/api/tasks/:id/ack',
+      handle: (request, path) =>
+        auditedAnswer(ctx, request, ACK, async (scope) => {
+          // The body first, as the framework checks it before the handler runs.
+          const body = await ackBody(request)
+          return json(await ackTask(ctx, scope, await holderOf(ctx, request), taskId(param(path)), body))
+        }),
+    },
+  ]
 }
