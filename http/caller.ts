@@ -7,6 +7,7 @@ import type { Caller } from '../services/audit'
 import type { Instance } from '../store/instances'
 import { ADMIN, type Credential } from '../services/credentials'
 import { forbidden, invalid } from '../lib/errors'
+import { UNKNOWN_TOKEN } from '../services/holders'
 export type { Caller } from '../services/audit'
 
 const credentials = new WeakMap<Request, Credential>()
@@ -63,8 +64,20 @@ export async function holderOf(ctx: Ctx, request: Request): Promise<Instance> {
   if (!request.headers.get('x-instance-token')) throw invalid('X-Instance-Token is required')
   const { instanceId } = await caller(ctx, request)
   const instance = instanceId ? await ctx.store.instances.get(instanceId) : null
-  if (!instance) throw forbidden('unknown instance token: register again')
+  if (!instance) throw forbidden(UNKNOWN_TOKEN)
   return instance
+}
+
+/**
+ * The calling instance's id, for a holder route that needs nothing else of it (locks): as
+ * holderOf, without reading the instance; the unit's heartbeat (services/holders.ts
+ * touchId) refuses, with the same 403, an instance deregistered since its token was known.
+ */
+export async function holderIdOf(ctx: Ctx, request: Request): Promise<Pick<Instance, 'id'>> {
+  if (!request.headers.get('x-instance-token')) throw invalid('X-Instance-Token is required')
+  const { instanceId } = await caller(ctx, request)
+  if (!instanceId) throw forbidden(UNKNOWN_TOKEN)
+  return { id: instanceId }
 }
 
 /**

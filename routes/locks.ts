@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { TTL_MAX_MS, TTL_MIN_MS, WAIT_MAX_MS, reasonParam, readerHeartbeat, ttlParam, waitMsParam, REASON_MAX } from '../services/holders'
-import { assertForce, caller, holderOf } from '../http/caller'
+import { assertForce, caller, holderIdOf } from '../http/caller'
 import { LIMIT_MAX, acquireLock, forceReleaseLock, getLock, listLocks, releaseLock } from '../services/locks'
 import { audited, auditedAnswer } from '../http/audit'
 import type { AuditScope } from '../services/audit'
@@ -69,7 +69,7 @@ async function acquireFromRequest(ctx: Ctx, request: Request, name: string, audi
     reason: reasonParam(b.reason),
     signal: request.signal,
   }
-  const g = await acquireLock(ctx, audit, await holderOf(ctx, request), name, options)
+  const g = await acquireLock(ctx, audit, await holderIdOf(ctx, request), name, options)
   // In the order GrantSchema documents, by either way in.
   return { name: g.name, instance_id: g.instance_id, fence: g.fence, limit: g.limit, reason: g.reason, acquired_at: g.acquired_at, expires_at: g.expires_at }
 }
@@ -93,7 +93,7 @@ export function locksFastRoutes(ctx: Ctx): FastRoute[] {
       handle: (request, path) =>
         auditedAnswer(ctx, request, RELEASE, async (scope) => {
           const name = nameOf(path)
-          await releaseLock(ctx, scope, await holderOf(ctx, request), name)
+          await releaseLock(ctx, scope, await holderIdOf(ctx, request), name)
           return Response.json(released(name))
         }),
     },
@@ -130,7 +130,7 @@ export function locksRoutes(ctx: Ctx) {
         if (isSet(query.force)) assertForce(request)
         const name = keyParam(params['*'], 'name')
         if (isSet(query.force)) await forceReleaseLock(ctx, audit, name)
-        else await releaseLock(ctx, audit, await holderOf(ctx, request), name)
+        else await releaseLock(ctx, audit, await holderIdOf(ctx, request), name)
         return released(name)
       },
       {

@@ -36,16 +36,17 @@ export async function readerHeartbeat(ctx: Ctx, reader: Caller): Promise<void> {
  */
 export async function touch(tx: Tx, instanceId: string): Promise<Instance> {
   const instance = await tx.instances.heartbeat(instanceId)
-  if (!instance) throw forbidden(UNKNOWN)
+  if (!instance) throw forbidden(UNKNOWN_TOKEN)
   return instance
 }
 
 /** touch for a call that needs nothing of its instance but that it exists: the same write, nothing read back. */
 export async function touchId(tx: Tx, instanceId: string): Promise<void> {
-  if (!(await tx.holders.beat(instanceId, nowIso()))) throw forbidden(UNKNOWN)
+  if (!(await tx.holders.beat(instanceId, nowIso()))) throw forbidden(UNKNOWN_TOKEN)
 }
 
-const UNKNOWN = 'unknown instance token: register again'
+/** The 403 of a call whose X-Instance-Token names no registered instance (gone, or never). */
+export const UNKNOWN_TOKEN = 'unknown instance token: register again'
 
 /** Grants with their holder's name and liveness (read after the unit: names and statuses are committed data). */
 export async function withHolders<T extends { instance_id: string }>(ctx: Ctx, rows: T[]): Promise<(HolderView & T)[]> {

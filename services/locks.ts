@@ -26,6 +26,9 @@ export interface AcquireOptions {
   reason: string | null
 }
 
+/** The calling instance: a lock needs only its id (the unit's heartbeat refuses one gone meanwhile). */
+type Holder = Pick<Instance, 'id'>
+
 /** A grant as the acquire answers it. */
 export type Grant = LockHolderRow
 
@@ -73,7 +76,7 @@ type Attempt = { grant: LockHolderRow } | { held: LockHolderRow[] }
  * take a free slot unless earlier waiters are in line for it (`ahead` of them).
  * A refusal commits too: the call still counts as a heartbeat.
  */
-async function attempt(tx: Tx, audit: AuditScope | undefined, holder: Instance, name: string, o: AcquireOptions, ahead: number): Promise<Attempt> {
+async function attempt(tx: Tx, audit: AuditScope | undefined, holder: Holder, name: string, o: AcquireOptions, ahead: number): Promise<Attempt> {
   await touchId(tx, holder.id)
   const rows = await tx.locks.holders(name)
   const limit = rows[0]?.limit ?? o.limit ?? 1
@@ -105,7 +108,7 @@ const heldError = async (ctx: Ctx, rows: LockHolderRow[]) =>
   conflict('lock is held', { holders: await withHolders(ctx, rows.map(holderFields)) })
 
 /** Takes a slot of lock `name` (or renews the caller's), waiting up to `wait_ms` in line; 409 naming the holders otherwise. */
-export async function acquireLock(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, name: string, o: AcquireOptions): Promise<Grant> {
+export async function acquireLock(ctx: Ctx, audit: AuditScope | undefined, holder: Holder, name: string, o: AcquireOptions): Promise<Grant> {
   const line = ctx.lockLines
   const queued = line.queues.get(name)?.tickets.length ?? 0
   const first = await ctx.store.write((tx) => attempt(tx, audit, holder, name, o, queued))
@@ -169,7 +172,7 @@ export async function getLock(ctx: Ctx, name: string) {
 }
 
 /** The holder's release: 404 when nobody holds the lock, 403 when the caller is not among its holders. */
-export function releaseLock(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, name: string): Promise<void> {
+export function releaseLock(ctx: Ctx, audit: AuditScope | undefined, holder: Holder, name: string): Promise<void> {
   return ctx.store.write(async (tx) => {
     await touchId(tx, holder.id)
     const rows = await tx.locks.holders(name)
