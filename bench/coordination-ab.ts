@@ -4,11 +4,13 @@
 // 10,000 tasks ahead that the claimer cannot take. Servers: this checkout, optionally
 // another one (a worktree of the commit before a change), and a bare Bun.serve in its own
 // process answering the same requests (two per lock round trip, three per task cycle).
+// A floor runs beside them: bench/coordination-floor.ts, the same rows in one bare
+// transaction per request on Muster's schema (the lock and task lines only).
 // They run in alternating slices, rotated each slice, so drift in a shared machine's speed
-// affects them alike. Each line gives every server's figure and its share of bare.
+// affects them alike. Each line gives every server's figure, its share of bare and of the floor.
 // Run: bun bench/coordination-ab.ts [other checkout]   (BENCH_ONLY=claim: only matching figures)
 import { resolve } from 'node:path'
-import { startBaseline, startMuster, type Proc, jsonCall as call, loops } from './lib'
+import { startBaseline, startMuster, startReference, type Proc, jsonCall as call, loops } from './lib'
 
 const other = process.argv[2]
 const SLICES = Number(process.env.BENCH_SLICES ?? 6)
@@ -21,12 +23,14 @@ interface Server {
   name: string
   proc: Proc
   bare: boolean
+  floor?: boolean
   tokens: string[]
 }
 
 const servers: Server[] = []
 if (other) servers.push({ name: 'A (other)', proc: await startMuster([], resolve(other)), bare: false, tokens: [] })
 servers.push({ name: 'B (this)', proc: await startMuster(), bare: false, tokens: [] })
+servers.push({ name: 'floor', proc: await startReference('coordination-floor'), bare: false, floor: true, tokens: [] })
 servers.push({ name: 'bare', proc: await startBaseline(), bare: true, tokens: [] })
 for (const s of servers)
   if (!s.bare) s.tokens = await Promise.all(Array.from({ length: 32 }, (_, i) => call(`${s.proc.url}/api/instances/register`, 'POST', { name: `ab-${i}` }).then((r) => r.token as string)))
@@ -59,7 +63,7 @@ const LOOPS: Record<string, { clients: number; step: Step; bare: number }> = {
 
 const pct = (x: number, of: number) => `${((x / of) * 100).toFixed(1)}%`
 const bareOf = () => servers.findIndex((s) => s.bare)
-const musters = () => servers.filter((s) => !s.bare)
+const musters = () => servers.filter((s) => !s.bare && !s.floor)
 
 console.log(`${servers.map((s) => s.name).join(', ')}${other ? `; A = ${resolve(other)}` : ''}; ${SLICES} rotated slices of ${SLICE_S} s`)
 
@@ -74,7 +78,10 @@ for (const [label, loop] of Object.entries(LOOPS)) {
     }
   const rates = sums.map((x) => x / SLICES)
   const bare = rates[bareOf()]
-  const figures = servers.map((s, n) => (s.bare ? `bare ${bare.toFixed(0)}/s` : `${s.name[0]} ${rates[n].toFixed(0)}/s ${pct(rates[n], bare)}`))
+  const floor = rates[servers.findIndex((s) => s.floor)]
+  const figures = servers.map((s, n) =>
+    s.bare ? `bare ${bare.toFixed(0)}/s` : `${s.name[0]} ${rates[n].toFixed(0)}/s ${pct(rates[n], bare)}${s.floor ? '' : ` (${pct(rates[n], floor)} of floor)`}`,
+  )
   console.log(`${label.padEnd(44)} ${figures.join('   ')}`)
 }
 
@@ -105,11 +112,13 @@ if (ONLY.test('claim behind')) {
   }
   const samples: number[][] = servers.map(() => [])
   const per = Math.ceil(SAMPLES / (SLICES * 4))
-  for (let i = 0; i < SLICES * 4; i++) for (const n of order(i)) for (let k = 0; k < per; k++) samples[n].push(await claimSample(servers[n]))
+  // The floor has no requires to skip: this line is Muster's and bare's.
+  const sampled = (n: number) => !servers[n].floor
+  for (let i = 0; i < SLICES * 4; i++) for (const n of order(i).filter(sampled)) for (let k = 0; k < per; k++) samples[n].push(await claimSample(servers[n]))
   const at = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]
   const b = samples[bareOf()]
-  const figures = servers.map((s, n) =>
-    s.bare
+  const figures = servers.flatMap((s, n) =>
+    s.floor ? [] : s.bare
       ? `bare p50 ${at(b, 0.5).toFixed(2)} p99 ${at(b, 0.99).toFixed(2)}`
       : `${s.name[0]} p50 ${at(samples[n], 0.5).toFixed(2)} p99 ${at(samples[n], 0.99).toFixed(2)} (+${(at(samples[n], 0.99) - at(b, 0.99)).toFixed(2)})`,
   )

@@ -90,9 +90,10 @@ export async function startMuster(args: string[] = [], root = ROOT): Promise<Pro
 
 /**
  * A reference server of bench/state.ts on a fresh data dir: bench/floor.ts (the state route's own
- * work behind a bare Bun.serve) or bench/kv.ts (a naive Bun + bun:sqlite key/value server).
+ * work behind a bare Bun.serve) or bench/kv.ts (a naive Bun + bun:sqlite key/value server), or
+ * bench/coordination-floor.ts (bench/coordination-ab.ts's floor).
  */
-export async function startReference(name: 'floor' | 'kv'): Promise<Proc> {
+export async function startReference(name: 'floor' | 'kv' | 'coordination-floor'): Promise<Proc> {
   const dir = mkdtempSync(join(tmpdir(), `muster-${name}-`))
   return started([process.execPath, join(ROOT, 'bench', `${name}.ts`), dir], dir, new RegExp(`${name} on (\\S+),`))
 }
