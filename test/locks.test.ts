@@ -81,6 +81,47 @@ describe('acquire', () => {
   })
 })
 
+describe('both ways in', () => {
+  test('a plain acquire and release (outside the framework) answer and audit as through the full route', async () => {
+    const a = await register(s, 'parity')
+    // A query sends the request through the framework's route; `?via=full` changes nothing else.
+    const send = async (way: 'fast' | 'full', method: string, name: string, body?: string, headers: Record<string, string> = a.h) => {
+      const r = await fetch(`${s.api}/api/locks/${way}/${name}${way === 'full' ? '?via=full' : ''}`, { method, body, headers: { 'content-type': 'application/json', ...headers } })
+      const json = await r.json()
+      return { status: r.status, type: r.headers.get('content-type'), body: { ...json, name: json.name && 'n', fence: json.fence && 'f', acquired_at: json.acquired_at && 't', expires_at: json.expires_at && 'e', holders: json.holders?.map((h: any) => h.instance_id) } }
+    }
+    const both = async (method: string, name: string, body?: string, headers?: Record<string, string>) => {
+      const [fast, full] = [await send('fast', method, name, body, headers), await send('full', method, name, body, headers)]
+      expect(fast).toEqual(full)
+      return fast
+    }
+    expect(await both('PUT', 'k', '{"reason":"r","ttl_ms":60000}')).toEqual({
+      status: 200,
+      type: 'application/json;charset=utf-8',
+      body: { name: 'n', instance_id: a.id, fence: 'f', limit: 1, reason: 'r', acquired_at: 't', expires_at: 'e' },
+    })
+    expect((await both('PUT', 'k')).body).toMatchObject({ reason: null, expires_at: null })
+    expect((await both('PUT', 'k2', '')).status).toBe(200)
+    expect((await both('PUT', 'k', '{"ttl_ms":"soon"}')).body).toMatchObject({ code: 400, error: expect.stringContaining('ttl_ms') })
+    expect((await both('PUT', 'k', '{"limit":2}')).body).toEqual({ error: 'invalid limit: the lock is held with limit 1', code: 400 })
+    expect((await both('PUT', 'k', '{"reason":')).body).toEqual({ error: 'request body must be JSON: not valid JSON', code: 400 })
+    expect((await both('PUT', 'k', '[1]')).body).toEqual({ error: 'request body must be JSON: an object', code: 400 })
+    expect((await both('PUT', 'k', '{"reason":"a\\u0000b"}')).body).toEqual({ error: 'text must not contain NUL bytes', code: 400 })
+    expect((await both('PUT', 'k', '{}', {})).body).toEqual({ error: 'X-Instance-Token is required', code: 400 })
+    expect((await both('PUT', 'k', '{}', { 'x-instance-token': 'nope' })).body).toEqual({ error: 'unknown instance token: register again', code: 403 })
+    const b = await register(s, 'parity-other')
+    expect((await both('PUT', 'k', '{}', b.h)).body).toEqual({ error: 'lock is held', code: 409, holders: [a.id] })
+    expect((await both('DELETE', 'k', undefined, b.h)).body).toEqual({ error: 'lock is held by another instance', code: 403 })
+    expect(await both('DELETE', 'k')).toEqual({ status: 200, type: 'application/json;charset=utf-8', body: { name: 'n', released: true } })
+    expect((await both('DELETE', 'k')).body).toEqual({ error: 'lock not held', code: 404 })
+    // The same audit entries, in the same order, for both ways in.
+    const entries = (await call(s.api, 'GET', '/api/audit?limit=200')).body as any[]
+    const of = (way: string) => entries.filter((e) => e.resource.startsWith(`locks/${way}/`)).map((e) => [e.action, e.resource.slice(6 + way.length), e.outcome, e.detail.replace(/\d+/g, 'N')])
+    expect(of('fast')).toEqual(of('full'))
+    expect(of('fast')).toHaveLength(14)
+  })
+})
+
 describe('semaphores', () => {
   test('limit N admits N holders; a different limit while held is 400', async () => {
     const [a, b, c] = await Promise.all(['s1', 's2', 's3'].map((x) => register(s, x)))
