@@ -84,52 +84,48 @@ test.skipIf(onPostgres)('versions written while they had a (space, key, version)
   }
 })
 
-test.skipIf(onPostgres)('events stamped by a clock that stepped back rise with their ids after the created_at index goes, and time filters stay exact', async () => {
-  const sub = join(dir, 'event-times')
-  const old = schemaBefore(sub, 'DROP INDEX events_created')
-  const insert = old.query("INSERT INTO events (topic, data, source, created_at) VALUES ('t.x', 'null', '', ?)")
-  // Minutes 1, 2, 3, then a step back to 1 (twice), then 4.
-  for (const minute of [1, 2, 3, 1, 1, 4]) insert.run(`2026-01-01T00:0${minute}:00.000Z`)
-  old.close()
+/**
+ * A table whose times rise with ids after its time index goes (`marker`): rows stamped by a clock
+ * that stepped back (minutes 1, 2, 3, then 1 twice, then 4) take the newest earlier time, time
+ * windows stay exact, and a new row goes on from the newest time, whatever the clock says.
+ */
+function risesWithIds(what: string, marker: string, insertSql: string, t: {
+  list: (store: ReturnType<typeof openStore>, from?: string, to?: string) => Promise<{ id: number; time: string }[]>
+  append: (store: ReturnType<typeof openStore>) => Promise<string>
+  more?: (store: ReturnType<typeof openStore>) => Promise<void>
+}) {
+  test.skipIf(onPostgres)(`${what} stamped by a clock that stepped back rise with their ids after the time index goes, and time windows stay exact`, async () => {
+    const sub = join(dir, marker.replace(/\W+/g, '-'))
+    const old = schemaBefore(sub, marker)
+    const insert = old.query(insertSql)
+    for (const minute of [1, 2, 3, 1, 1, 4]) insert.run(`2026-01-01T00:0${minute}:00.000Z`)
+    old.close()
 
-  const store = openStore(sub)
-  try {
-    const all = await store.events.query({ limit: 10 })
-    expect(all.map((e) => [e.id, e.created_at.slice(14, 16)])).toEqual([[6, '04'], [5, '03'], [4, '03'], [3, '03'], [2, '02'], [1, '01']])
-    const ids = async (from?: string, to?: string) => (await store.events.query({ from, to, limit: 10 })).map((e) => e.id)
-    expect(await ids('2026-01-01T00:03:00.000Z', '2026-01-01T00:03:00.000Z')).toEqual([5, 4, 3])
-    expect(await ids(undefined, '2026-01-01T00:02:30.000Z')).toEqual([2, 1])
-    expect(await ids('2026-01-01T00:01:30.000Z')).toEqual([6, 5, 4, 3, 2])
-    // New events go on from the newest time, whatever the clock says.
-    const next = await store.write(async (tx) => await tx.emit('t.x', null, ''))
-    expect(next.created_at >= '2026-01-01T00:04:00.000Z').toBe(true)
-  } finally {
-    store.close()
-  }
+    const store = openStore(sub)
+    try {
+      expect((await t.list(store)).map((e) => [e.id, e.time.slice(14, 16)])).toEqual([[6, '04'], [5, '03'], [4, '03'], [3, '03'], [2, '02'], [1, '01']])
+      const ids = async (from?: string, to?: string) => (await t.list(store, from, to)).map((e) => e.id)
+      expect(await ids('2026-01-01T00:03:00.000Z', '2026-01-01T00:03:00.000Z')).toEqual([5, 4, 3])
+      expect(await ids(undefined, '2026-01-01T00:02:30.000Z')).toEqual([2, 1])
+      expect(await ids('2026-01-01T00:01:30.000Z')).toEqual([6, 5, 4, 3, 2])
+      await t.more?.(store)
+      expect((await t.append(store)) >= '2026-01-01T00:04:00.000Z').toBe(true)
+    } finally {
+      store.close()
+    }
+  })
+}
+
+risesWithIds('events', 'DROP INDEX events_created', "INSERT INTO events (topic, data, source, created_at) VALUES ('t.x', 'null', '', ?)", {
+  list: async (store, from, to) => (await store.events.query({ from, to, limit: 10 })).map((e) => ({ id: e.id, time: e.created_at })),
+  append: async (store) => (await store.write(async (tx) => await tx.emit('t.x', null, ''))).created_at,
 })
 
-test.skipIf(onPostgres)('audit entries stamped by a clock that stepped back rise with their ids after the timestamp index goes, and time windows stay exact', async () => {
-  const sub = join(dir, 'audit-times')
-  const old = schemaBefore(sub, 'DROP INDEX audit_timestamp')
-  const insert = old.query("INSERT INTO audit (timestamp, actor, action, resource, detail, outcome) VALUES (?, 'a', 'x.y', 'r', '', 'success')")
-  // Minutes 1, 2, 3, then a step back to 1 (twice), then 4.
-  for (const minute of [1, 2, 3, 1, 1, 4]) insert.run(`2026-01-01T00:0${minute}:00.000Z`)
-  old.close()
-
-  const store = openStore(sub)
-  try {
-    const all = await store.audit.list({ limit: 10 })
-    expect(all.map((e) => [e.id, e.timestamp.slice(14, 16)])).toEqual([[6, '04'], [5, '03'], [4, '03'], [3, '03'], [2, '02'], [1, '01']])
-    const ids = async (from?: string, to?: string) => (await store.audit.list({ from, to, limit: 10 })).map((e) => e.id)
-    expect(await ids('2026-01-01T00:03:00.000Z', '2026-01-01T00:03:00.000Z')).toEqual([5, 4, 3])
-    expect(await ids(undefined, '2026-01-01T00:02:30.000Z')).toEqual([2, 1])
-    expect(await ids('2026-01-01T00:01:30.000Z')).toEqual([6, 5, 4, 3, 2])
-    expect((await store.audit.summary('2026-01-01T00:03:00.000Z')).total_entries).toBe(4)
-    // New entries go on from the newest time, whatever the clock says.
+risesWithIds('audit entries', 'DROP INDEX audit_timestamp', "INSERT INTO audit (timestamp, actor, action, resource, detail, outcome) VALUES (?, 'a', 'x.y', 'r', '', 'success')", {
+  list: async (store, from, to) => (await store.audit.list({ from, to, limit: 10 })).map((e) => ({ id: e.id, time: e.timestamp })),
+  append: async (store) => {
     await store.write((tx) => tx.audit.append({ actor: 'a', action: 'x.y', resource: 'r', detail: '', outcome: 'success' }))
-    const [newest] = await store.audit.list({ limit: 1 })
-    expect(newest.timestamp >= '2026-01-01T00:04:00.000Z').toBe(true)
-  } finally {
-    store.close()
-  }
+    return (await store.audit.list({ limit: 1 }))[0].timestamp
+  },
+  more: async (store) => expect((await store.audit.summary('2026-01-01T00:03:00.000Z')).total_entries).toBe(4),
 })
