@@ -14,7 +14,7 @@ import type { FastRoute } from '../http/api'
 import { checkParsedRequest } from '../http/body'
 import { errorAnswer, kindOfStatus } from '../http/errors'
 import { DEFAULT_MAX_ATTEMPTS, MAX_ATTEMPTS, MAX_ERROR, MAX_LIST, MAX_PRIORITY, MAX_TITLE, checkQueue, TASK_STATUSES } from '../lib/tasks'
-import { caller, credentialFor, holderOf, optionalHolder } from '../http/caller'
+import { caller, credentialFor, holderOf, optionalHolder, readerOf } from '../http/caller'
 import type { Instance } from '../store/instances'
 import {
   ackTask,
@@ -28,6 +28,7 @@ import {
   retryTask,
   taskId,
   withNotes,
+  type Holder,
   type ShownTask,
   type TaskGuard,
 } from '../services/queue'
@@ -194,9 +195,15 @@ async function addTask(ctx: Ctx, request: Request, queue: string, body: CreateIn
 }
 type CreateInput = Parameters<typeof createTask>[4]
 
+/**
+ * The claimer of a claim, ack, nack or extend: its id is all these calls need (the unit that
+ * heartbeats it refuses, 403, an instance gone meanwhile), so a token known here is not read again.
+ */
+const claimer = (ctx: Ctx, request: Request): Promise<Holder> => readerOf(ctx, request)
+
 /** A claim: the task, or null (204) when none was claimable by the end of wait_ms. */
 const claimFor = async (ctx: Ctx, request: Request, queue: string, body: { wait_ms?: unknown; visibility_ms?: unknown } | null | undefined, audit: AuditScope) =>
-  claimTask(ctx, audit, await holderOf(ctx, request), queue, body ?? {})
+  claimTask(ctx, audit, await claimer(ctx, request), queue, body ?? {})
 
 /**
  * A JSON body as the full route's pipeline reads it for `schema` (Elysia's parse, the API's
@@ -257,9 +264,9 @@ export function queueRoutes(ctx: Ctx) {
 
   /** ack, nack and extend: the holder's call on its claim, through one service helper each. */
   const onClaim =
-    <B extends { claim_id: string }>(change: (ctx: Ctx, audit: AuditScope | undefined, holder: Instance, id: number, body: B) => Promise<ShownTask>) =>
+    <B extends { claim_id: string }>(change: (ctx: Ctx, audit: AuditScope | undefined, holder: Holder, id: number, body: B) => Promise<ShownTask>) =>
     async ({ request, params, body, audit }: { request: Request; params: { id: string }; body: B; audit?: AuditScope }) =>
-      change(ctx, audit, await holderOf(ctx, request), taskId(params.id), body)
+      change(ctx, audit, await claimer(ctx, request), taskId(params.id), body)
 
   return audited(ctx)
     .use(bodyLimits)
@@ -470,7 +477,7 @@ export function queueFastRoutes(ctx: Ctx): FastRoute[] {
         auditedAnswer(ctx, request, ACK, async (scope) => {
           // The body first, as the framework checks it before the handler runs.
           const body = await ackBody(request)
-          return json(await ackTask(ctx, scope, await holderOf(ctx, request), taskId(param(path)), body))
+          return json(await ackTask(ctx, scope, await claimer(ctx, request), taskId(param(path)), body))
         }),
     },
   ]

@@ -156,6 +156,9 @@ export function taskId(raw: string): number {
 }
 
 
+/** The calling instance as these calls need it: the unit reads what else it needs (asHolder's readBack). */
+export type Holder = Pick<Instance, 'id'>
+
 /**
  * One unit as `holder` (or as nobody): the call is a heartbeat that commits even
  * when `fn` refuses it (404, 409 claim lost, 400), so `fn` must throw before it
@@ -163,7 +166,7 @@ export function taskId(raw: string): number {
  * `fn` gets the holder as it is now when it asks (`readBack`: claims need its
  * capabilities, notes its name), else null.
  */
-async function asHolder<T>(ctx: Ctx, holder: Instance | null, fn: (tx: Tx, me: Instance | null) => Promise<T>, readBack = false): Promise<T> {
+async function asHolder<T>(ctx: Ctx, holder: Holder | null, fn: (tx: Tx, me: Instance | null) => Promise<T>, readBack = false): Promise<T> {
   const out = await ctx.store.write(async (tx): Promise<{ ok: T } | { refused: AppError }> => {
     let me: Instance | null = null
     if (holder && readBack) me = await touch(tx, holder.id)
@@ -226,7 +229,7 @@ interface Attempt {
  * reserved exclusively for the claimer now (they are, in the same unit). Held-back tasks
  * stay ready; the scan goes on down the order a batch at a time.
  */
-function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, queue: string, visibilityMs: number | undefined) {
+function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Holder, queue: string, visibilityMs: number | undefined) {
   return asHolder(ctx, holder, async (tx, holderNow): Promise<Attempt> => {
     const me = holderNow!
     const at = nowIso()
@@ -271,7 +274,7 @@ function waitAny(waiters: Waiters, keys: string[], ms: number) {
 export async function claimTask(
   ctx: Ctx,
   audit: AuditScope | undefined,
-  holder: Instance,
+  holder: Holder,
   queue: string,
   body: { wait_ms?: unknown; visibility_ms?: unknown },
 ): Promise<ShownTask | null> {
@@ -318,7 +321,7 @@ export async function claimTask(
  */
 function withClaim(
   ctx: Ctx,
-  holder: Instance,
+  holder: Holder,
   id: number,
   claimId: string,
   change: (tx: Tx, task: Task) => Promise<Task>,
@@ -333,7 +336,7 @@ function withClaim(
 }
 
 /** Done, with its result; dependents whose dependencies are all done turn ready. Shows the claim_id used. */
-export function ackTask(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, id: number, body: { claim_id: string; result?: unknown }) {
+export function ackTask(ctx: Ctx, audit: AuditScope | undefined, holder: Holder, id: number, body: { claim_id: string; result?: unknown }) {
   return withClaim(ctx, holder, id, body.claim_id, async (tx, task) => {
     await releaseFiles(tx, task)
     const done = await tx.queue.complete(task.id, body.result ?? null)
@@ -348,7 +351,7 @@ export function ackTask(ctx: Ctx, audit: AuditScope | undefined, holder: Instanc
 export function nackTask(
   ctx: Ctx,
   audit: AuditScope | undefined,
-  holder: Instance,
+  holder: Holder,
   id: number,
   body: { claim_id: string; error?: unknown; delay_ms?: unknown },
 ) {
@@ -362,7 +365,7 @@ export function nackTask(
 }
 
 /** visible_until = now + visibility_ms (a claim without one gets one). */
-export function extendTask(ctx: Ctx, audit: AuditScope | undefined, holder: Instance, id: number, body: { claim_id: string; visibility_ms?: unknown }) {
+export function extendTask(ctx: Ctx, audit: AuditScope | undefined, holder: Holder, id: number, body: { claim_id: string; visibility_ms?: unknown }) {
   const ms = visibilityParam(body.visibility_ms, true)
   return withClaim(ctx, holder, id, body.claim_id, async (tx, task) => {
     const extended = await tx.queue.extend(task.id, ms!)
