@@ -18,8 +18,8 @@ export interface LocksWrites {
   insert(row: LockHolderRow): Promise<void>
   /** Renewal by the holder: new reason and expiry, same fence. */
   renew(name: string, instanceId: string, reason: string | null, expiresAt: string | null): Promise<LockHolderRow | null>
-  /** Removes one holder; returns the row it removed. */
-  remove(name: string, instanceId: string): Promise<LockHolderRow | null>
+  /** Removes one holder (the unit has read its row): true when there was one. */
+  drop(name: string, instanceId: string): Promise<boolean>
   /** Removes every holder of `name`. */
   removeAll(name: string): Promise<LockHolderRow[]>
   /** Removes every grant of an instance. */
@@ -41,7 +41,8 @@ const RETURNING = `RETURNING ${COLUMNS}`
 const HOLDERS = stmt<LockHolderRow>(`SELECT ${COLUMNS} FROM lock_holders WHERE name = ?`)
 const INSERT = stmt('INSERT INTO lock_holders (name, instance_id, lock_limit, fence, reason, acquired_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
 const RENEW = stmt<LockHolderRow>(`UPDATE lock_holders SET reason = ?, expires_at = ? WHERE name = ? AND instance_id = ? ${RETURNING}`)
-const REMOVE = stmt<LockHolderRow>(`DELETE FROM lock_holders WHERE name = ? AND instance_id = ? ${RETURNING}`)
+// No RETURNING: a result row costs more than the delete, and the caller has read the row.
+const DROP = stmt('DELETE FROM lock_holders WHERE name = ? AND instance_id = ?')
 const REMOVE_ALL = stmt<LockHolderRow>(`DELETE FROM lock_holders WHERE name = ? ${RETURNING}`)
 const REMOVE_INSTANCE = stmt<LockHolderRow>(`DELETE FROM lock_holders WHERE instance_id = ? ${RETURNING}`)
 const REMOVE_EXPIRED = stmt<LockHolderRow>(`DELETE FROM lock_holders WHERE expires_at IS NOT NULL AND expires_at <= ? ${RETURNING}`)
@@ -63,7 +64,7 @@ export function locksWrites(w: Runner): LocksWrites {
     holders: async (name) => byFence(await w.all(HOLDERS, name)),
     insert: async (r) => void (await w.run(INSERT, r.name, r.instance_id, r.limit, r.fence, r.reason, r.acquired_at, r.expires_at)),
     renew: async (name, id, reason, expires) => row(await w.get(RENEW, reason, expires, name, id)),
-    remove: async (name, id) => row(await w.get(REMOVE, name, id)),
+    drop: async (name, id) => (await w.run(DROP, name, id)) === 1,
     removeAll: async (name) => byFence(await w.all(REMOVE_ALL, name)),
     removeInstance: async (id) => byFence(await w.all(REMOVE_INSTANCE, id)),
     removeExpired: async (now) => byFence(await w.all(REMOVE_EXPIRED, now)),
