@@ -20,7 +20,7 @@ import { mcpRoutes } from './mcp'
 import { validateRoutes } from './validate'
 import { rulesRoutes } from './rules'
 import { templatesRoutes } from './templates'
-import { queueRoutes } from './queue'
+import { queueFastRoutes, queueRoutes } from './queue'
 import { locksFastRoutes, locksRoutes } from './locks'
 import { reservationsRoutes } from './reservations'
 import { hooksRoutes } from './hooks'
@@ -58,5 +58,5 @@ export function apiApp(ctx: Ctx) {
     prometheusRoutes(ctx),
     tokensRoutes(ctx),
   ]
-  return createApi(ctx, routes, [...stateFastRoutes(ctx), ...locksFastRoutes(ctx)])
+  return createApi(ctx, routes, [...stateFastRoutes(ctx), ...locksFastRoutes(ctx), ...queueFastRoutes(ctx)])
 }
