@@ -13,11 +13,14 @@
 // frame that never arrived counts as slower than every one that did. Each row also
 // gives the server's CPU time per event and how long it waited for a CPU (the
 // machine's load, which no code change can take out of the latency).
-// Needs wrk (Debian package) built with LuaJIT. Run: bun bench/events.ts
+// Needs wrk (Debian package) built with LuaJIT. Run: bun bench/events.ts; PostgreSQL rows only:
+// bun bench/events.ts pg [other checkout, an A/B in the same slices]
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { spawnChild, startBaseline, startMuster, startPg, type Proc } from './lib'
+import { SQL } from 'bun'
+import { pgBinaries, startCluster } from '../test/pg'
+import { spawnChild, startBaseline, startMuster, type Proc } from './lib'
 
 const SUBSCRIBERS = 50
 const PACED_RATE = 1000
@@ -278,29 +281,47 @@ async function fullSpeedOne(t: Target): Promise<void> {
  * PostgreSQL mode (docs/replicas.md), one and two replicas on one
  * database: events published through the first replica; with two, the subscribers
  * are on the other one, so every frame crosses replicas (NOTIFY, then a read).
+ * With another checkout (`other`), its replicas run on a database of their own in
+ * the same alternating slices.
  */
-async function postgresRows(): Promise<void> {
-  const pg = await startPg()
-  if (!pg) return console.log('PostgreSQL mode: skipped (PostgreSQL is not installed)')
+async function postgresRows(other?: string): Promise<void> {
+  const bins = pgBinaries()
+  if (!bins) return console.log('PostgreSQL mode: skipped (PostgreSQL is not installed)')
+  const cluster = await startCluster(bins, { durable: true })
+  let dbs = 0
+  const database = async () => {
+    const name = `events_${process.pid}_${++dbs}`
+    const admin = new SQL(`${cluster.url}/postgres`)
+    await admin.unsafe(`CREATE DATABASE ${name}`)
+    await admin.close()
+    return `${cluster.url}/${name}`
+  }
   try {
     for (const n of [1, 2]) {
-      const set = await pg.replicas(n)
-      const t: Target = { name: `PostgreSQL x${n}`, proc: set.procs[0], subs: await startSubscribers(set.urls[n - 1]) }
+      const targets: Target[] = []
+      const procs: Proc[] = []
       try {
+        for (const [name, root] of [['PostgreSQL', undefined], ...(other ? [['other', other]] : [])] as const) {
+          const db = await database()
+          const set: Proc[] = []
+          for (let i = 0; i < n; i++) set.push(await startMuster(['--database', db], root)), procs.push(set[i])
+          targets.push({ name: `${name} x${n}`, proc: set[0], subs: await startSubscribers(set[n - 1].url) })
+        }
         await Bun.sleep(200)
-        await pacedAll([t])
-        await fullSpeedOne(t)
+        await pacedAll(targets)
+        for (const t of targets) await fullSpeedOne(t)
       } finally {
-        await t.subs.stop()
-        await set.stop()
+        for (const t of targets) await t.subs.stop()
+        await Promise.all(procs.map((p) => p.stop()))
       }
     }
   } finally {
-    await pg.stop()
+    await cluster.stop()
   }
 }
 
 if (process.argv[2] === 'subscribers') await subscriberProcess(process.argv[3])
+else if (process.argv[2] === 'pg') await postgresRows(process.argv[3])
 else {
   console.log(
     `${SUBSCRIBERS} WebSocket subscribers on * per server (a child process each); latency = publish request sent -> frame received, over every frame.\n` +
