@@ -2,7 +2,7 @@
 // priority (higher first), then creation (id). SQL only: which transition is allowed
 // is decided by services/queue.ts inside one unit of work.
 import { nowIso } from '../lib/time'
-import { int, intOrNull, stmt, type Dialect, type Runner } from './runner'
+import { int, intOrNull, send, stmt, type Dialect, type Runner } from './runner'
 import { afterMs } from '../lib/time'
 import { MAX_PRIORITY, type NewTask, type TaskStatus } from '../lib/tasks'
 
@@ -105,7 +105,8 @@ export interface QueueWrites {
   /** The earliest instant after `at` when a delayed task of `queue` such a claimer could take becomes available. */
   nextAvailable(queue: string, capabilities: string[], at: string): Promise<string | null>
   claim(id: number, claim: Claim): Promise<Task>
-  complete(id: number, result: unknown): Promise<Task>
+  /** `task` (as just read in the unit, claimed) done with `result`. */
+  complete(task: Task, result: unknown): Promise<Task>
   fail(id: number, lastError: string): Promise<Task>
   cancel(id: number): Promise<Task>
   /** Back to ready, the claim cleared; claimable from `availableAt` (null: at once). */
@@ -171,14 +172,16 @@ const INSERT = stmt<Row>(
 )
 const ONE = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE id = ?`)
 const DEDUPE = stmt<Row>(`SELECT ${COLUMNS} FROM tasks WHERE queue = ? AND dedupe_key = ? AND status IN ('blocked', 'ready', 'claimed')`)
-const CLAIM = stmt<Row>(
+// The claim and the completion of every task cycle write without RETURNING, whose result row
+// cost SQLite more than the update (on PostgreSQL the write goes out with the next statement).
+const CLAIM = stmt(
   `UPDATE tasks SET status = 'claimed', attempts = attempts + 1, claimed_by = ?, claim_id = ?, fence = ?, visible_until = ?,
-   available_at = NULL, reservation_id = ?, updated_at = ? WHERE id = ? ${RETURNING}`,
+   available_at = NULL, reservation_id = ?, updated_at = ? WHERE id = ?`,
 )
 // Finished tasks keep claimed_by (who had it last) and fence; the live-claim columns (its reservation too) are cleared.
-const COMPLETE = stmt<Row>(
+const COMPLETE = stmt(
   `UPDATE tasks SET status = 'done', result = ?, claim_id = NULL, visible_until = NULL, reservation_id = NULL, updated_at = ?
-   WHERE id = ? ${RETURNING}`,
+   WHERE id = ?`,
 )
 const FAIL = stmt<Row>(
   `UPDATE tasks SET status = 'failed', last_error = ?, claim_id = NULL, visible_until = NULL, available_at = NULL, reservation_id = NULL,
@@ -199,6 +202,8 @@ const RESTART = stmt<Row>(
 )
 const UNBLOCK = stmt<Row>(`UPDATE tasks SET status = 'ready', updated_at = ? WHERE id = ? ${RETURNING}`)
 const EXTEND = stmt<Row>(`UPDATE tasks SET visible_until = ?, updated_at = ? WHERE id = ? ${RETURNING}`)
+/** Whether any task depends on the task: most have no dependents, and this is a key lookup where DEPENDENTS builds a list. */
+const ANY_DEPENDENT = stmt<{ x: number }>('SELECT 1 AS x FROM task_deps WHERE depends_on = ? LIMIT 1')
 const DEPENDENTS = stmt<Row>(
   `SELECT ${COLUMNS} FROM tasks WHERE status = 'blocked' AND id IN (SELECT task_id FROM task_deps WHERE depends_on = ?) ORDER BY id`,
 )
@@ -321,12 +326,14 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
     async claim(id, c) {
       const at = nowIso()
       const visibleUntil = c.visibilityMs === null ? null : afterMs(at, c.visibilityMs)
-      return must(await w.get(CLAIM, c.instanceId, c.claimId, c.fence, visibleUntil, c.reservationId ?? null, at, id))
+      await send(w, CLAIM, c.instanceId, c.claimId, c.fence, visibleUntil, c.reservationId ?? null, at, id)
+      return must(await w.get(ONE, id))
     },
-    async complete(id, result) {
-      // The result as given, not parsed back from the row.
-      const row = present(await w.get(COMPLETE, JSON.stringify(result ?? null), nowIso(), id))
-      return { ...fields(row), payload: JSON.parse(row.payload), result: result ?? null }
+    async complete(task, result) {
+      const at = nowIso()
+      await send(w, COMPLETE, JSON.stringify(result ?? null), at, task.id)
+      // The row as COMPLETE leaves it, from the one the unit read: nothing to read back. The result as given.
+      return { ...task, status: 'done', result: result ?? null, claim_id: null, visible_until: null, reservation_id: null, updated_at: at }
     },
     fail: async (id, lastError) => must(await w.get(FAIL, lastError, nowIso(), id)),
     cancel: async (id) => must(await w.get(CANCEL, nowIso(), id)),
@@ -337,7 +344,7 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
       const at = nowIso()
       return must(await w.get(EXTEND, afterMs(at, visibilityMs), at, id))
     },
-    blockedDependents: (id) => many(w.all(DEPENDENTS, id)),
+    blockedDependents: async (id) => ((await w.get(ANY_DEPENDENT, id)) ? many(w.all(DEPENDENTS, id)) : []),
     pendingDependencies: async (id) => int((await w.get(PENDING, id))!.n),
     claimedBy: (instanceId) => many(w.all(CLAIMED_BY, instanceId)),
     timedOut: (at) => many(w.all(TIMED_OUT, at)),
