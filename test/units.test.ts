@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { openConfiguredStore, type Event, type Store, type Tx } from '../store'
 import { tempDir } from './helpers'
+import { isEcho } from '../services/events'
 import { databaseFor, onPostgres, PG_BASE } from './pg'
 
 let store: Store
@@ -105,4 +106,36 @@ test.skipIf(!onPostgres)('in one batch, a statement PostgreSQL refuses fails its
   expect(await store.state.get(`${key}/kept`)).not.toBeNull()
   expect((await store.state.history(`${key}/kept`, 10))?.length).toBe(1)
   await expectBatch(tag, results, [`${tag}.a`, `${tag}.b`, `${tag}.c`])
+})
+
+test.skipIf(!onPostgres)('another replica gets each committed event once, in order, whether its NOTIFY carried it or not', async () => {
+  const other = await openConfiguredStore(await databaseFor(dir), tempDir())
+  const got: Event[] = []
+  other.onEvent((e) => got.push(e))
+  try {
+    const tag = `b${++n}`
+    const results = await oneBatch([
+      (tx) => tx.emit(`${tag}.a`, { tag, text: 'ü \u2028 "quoted" \\ \u0000' }, 'test'),
+      async (tx) => {
+        await tx.emit(`${tag}.thrown`, { tag }, 'test')
+        throw new Error('no')
+      },
+      (tx) => tx.emit(`${tag}.b`, { tag }, 'test', true),
+    ])
+    // Too large for a NOTIFY payload: the other replica reads it from the table.
+    results.push(...(await oneBatch([(tx) => tx.emit(`${tag}.large`, { tag, text: 'x'.repeat(9000) }, 'test')])))
+    results.push(...(await oneBatch([(tx) => tx.emit(`${tag}.c`, { tag }, 'test')])))
+    const mine = () => got.filter((e) => (e.data as { tag?: string })?.tag === tag)
+    for (let i = 0; i < 100 && mine().length < 4; i++) await Bun.sleep(10)
+    await Bun.sleep(50)
+    const committed = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value as Event] : []))
+    expect(mine().map((e) => e.topic)).toEqual([`${tag}.a`, `${tag}.b`, `${tag}.large`, `${tag}.c`])
+    // As this replica delivered them, echo mark included.
+    expect(mine()).toEqual(committed)
+    expect(mine().map((e) => isEcho(e))).toEqual([false, true, false, false])
+    const all = got.map((e) => e.id)
+    expect(all).toEqual(all.map((_, i) => all[0] + i))
+  } finally {
+    await other.close()
+  }
 })

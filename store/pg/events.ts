@@ -11,8 +11,10 @@ import { sendable } from './send'
 import type { PgUnits } from './units'
 import { int } from '../runner'
 
-export function toEvent(r: Record<string, unknown>): Event {
-  const event: Event = { id: int(r.id), topic: r.topic as string, data: JSON.parse(r.data as string), source: r.source as string, created_at: r.created_at as string }
+/** A row of the events table as an event; `parsed`: its data is parsed JSON already (a NOTIFY's row). */
+export function toEvent(r: Record<string, unknown>, parsed = false): Event {
+  const data = parsed ? r.data : JSON.parse(r.data as string)
+  const event: Event = { id: int(r.id), topic: r.topic as string, data, source: r.source as string, created_at: r.created_at as string }
   // The leader may be another replica: it learns that an event is an echo from the row.
   if (r.echo === 1) event[ECHO] = true
   return event
@@ -29,7 +31,9 @@ export function pgEventsWrites(u: PgUnits): EventsWrites {
     async append(topic, data, source, echo) {
       const created_at = nowIso()
       const id = u.nextEventId()
-      u.send(INSERT, [id, topic, JSON.stringify(data ?? null), source, created_at, echo ? 1 : 0])
+      const text = JSON.stringify(data ?? null)
+      u.send(INSERT, [id, topic, text, source, created_at, echo ? 1 : 0])
+      u.announce(id, `[${id},${JSON.stringify(topic)},${text},${JSON.stringify(source)},"${created_at}",${echo ? 1 : 0}]`)
       const event: Event = { id, topic, data: data ?? null, source, created_at }
       if (echo) event[ECHO] = true
       return event
@@ -56,7 +60,7 @@ export function pgEventsStore(sql: SQL): EventsStore {
         ORDER BY id ${qy.afterId !== undefined ? 'ASC' : 'DESC'} LIMIT ?`
       let stmt = shapes.get(text)
       if (!stmt) shapes.set(text, (stmt = q(text)))
-      return (await stmt.all(sql, ...args)).map(toEvent)
+      return (await stmt.all(sql, ...args)).map((r) => toEvent(r))
     },
   }
 }

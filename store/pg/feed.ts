@@ -38,9 +38,11 @@ export class EventFeed {
     const sub = await this.sql.listen(
       EVENTS_CHANNEL,
       (payload) => {
-        // `<newest id>:<replica>`: this replica's own events come through committed(), at once.
-        const [id, from] = payload.split(':')
-        if (from !== this.replica && int(id) > this.last) this.catchUp()
+        // `<newest id>:<replica>[:<events>]`: this replica's own events come through committed(), at once.
+        const a = payload.indexOf(':')
+        const b = payload.indexOf(':', a + 1)
+        if (payload.slice(a + 1, b < 0 ? undefined : b) === this.replica || int(payload.slice(0, a)) <= this.last) return
+        if (b < 0 || !this.fromNotify(payload.slice(b + 1))) this.catchUp()
       },
       () => {
         // Called again after every reconnect: what was committed while deaf is read now.
@@ -62,6 +64,27 @@ export class EventFeed {
     if (event.id <= this.last) return
     if (event.id === this.last + 1 && !this.catching) return this.deliver(event)
     this.catchUp()
+  }
+
+  /**
+   * Delivers the events a NOTIFY carried (store/pg/units.ts), rows as the events table holds
+   * them; false when they do not follow on from the last one delivered (then read them).
+   */
+  private fromNotify(rows: string): boolean {
+    if (this.catching) return false
+    let events: Event[]
+    try {
+      events = (JSON.parse(rows) as unknown[][]).map(([id, topic, data, source, created_at, echo]) =>
+        toEvent({ id, topic, data, source, created_at, echo }, true),
+      )
+    } catch (err) {
+      log.error({ err }, 'an event notification could not be read; reading the events instead')
+      return false
+    }
+    const fresh = events.filter((e) => e.id > this.last)
+    if (!fresh.length || fresh[0].id !== this.last + 1 || fresh.some((e, i) => e.id !== fresh[0].id + i)) return false
+    for (const event of fresh) this.deliver(event)
+    return true
   }
 
   async stop(): Promise<void> {

@@ -31,9 +31,12 @@ const SAVEPOINT = 'SAVEPOINT unit'
 const NEXT = 'RELEASE SAVEPOINT unit; SAVEPOINT unit'
 // A unit that threw undoes its writes; the savepoint stays, for the next unit.
 const ROLLBACK_UNIT = 'ROLLBACK TO SAVEPOINT unit'
-// Other replicas read every event after their last one when told of any newer one: one NOTIFY
-// (sent at COMMIT) names the newest, and this replica (store/pg/feed.ts).
+// Other replicas learn of a transaction's events from one NOTIFY (sent at COMMIT): it names the
+// newest, this replica, and, when they fit, carries the events (store/pg/feed.ts).
 const ENDING = `WITH c AS (UPDATE event_counter SET value = $1 WHERE id = 1) SELECT pg_notify('${EVENTS_CHANNEL}', $2)`
+
+/** PostgreSQL refuses a NOTIFY payload of 8,000 bytes or more. */
+const MAX_NOTIFY_BYTES = 7_999
 
 type Pending = {
   fn: (unit: UnitHooks) => unknown
@@ -68,6 +71,8 @@ export class PgUnits {
   private queuedArgs: unknown[] = []
   /** The last event id handed out in the running transaction. */
   private lastEvent = 0
+  /** The running transaction's events, for its NOTIFY. */
+  private rows: { id: number; row: string }[] = []
   /** A statement a unit waited for failed in the running transaction (its unit may have caught the error). */
   private statementFailed = false
 
@@ -120,6 +125,17 @@ export class PgUnits {
   nextEventId(): number {
     void this.tx
     return ++this.lastEvent
+  }
+
+  /** The running unit's event `id`, as a JSON row for the NOTIFY (feed.ts's `fromNotify`). */
+  announce(id: number, row: string): void {
+    this.rows.push({ id, row })
+  }
+
+  /** A unit rolled back: the ids after `last` are free again, and its events unannounced. */
+  private giveBack(last: number): void {
+    this.lastEvent = last
+    while (this.rows.length && this.rows[this.rows.length - 1].id > last) this.rows.pop()
   }
 
   run<T>(fn: (unit: UnitHooks) => Promise<T> | T): Promise<T> {
@@ -180,6 +196,7 @@ export class PgUnits {
       return
     }
     this.lastEvent = counter
+    this.rows = []
     this.statementFailed = false
     let results: Result[] | null
     try {
@@ -266,7 +283,7 @@ export class PgUnits {
           return null
         }
         this.sent.push(conn.unsafe(ROLLBACK_UNIT).execute())
-        this.lastEvent = before
+        this.giveBack(before)
         results.push({ ok: false, value: err })
       }
     }
@@ -293,7 +310,7 @@ export class PgUnits {
         const cause = (await firstError(this.takeSent())) ?? err
         // The savepoint stays, for the next unit.
         await conn.unsafe(ROLLBACK_UNIT)
-        this.lastEvent = before
+        this.giveBack(before)
         results.push({ ok: false, value: cause })
       }
     }
@@ -320,8 +337,13 @@ export class PgUnits {
   /** The counter and the NOTIFY when the transaction wrote events (sent just before COMMIT). */
   private ending(conn: ReservedSQL, first: number): Promise<unknown>[] {
     if (this.lastEvent === first) return []
-    return [conn.unsafe(ENDING, [this.lastEvent, `${this.lastEvent}:${this.replica}`]).execute()]
+    // The events themselves when they fit: another replica then delivers them without reading them back.
+    const head = `${this.lastEvent}:${this.replica}`
+    const full = `${head}:[${this.rows.map((r) => r.row).join(',')}]`
+    const payload = full.length * 3 <= MAX_NOTIFY_BYTES || Buffer.byteLength(full) <= MAX_NOTIFY_BYTES ? full : head
+    return [conn.unsafe(ENDING, [this.lastEvent, payload]).execute()]
   }
+
 
   private takeSent(): Promise<unknown>[] {
     const sent = this.sent
