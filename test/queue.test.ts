@@ -201,6 +201,68 @@ describe('claim, ack, nack, extend, cancel: status codes', () => {
   })
 })
 
+describe('both ways in', () => {
+  test('a plain create, claim and ack (outside the framework) answer and audit as through the full route', async () => {
+    const w = await register('parity', ['ts'])
+    const other = await register('parity-other')
+    const T = (token: string) => ({ 'x-instance-token': token })
+    // A query sends the request through the framework's route; `?via=full` changes nothing else. Each way has its own queue.
+    const send = async (way: 'fast' | 'full', path: string, body: string | null, headers: Record<string, string> = {}) => {
+      const r = await fetch(`${s.api}${path.replace('WAY', way)}${way === 'full' ? '?via=full' : ''}`, {
+        method: 'POST',
+        body: body ?? undefined,
+        headers: { 'content-type': 'application/json', ...headers },
+      })
+      const text = await r.text()
+      const json = text ? JSON.parse(text) : null
+      const task = json && 'id' in json ? { ...json, id: 'i', queue: 'q', claim_id: json.claim_id && 'c', fence: json.fence && 'f', visible_until: json.visible_until && 'v', created_at: 't', updated_at: 't' } : json
+      return { status: r.status, type: r.headers.get('content-type'), body: task, json }
+    }
+    const both = async (path: string, body: string | null, headers?: Record<string, string>) => {
+      const [fast, full] = [await send('fast', path, body, headers), await send('full', path, body, headers)]
+      expect({ path, sent: body, ...fast, json: null }).toEqual({ path, sent: body, ...full, json: null })
+      return [fast, full]
+    }
+    const creates = [
+      '{"title":"job","payload":{"c":1}}', '{"title":"x","priority":"5"}', '{"title":"x","priority":"high"}', '{"title":"x","priority":1.5}',
+      '{"title":"x","max_attempts":0}', '{"title":"x","depends_on":5}', '{"title":"x","requires":[5]}', '{"title":"needs ts","requires":["ts"]}',
+      '{"title":"d","dedupe_key":"k"}', '{"title":"d","dedupe_key":"k"}', '{"title":"d","dedupe_key":5}', '{}', '{"title":"  "}', '',
+      'null', '[]', '"x"', '{"title":', '{"title":"a\\u0000b"}', '{"title":"p","paths":["a"]}', '{"title":"e","foo":1}',
+    ]
+    for (const body of creates) await both('/api/queues/WAY-q/tasks', body)
+    expect((await both('/api/queues/WAY-q/tasks', '{"title":"tok"}', T('f'.repeat(64))))[0].status).toBe(403)
+    const claims = ['{}', '{"wait_ms":60001}', '{"wait_ms":"x"}', '{"visibility_ms":"5000"}', '[]', 'null', '{', '', '{"x":"\\u0000"}']
+    for (const body of claims) await both('/api/queues/WAY-q/claim', body, T(w.token))
+    await both('/api/queues/WAY-q/claim', '{}', {})
+    await both('/api/queues/WAY-q/claim', '{}', T('ab'.repeat(32)))
+    await both('/api/queues/WAY-empty/claim', '{}', T(w.token))
+    await both('/api/queues/WAY-q/tasks', '{"title":"last"}')
+    const [fast, full] = await both('/api/queues/WAY-q/claim', '{}', T(w.token))
+    const ack = async (body: (c: any) => string, headers: Record<string, string>) => {
+      const answers = [] as Awaited<ReturnType<typeof send>>[]
+      for (const [way, c] of [['fast', fast.json], ['full', full.json]] as const) answers.push(await send(way, `/api/tasks/${c.id}/ack`, body(c), headers))
+      expect({ ...answers[0], json: null }).toEqual({ ...answers[1], json: null })
+      return answers[0]
+    }
+    expect((await ack(() => '{"result":1}', {})).body).toEqual({ error: 'claim_id is required', code: 400 })
+    expect((await ack((c) => JSON.stringify({ claim_id: c.claim_id }), T(other.token))).status).toBe(403)
+    expect((await ack(() => '{"claim_id":"not-the-claim"}', T(w.token))).status).toBe(409)
+    expect((await ack(() => 'null', T(w.token))).status).toBe(400)
+    expect((await ack((c) => JSON.stringify({ claim_id: c.claim_id, result: { ok: true } }), T(w.token))).body).toMatchObject({ status: 'done', result: { ok: true }, claim_id: 'c' })
+    expect((await ack((c) => JSON.stringify({ claim_id: c.claim_id }), T(w.token))).body).toEqual({ error: 'claim lost', code: 409 })
+    // The same audit entries, in the same order, for both ways in.
+    const entries = ((await api('GET', '/api/audit?limit=1000')).body as any[]).reverse()
+    const of = (way: 'fast' | 'full') => {
+      const acked = `tasks/${(way === 'fast' ? fast : full).json.id}/ack`
+      return entries
+        .filter((e) => e.resource.startsWith(`queues/${way}-`) || e.resource === acked)
+        .map((e) => [e.action, e.resource.replace(`queues/${way}-`, '').replace(acked, 'ack'), e.outcome, e.detail.replace(/\d+/g, 'N')])
+    }
+    expect(of('fast')).toEqual(of('full'))
+    expect(of('fast').length).toBeGreaterThan(40)
+  })
+})
+
 describe('order, dependencies, capabilities, dedupe', () => {
   test('claims go by priority (higher first), then creation order; listing uses the same order', async () => {
     const w = await register('orderly')
