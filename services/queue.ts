@@ -230,16 +230,21 @@ interface Attempt {
  * stay ready; the scan goes on down the order a batch at a time.
  */
 function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Holder, queue: string, visibilityMs: number | undefined) {
-  return asHolder(ctx, holder, async (tx, holderNow): Promise<Attempt> => {
-    const me = holderNow!
+  return asHolder(ctx, holder, async (tx): Promise<Attempt> => {
+    // The claimer's row, read only when the claim needs more than its id (the unit's heartbeat has
+    // checked it exists): its capabilities once the queue has ready tasks that require some, and
+    // itself to reserve a task's paths. Most claims need neither.
+    let row: Promise<Instance> | undefined
+    const me = () => (row ??= tx.instances.get(holder.id).then((i) => i!))
+    const capabilities = async () => (await me()).capabilities
     const at = nowIso()
     const heldBy = new Set<string>()
     let found: ClaimCandidate | null = null
     for (let after: ClaimCursor | null = null; !found; ) {
       const limit = after ? SCAN_BATCH : FIRST_BATCH
-      const batch = await tx.queue.claimable(queue, me.capabilities, at, after, limit)
+      const batch = await tx.queue.claimable(queue, capabilities, at, after, limit)
       for (const t of batch) {
-        if (!t.paths || !(await overlapsIn(tx.reservations, t.project!, t.paths, true, me.id)).length) {
+        if (!t.paths || !(await overlapsIn(tx.reservations, t.project!, t.paths, true, holder.id)).length) {
           found = t
           break
         }
@@ -248,17 +253,17 @@ function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Holder, queue
       if (batch.length < limit) break
       after = batch[batch.length - 1]!
     }
-    if (!found) return { task: null, next: await tx.queue.nextAvailable(queue, me.capabilities, at), heldBy: [...heldBy] }
+    if (!found) return { task: null, next: await tx.queue.nextAvailable(queue, await capabilities(), at), heldBy: [...heldBy] }
     const fence = await tx.holders.nextFence()
     const reservation = found.paths
-      ? await grantIn(tx, me, { project: found.project!, paths: found.paths, exclusive: true, reason: `task ${found.id}` })
+      ? await grantIn(tx, await me(), { project: found.project!, paths: found.paths, exclusive: true, reason: `task ${found.id}` })
       : null
-    const claim = { instanceId: me.id, claimId: randomUUID(), fence, visibilityMs: visibilityMs ?? null, reservationId: reservation?.id ?? null }
+    const claim = { instanceId: holder.id, claimId: randomUUID(), fence, visibilityMs: visibilityMs ?? null, reservationId: reservation?.id ?? null }
     const task = await tx.queue.claim(found.id, claim)
-    await announce(tx, 'task.claimed', task, me.id)
+    await announce(tx, 'task.claimed', task, holder.id)
     await recordAudit(tx, audit, `task ${task.id}, fence ${fence}${reservation ? `, reservation ${reservation.id}` : ''}`)
     return { task: await withNotesOne(tx, task), next: null, heldBy: [] }
-  }, true)
+  })
 }
 
 /** Several waits as one: resolves with the first of them; cancel ends them all. */

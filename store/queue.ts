@@ -100,8 +100,11 @@ export interface QueueWrites {
   statuses(queue: string, ids: number[]): Promise<{ id: number; status: TaskStatus }[]>
   /** The first task in claim order that is ready, available at `at`, and needs no capability outside `capabilities`. */
   nextClaimable(queue: string, capabilities: string[], at: string): Promise<ClaimCandidate | null>
-  /** Up to `limit` such tasks in claim order, after `after` (from the start when null). */
-  claimable(queue: string, capabilities: string[], at: string, after: ClaimCursor | null, limit: number): Promise<ClaimCandidate[]>
+  /**
+   * Up to `limit` such tasks in claim order, after `after` (from the start when null). `capabilities`
+   * may be asked for: only when the queue has ready tasks that require some.
+   */
+  claimable(queue: string, capabilities: string[] | (() => Promise<string[]>), at: string, after: ClaimCursor | null, limit: number): Promise<ClaimCandidate[]>
   /** The earliest instant after `at` when a delayed task of `queue` such a claimer could take becomes available. */
   nextAvailable(queue: string, capabilities: string[], at: string): Promise<string | null>
   claim(id: number, claim: Claim): Promise<Task>
@@ -287,12 +290,13 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
   const statuses = stmt<{ id: number; status: TaskStatus }>(
     `SELECT t.id, t.status FROM ${d.elements('?')} JOIN tasks t ON t.id = CAST(x.value AS INTEGER) WHERE t.queue = ? ORDER BY x.key`,
   )
-  const claimable = async (queue: string, caps: string[], at: string, after: ClaimCursor | null, limit: number): Promise<ClaimCandidate[]> => {
+  const claimable = async (queue: string, caps: string[] | (() => Promise<string[]>), at: string, after: ClaimCursor | null, limit: number): Promise<ClaimCandidate[]> => {
     const c = after ?? START
     const head = await w.all(CLAIM_HEAD, queue, queue, queue, at, c.priority, c.priority, c.id, limit)
     const lists: Candidate[][] = [head.filter((r): r is Candidate & { requires: null } => r.id !== null)]
     const sets = head.flatMap((r) => (r.requires !== null && r.requires !== NO_REQUIRES ? [r.requires] : []))
-    for (const requires of meets(sets, caps)) lists.push(await w.all(NEXT_OF_SET, queue, requires, at, c.priority, c.priority, c.id, limit))
+    const met = sets.length ? meets(sets, typeof caps === 'function' ? await caps() : caps) : []
+    for (const requires of met) lists.push(await w.all(NEXT_OF_SET, queue, requires, at, c.priority, c.priority, c.id, limit))
     // Each list in claim order: the first `limit` of them all, in claim order.
     const rows = lists.flat().sort((a, b) => int(b.priority) - int(a.priority) || int(a.id) - int(b.id)).slice(0, limit)
     return rows.map((r) => ({ id: int(r.id), priority: int(r.priority), project: r.project, paths: r.paths === null ? null : JSON.parse(r.paths) }))
