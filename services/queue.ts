@@ -344,7 +344,7 @@ function withClaim(
 export function ackTask(ctx: Ctx, audit: AuditScope | undefined, holder: Holder, id: number, body: { claim_id: string; result?: unknown }) {
   return withClaim(ctx, holder, id, body.claim_id, async (tx, task) => {
     await releaseFiles(tx, task)
-    const done = await tx.queue.complete(task, body.result ?? null)
+    const done = await tx.queue.complete(task.id, body.result ?? null, task)
     await announce(tx, 'task.done', done, holder.id)
     await settleDependents(tx, done)
     await recordAudit(tx, audit, `task ${task.id}, fence ${task.fence}`)

@@ -108,8 +108,8 @@ export interface QueueWrites {
   /** The earliest instant after `at` when a delayed task of `queue` such a claimer could take becomes available. */
   nextAvailable(queue: string, capabilities: string[], at: string): Promise<string | null>
   claim(id: number, claim: Claim): Promise<Task>
-  /** `task` (as just read in the unit, claimed) done with `result`. */
-  complete(task: Task, result: unknown): Promise<Task>
+  /** Done with `result`; `read` is the task as its unit has just read it, when it has (then nothing is read back). */
+  complete(id: number, result: unknown, read?: Task): Promise<Task>
   fail(id: number, lastError: string): Promise<Task>
   cancel(id: number): Promise<Task>
   /** Back to ready, the claim cleared; claimable from `availableAt` (null: at once). */
@@ -333,11 +333,12 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
       await send(w, CLAIM, c.instanceId, c.claimId, c.fence, visibleUntil, c.reservationId ?? null, at, id)
       return must(await w.get(ONE, id))
     },
-    async complete(task, result) {
+    async complete(id, result, read) {
       const at = nowIso()
-      await send(w, COMPLETE, JSON.stringify(result ?? null), at, task.id)
-      // The row as COMPLETE leaves it, from the one the unit read: nothing to read back. The result as given.
-      return { ...task, status: 'done', result: result ?? null, claim_id: null, visible_until: null, reservation_id: null, updated_at: at }
+      await send(w, COMPLETE, JSON.stringify(result ?? null), at, id)
+      // The row as COMPLETE leaves it, from the one the unit read, else read back. The result as given.
+      const before = read ?? must(await w.get(ONE, id))
+      return { ...before, status: 'done', result: result ?? null, claim_id: null, visible_until: null, reservation_id: null, updated_at: at }
     },
     fail: async (id, lastError) => must(await w.get(FAIL, lastError, nowIso(), id)),
     cancel: async (id) => must(await w.get(CANCEL, nowIso(), id)),
