@@ -156,15 +156,15 @@ export function taskId(raw: string): number {
 }
 
 
-/** The calling instance as these calls need it: the unit reads what else it needs (asHolder's readBack). */
+/** The calling instance as these calls need it: its id; the unit reads the rest when it needs it. */
 export type Holder = Pick<Instance, 'id'>
 
 /**
  * One unit as `holder` (or as nobody): the call is a heartbeat that commits even
  * when `fn` refuses it (404, 409 claim lost, 400), so `fn` must throw before it
  * writes anything; its AppError is answered once the heartbeat is committed.
- * `fn` gets the holder as it is now when it asks (`readBack`: claims need its
- * capabilities, notes its name), else null.
+ * `fn` gets the holder as it is now when it asks (`readBack`: notes need its
+ * name), else null; a claim reads its row itself, and only when it needs it.
  */
 async function asHolder<T>(ctx: Ctx, holder: Holder | null, fn: (tx: Tx, me: Instance | null) => Promise<T>, readBack = false): Promise<T> {
   const out = await ctx.store.write(async (tx): Promise<{ ok: T } | { refused: AppError }> => {
