@@ -240,8 +240,8 @@ const NO_REQUIRES = '[]'
 /**
  * A claim's first read, in one statement: the `requires` sets of the queue's ready tasks
  * (rows with `requires`), and the candidates that require nothing, which every claimer
- * takes (rows with `id`). Through tasks_claim_requires (queue, status, requires, priority
- * DESC, id), a claim reads only the sets its claimer meets, in claim order within each,
+ * takes (rows with `id`). Through tasks_claim_requires (queue, requires, priority DESC, id
+ * of the ready tasks), a claim reads only the sets its claimer meets, in claim order within each,
  * however many tasks it cannot take are ahead of them; sets are few.
  */
 const CLAIM_HEAD = stmt<{ requires: string | null } & { [K in keyof Candidate]: Candidate[K] | null }>(

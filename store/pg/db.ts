@@ -182,6 +182,11 @@ export const PG_MIGRATIONS: string[] = [
   `
   CREATE INDEX tasks_claim_requires ON tasks (queue, status, requires, priority DESC, id);
   `,
+  // As the SQLite schema's: the claim index holds ready tasks only.
+  `
+  DROP INDEX tasks_claim_requires;
+  CREATE INDEX tasks_claim_requires ON tasks (queue, requires, priority DESC, id) WHERE status = 'ready';
+  `,
 ]
 
 /** Tables whose ids come from an identity column: restore moves each sequence past the copied rows. */

@@ -261,6 +261,13 @@ export const MIGRATIONS: string[] = [
     FROM (SELECT id, MAX(timestamp) OVER (ORDER BY id) AS time FROM audit) AS risen
     WHERE risen.id = audit.id AND risen.time > audit.timestamp;
   `,
+  // The claim index holds ready tasks only (a claim reads nothing else through it): a claim,
+  // an ack or a failure moves a task out of it, not within it, and done tasks leave no
+  // entries to step over.
+  `
+  DROP INDEX tasks_claim_requires;
+  CREATE INDEX tasks_claim_requires ON tasks (queue, requires, priority DESC, id) WHERE status = 'ready';
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
