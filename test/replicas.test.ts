@@ -47,6 +47,27 @@ describe.skipIf(!PG_BASE)('two replicas on one PostgreSQL database', () => {
     expect(frames.map((f) => f.data.i)).toEqual([...Array(20).keys()])
   })
 
+  test('events published concurrently through A reach subscribers on both replicas in id order, each once', async () => {
+    const subscribe = (api: string) => {
+      const frames: Ev[] = []
+      const ws = new WebSocket(`${api.replace(/^http/, 'ws')}/api/events/subscribe?pattern=rep.many.*`)
+      ws.onmessage = (m) => frames.push(JSON.parse(String(m.data)))
+      return { frames, ws, open: new Promise((resolve, reject) => ((ws.onopen = resolve), (ws.onerror = reject))) }
+    }
+    const [onA, onB] = [subscribe(a.api), subscribe(b.api)]
+    await Promise.all([onA.open, onB.open])
+    // Many at once, so units share transactions and a NOTIFY carries several events.
+    const ids: number[] = []
+    for (let round = 0; round < 4; round++)
+      ids.push(...(await Promise.all(Array.from({ length: 50 }, (_, i) => call(a.api, 'POST', '/api/events/publish', { topic: 'rep.many.x', data: { round, i } })))).map((r) => r.body.id as number))
+    ids.sort((x, y) => x - y)
+    await eventually(() => onA.frames.length >= ids.length && onB.frames.length >= ids.length, 10_000)
+    await Bun.sleep(200)
+    onA.ws.close(), onB.ws.close()
+    expect(onA.frames.map((f) => f.id)).toEqual(ids)
+    expect(onB.frames.map((f) => f.id)).toEqual(ids)
+  })
+
   test('events committed while the replicas\' LISTEN connections are cut still reach B\'s subscriber, in order, once', async () => {
     const frames: Ev[] = []
     const ws = new WebSocket(`${b.api.replace(/^http/, 'ws')}/api/events/subscribe?pattern=rep.deaf.*`)
