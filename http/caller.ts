@@ -59,25 +59,24 @@ export function sameCaller(ctx: Ctx, received: Request, replacement: Request): v
   if (received !== replacement && received.headers.has('x-instance-token')) callers.set(replacement, caller(ctx, received))
 }
 
-/** The calling instance of a holder route: 400 without X-Instance-Token, 403 for a token of no registered instance. */
-export async function holderOf(ctx: Ctx, request: Request): Promise<Instance> {
-  if (!request.headers.get('x-instance-token')) throw invalid('X-Instance-Token is required')
-  const { instanceId } = await caller(ctx, request)
-  const instance = instanceId ? await ctx.store.instances.get(instanceId) : null
-  if (!instance) throw forbidden(UNKNOWN_TOKEN)
-  return instance
-}
-
 /**
- * The calling instance's id, for a holder route that needs nothing else of it (locks): as
- * holderOf, without reading the instance; the unit's heartbeat (services/holders.ts
- * touchId) refuses, with the same 403, an instance deregistered since its token was known.
+ * The calling instance's id, for a holder route that needs nothing else of it (locks): 400
+ * without X-Instance-Token, 403 for a token of no registered instance. The instance is not
+ * read: the unit's heartbeat (services/holders.ts touchId) refuses, with the same 403, an
+ * instance deregistered since its token was known.
  */
 export async function holderIdOf(ctx: Ctx, request: Request): Promise<Pick<Instance, 'id'>> {
   if (!request.headers.get('x-instance-token')) throw invalid('X-Instance-Token is required')
   const { instanceId } = await caller(ctx, request)
   if (!instanceId) throw forbidden(UNKNOWN_TOKEN)
   return { id: instanceId }
+}
+
+/** The calling instance of a holder route, read: as holderIdOf, and 403 for an instance gone since its token was known. */
+export async function holderOf(ctx: Ctx, request: Request): Promise<Instance> {
+  const instance = await ctx.store.instances.get((await holderIdOf(ctx, request)).id)
+  if (!instance) throw forbidden(UNKNOWN_TOKEN)
+  return instance
 }
 
 /**
