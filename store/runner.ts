@@ -51,8 +51,6 @@ export interface Dialect {
   hasElement(column: string, param: string): string
   /** How `hasElement` wants its string bound. */
   element(value: string): string
-  /** True when every string of the JSON array in `column` is in the JSON array bound at `param`. */
-  within(column: string, param: string): string
   /** The LIMIT that means "no limit". */
   noLimit: number | null
   /** Insertion order of a table keyed by text (SQLite's rowid; a `seq` column on PostgreSQL). */

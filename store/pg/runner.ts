@@ -29,8 +29,6 @@ export const PG: Dialect = {
   // an element holding \u0000, which SQLite reads fine.
   hasElement: (column, p) => `${p} IN (SELECT json_array_elements(${column}::json)::text)`,
   element: (value) => JSON.stringify(value),
-  // Containment, for arrays of strings.
-  within: (column, p) => `${column}::jsonb <@ ${p}::text::jsonb`,
   noLimit: null,
   seq: 'seq',
   total: (e) => `COALESCE(SUM(${e}), 0)::float8`,

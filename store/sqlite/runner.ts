@@ -73,7 +73,6 @@ export const SQLITE: Dialect = {
   elements: (p) => `json_each(${p}) AS x`,
   hasElement: (column, p) => `EXISTS (SELECT 1 FROM json_each(${column}) WHERE value = ${p})`,
   element: (value) => value,
-  within: (column, p) => `NOT EXISTS (SELECT 1 FROM json_each(${column}) r WHERE r.value NOT IN (SELECT value FROM json_each(${p})))`,
   noLimit: -1,
   seq: 'rowid',
   total: (e) => `TOTAL(${e})`,
