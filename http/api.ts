@@ -11,7 +11,7 @@ import { admission, type Admit } from './admission'
 import { prepareAccess } from './access'
 import { pathOf, withOrigin } from './url'
 import { errorAnswer, thrownResponse } from './errors'
-import { auditFailure } from './audit'
+import { auditLeftover } from './audit'
 import { RouteTable, type BodyRule } from './route-table'
 
 /**
@@ -66,7 +66,7 @@ export function createApi(ctx: Ctx, routes: readonly AnyElysia[], fastRoutes: re
       const answer = errorAnswer(code, error, set, request, (path) => table.allowed(path))
       // An audited route's failure is logged before the answer goes out (its service wrote nothing).
       const action = table.auditOf(request.method, route)
-      if (action) await auditFailure(ctx, request, action, answer.code)
+      if (action) await auditLeftover(ctx, request, action, answer.code)
       return answer
     })
     .use(apiDocs(ctx, () => app))

@@ -37,8 +37,12 @@ export async function scopeOf(ctx: Ctx, request: Request, action: string): Promi
   return scope
 }
 
-/** Writes the entry the request's service did not write: a success of a route that changes nothing durable, or a failure. */
-async function writeLeftover(ctx: Ctx, request: Request, action: string, status: number): Promise<void> {
+/**
+ * Writes the entry the request's service did not write, for an answer with `status`: a
+ * failure, or a success that wrote nothing durable (the audit plugin after a route; a fast
+ * route itself: a deduplicated create, an empty claim).
+ */
+export async function auditLeftover(ctx: Ctx, request: Request, action: string, status: number): Promise<void> {
   try {
     const scope = await scopeOf(ctx, request, action)
     if (scope.written && status < 400) return
@@ -56,16 +60,13 @@ async function writeLeftover(ctx: Ctx, request: Request, action: string, status:
   }
 }
 
-/** The entry of an audited route that failed with `status` (the API app's error handler calls it). */
-export const auditFailure = (ctx: Ctx, request: Request, action: string, status: number) => writeLeftover(ctx, request, action, status)
-
 /**
  * The answer of a handler outside Elysia (a fast route) audited as `action` that
  * threw `err`: {error, code} as the API's error hook answers, its entry written first.
  */
 export async function failedCall(ctx: Ctx, request: Request, action: string, err: unknown): Promise<Response> {
   const answer = thrownResponse(err, request)
-  await auditFailure(ctx, request, action, answer.status)
+  await auditLeftover(ctx, request, action, answer.status)
   return answer
 }
 
@@ -99,7 +100,7 @@ export function audited(ctx: Ctx) {
           // The usual case, a success whose service wrote the entry, stays synchronous:
           // an async hook costs every write request a few promise turns.
           if (status < 400 && scopes.get(request)?.written) return
-          return writeLeftover(ctx, request, action, status)
+          return auditLeftover(ctx, request, action, status)
         },
       }
     },

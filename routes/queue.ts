@@ -2,17 +2,15 @@
 // need no instance token; claiming, acking, nacking, extending and notes do (the
 // caller is the claimer, or the note's author). claim_id appears only in the
 // claimer's claim and ack answers; every task answer carries its notes.
-import { t, getSchemaValidator, ValidationError, type TSchema } from 'elysia'
-import { Value } from '@sinclair/typebox/value'
+import { t, getSchemaValidator } from 'elysia'
 import { IdParams, IntQuery, checks } from '../http/models'
 import type { Ctx } from '../services/context'
 import type { AuditScope } from '../services/audit'
-import { auditFailure, audited, auditedAnswer, noteAudit } from '../http/audit'
+import { auditLeftover, audited, auditedAnswer, noteAudit } from '../http/audit'
 import { enumParam, intParam } from '../http/params'
-import { AppError, forbidden, notFound } from '../lib/errors'
+import { forbidden, notFound } from '../lib/errors'
 import type { FastRoute } from '../http/api'
-import { checkParsedRequest } from '../http/body'
-import { errorAnswer, kindOfStatus } from '../http/errors'
+import { bodyReader } from '../http/schema-body'
 import { DEFAULT_MAX_ATTEMPTS, MAX_ATTEMPTS, MAX_ERROR, MAX_LIST, MAX_PRIORITY, MAX_TITLE, checkQueue, TASK_STATUSES } from '../lib/tasks'
 import { caller, credentialFor, holderOf, optionalHolder, readerOf } from '../http/caller'
 import type { Instance } from '../store/instances'
@@ -205,56 +203,6 @@ const claimer = (ctx: Ctx, request: Request): Promise<Holder> => readerOf(ctx, r
 const claimFor = async (ctx: Ctx, request: Request, queue: string, body: { wait_ms?: unknown; visibility_ms?: unknown } | null | undefined, audit: AuditScope) =>
   claimTask(ctx, audit, await claimer(ctx, request), queue, body ?? {})
 
-/**
- * A JSON body as the full route's pipeline reads it for `schema` (Elysia's parse, the API's
- * depth and NUL check, defaults, normalization, the schema check and its transforms), with
- * the same 400s: a fast route answers every body as its full route does.
- */
-function bodyReader(schema: TSchema) {
-  const v = getSchemaValidator(schema, { normalize: true }) as unknown as {
-    schema: TSchema
-    hasDefault: boolean
-    isOptional: boolean
-    hasTransform: boolean
-    Clean?: (value: unknown) => unknown
-    Check(value: unknown): boolean
-    Decode(value: unknown): unknown
-  }
-  const defaults = v.hasDefault ? Value.Default(v.schema, {}) : undefined
-  if (defaults !== undefined && (typeof defaults !== 'object' || defaults === null || Array.isArray(defaults))) throw new Error('bodyReader: only object defaults')
-  const refused = (code: 'PARSE' | 'VALIDATION', error: unknown, request: Request) => {
-    const set = { status: 400 as number | string, headers: {} as Record<string, string | number> }
-    const { error: message, code: status, ...extra } = errorAnswer(code, error, set, request, () => [])
-    return new AppError(kindOfStatus(status) ?? 'invalid', message, extra)
-  }
-  return async (request: Request): Promise<any> => {
-    let body: unknown
-    if (request.body)
-      try {
-        body = await request.json()
-      } catch (err) {
-        // An optional body that is not JSON is no body, as the framework reads it.
-        if (!v.isOptional) throw refused('PARSE', Object.assign(new Error('parse'), { cause: err }), request)
-      }
-    checkParsedRequest(request.url, body)
-    const notEmptyObject = !!body && typeof body === 'object' && Object.keys(body).length > 0
-    if (defaults) body = Object.assign(structuredClone(defaults), body)
-    if (v.Clean)
-      try {
-        body = v.Clean(body)
-      } catch {}
-    if (v.isOptional ? notEmptyObject && !v.Check(body) : !v.Check(body)) throw refused('VALIDATION', new ValidationError('body', v as never, body), request)
-    if (v.hasTransform && notEmptyObject)
-      try {
-        body = v.Decode(body)
-      } catch (err) {
-        if ((err as Error)?.constructor?.name !== 'TransformDecodeError') throw err
-        throw refused('VALIDATION', (err as { error?: unknown }).error ?? new ValidationError('body', v as never, body), request)
-      }
-    return body
-  }
-}
-
 export function queueRoutes(ctx: Ctx) {
   /** cancel and retry: anyone's call (an instance token is optional), through one service helper each. */
   const byHand =
@@ -446,8 +394,6 @@ export function queueFastRoutes(ctx: Ctx): FastRoute[] {
       return raw
     }
   }
-  // What the audit plugin writes after the full route when the service wrote no entry (a deduplicated create, an empty claim).
-  const leftover = (request: Request, action: string, status: number) => auditFailure(ctx, request, action, status)
   return [
     {
       method: 'POST',
@@ -455,7 +401,7 @@ export function queueFastRoutes(ctx: Ctx): FastRoute[] {
       handle: (request, path) =>
         auditedAnswer(ctx, request, CREATE, async (scope) => {
           const { task, status } = await addTask(ctx, request, param(path), await createBody(request), scope)
-          if (status === 200) await leftover(request, CREATE, status)
+          if (status === 200) await auditLeftover(ctx, request, CREATE, status)
           return json(task, status)
         }),
     },
@@ -466,7 +412,7 @@ export function queueFastRoutes(ctx: Ctx): FastRoute[] {
         auditedAnswer(ctx, request, CLAIM, async (scope) => {
           const task = await claimFor(ctx, request, param(path), await claimBody(request), scope)
           if (task) return json(task)
-          await leftover(request, CLAIM, 204)
+          await auditLeftover(ctx, request, CLAIM, 204)
           return new Response(null, { status: 204 })
         }),
     },
