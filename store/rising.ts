@@ -25,7 +25,7 @@ export type Probe = (id: number) => { id: number; time: string } | null | Promis
  * The least id from which every row's time passes `passes` (times rise with ids), by
  * binary search: a probe per halving instead of a scan. Past the last id when none passes.
  */
-export async function firstIdWhere(ends: IdEnds, probe: Probe, passes: (time: string) => boolean): Promise<number> {
+async function firstIdWhere(ends: IdEnds, probe: Probe, passes: (time: string) => boolean): Promise<number> {
   if (ends.first === null || ends.last === null) return 0
   let lo = ends.first
   let hi = ends.last + 1
