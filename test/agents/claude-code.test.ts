@@ -15,7 +15,10 @@ import { startWorld, type World } from './lib/world'
  * expected failures (`test.failing`), not failing the run. Remove a label when its fix
  * lands: the scenario then passes, and `test.failing` says to remove it.
  */
-const awaiting: Record<string, string> = {}
+const awaiting: Record<string, string> = {
+  'the CLI inside a session acts as that session': 'issue 46',
+  "muster register of the session's own name inside it is the same instance, and its reservation never denies its edits": 'issue 46',
+}
 
 function scenario(name: string, fn: () => Promise<void>, timeoutMs = 90_000) {
   const issue = awaiting[name]
@@ -78,5 +81,163 @@ scenario('a session registers and its briefing reaches the model', async () => {
   const sessions = (await world.api('GET', '/api/sessions')).body as any[]
   expect(sessions.find((s) => s.session_id === ada.sessionId)?.instance_id).toBe(instance.id)
   expect(fake.log.reached('brief', `you are "ada-brief" (instance ${instance.id})`)).toBe(true)
+  await ada.end()
+})
+
+const read = (file: string) => ({ tool: { name: 'Read', input: { file_path: file } } })
+const edit = (file: string, from: string, to: string) => ({ tool: { name: 'Edit', input: { file_path: file, old_string: from, new_string: to } } })
+/** Claude Code edits only a file the model has read in this session: a read, then the edit. */
+const readAndEdit = (file: string, from: string, to: string) => [read(file), edit(file, from, to)]
+const bash = (command: string) => ({ tool: { name: 'Bash', input: { command, description: 'run a command' } } })
+const reservations = async (project: string) => (await world.api('GET', `/api/reservations?project=${project}`)).body as any[]
+const send = (to: string, subject: string, body: string) => world.api('POST', '/api/messages', { to: [to], subject, body })
+
+scenario("an edit reserves its file for the session's instance", async () => {
+  const repo = await wiredRepo('reserve')
+  const file = join(repo, 'src/app.ts')
+  const prompt = fake.scripts.add({ name: 'reserve', steps: readAndEdit(file, '41', '42'), finally: 'Edited.' })
+  const ada = await claude(repo, 'ada-reserve')
+  await ada.prompt(`Fix the answer. ${prompt}`)
+  expect(readFileSync(file, 'utf8')).toBe('export const answer = 42\n')
+  const instance = await instanceNamed('ada-reserve')
+  const held = await reservations('reserve')
+  expect(held.map((r) => [r.paths, r.instance_id, r.exclusive, r.reason])).toEqual([[['src/app.ts'], instance.id, true, 'edit']])
+  await ada.end()
+})
+
+scenario("a second agent's edit of a reserved file is denied, the file unchanged, and the reason reaches its model", async () => {
+  const repo = await wiredRepo('deny')
+  const file = join(repo, 'src/app.ts')
+  const adaPrompt = fake.scripts.add({ name: 'deny-ada', steps: readAndEdit(file, '41', '42'), finally: 'Edited.' })
+  const bobPrompt = fake.scripts.add({ name: 'deny-bob', steps: readAndEdit(file, '42', '43'), finally: 'I was told to ask ada.' })
+  const ada = await claude(repo, 'ada-deny')
+  await ada.prompt(`Fix the answer. ${adaPrompt}`)
+  const bob = await claude(repo, 'bob-deny')
+  await bob.prompt(`Bump the answer. ${bobPrompt}`)
+  expect(readFileSync(file, 'utf8')).toBe('export const answer = 42\n')
+  // The tool result Claude Code fed back, and the request that carried it to the model.
+  const denied = bob.toolResults().join('\n')
+  expect(denied).toContain('ada-deny')
+  expect(denied).toContain('muster send ada-deny')
+  const after = fake.log.of('deny-bob')[2]?.raw ?? ''
+  expect(after).toContain('ada-deny')
+  expect(after).toContain('src/app.ts')
+  const audit = (await world.api('GET', '/api/audit?action=hook.deny')).body as any[]
+  expect(audit.map((a) => a.actor)).toEqual([(await instanceNamed('bob-deny')).id])
+  await Promise.all([ada.end(), bob.end()])
+})
+
+scenario('the CLI inside a session acts as that session', async () => {
+  const repo = await wiredRepo('cli')
+  const prompt = fake.scripts.add({
+    name: 'cli',
+    steps: [bash('muster inbox'), bash('muster reserve cli "docs/**" --ttl 10m --reason writing-docs')],
+    finally: 'Reserved.',
+  })
+  await send('ada-cli', 'hello from a person', 'read me in your inbox')
+  const ada = await claude(repo, 'ada-cli')
+  await ada.prompt(`Check your inbox, then reserve the docs. ${prompt}`)
+  const [inbox, reserve] = ada.toolResults()
+  expect(inbox).toContain('hello from a person')
+  const instance = await instanceNamed('ada-cli')
+  expect(((await world.api('GET', '/api/instances')).body as any[]).filter((i) => i.name === 'ada-cli')).toHaveLength(1)
+  const held = await reservations('cli')
+  expect(held.map((r) => [r.paths, r.instance_id])).toEqual([[['docs/**'], instance.id]])
+  expect(reserve).not.toContain('required')
+  await ada.end()
+})
+
+scenario("muster register of the session's own name inside it is the same instance, and its reservation never denies its edits", async () => {
+  const repo = await wiredRepo('same')
+  const file = join(repo, 'src/app.ts')
+  const prompt = fake.scripts.add({
+    name: 'same',
+    steps: [bash('muster register ada-same'), bash('muster reserve same "src/**" --ttl 10m --reason refactor'), ...readAndEdit(file, '41', '42')],
+    finally: 'Done.',
+  })
+  const ada = await claude(repo, 'ada-same')
+  await ada.prompt(`Register, reserve src, edit. ${prompt}`)
+  expect(readFileSync(file, 'utf8')).toBe('export const answer = 42\n')
+  expect(((await world.api('GET', '/api/instances')).body as any[]).filter((i) => i.name === 'ada-same')).toHaveLength(1)
+  await ada.end()
+})
+
+scenario('a message reaches the model mid-session, through PostToolUse', async () => {
+  const repo = await wiredRepo('mid')
+  const prompt = fake.scripts.add({
+    name: 'mid',
+    steps: [
+      // Sent while the model "thinks": after UserPromptSubmit, before the tool runs.
+      async () => {
+        await send('ada-mid', 'mid-session subject', 'the schema changed under you')
+        return bash('echo working')
+      },
+    ],
+    finally: 'Noted.',
+  })
+  const ada = await claude(repo, 'ada-mid')
+  await ada.prompt(`Work. ${prompt}`)
+  const [first, second] = fake.log.of('mid')
+  expect(first.raw).not.toContain('the schema changed under you')
+  expect(second.raw).toContain('the schema changed under you')
+  await ada.end()
+})
+
+scenario('a message reaches the model on the next prompt', async () => {
+  const repo = await wiredRepo('next')
+  const one = fake.scripts.add({ name: 'next-1', steps: [], finally: 'First done.' })
+  const two = fake.scripts.add({ name: 'next-2', steps: [], finally: 'Second done.' })
+  const ada = await claude(repo, 'ada-next')
+  await ada.prompt(`First. ${one}`)
+  await send('ada-next', 'between prompts', 'please look at the billing module next')
+  await ada.prompt(`Second. ${two}`)
+  expect(fake.log.reached('next-1', 'please look at the billing module next')).toBe(false)
+  expect(fake.log.of('next-2')[0].raw).toContain('please look at the billing module next')
+  await ada.end()
+})
+
+scenario('a message that arrives as the model stops reaches it before the session goes idle', async () => {
+  const repo = await wiredRepo('stop')
+  const prompt = fake.scripts.add({
+    name: 'stop',
+    steps: [
+      async () => {
+        await send('ada-stop', 'before you stop', 'one more thing: run the tests')
+        return { text: 'I am finished.' }
+      },
+    ],
+    finally: 'Read the message.',
+  })
+  const ada = await claude(repo, 'ada-stop')
+  await ada.prompt(`Finish up. ${prompt}`)
+  const requests = fake.log.of('stop')
+  expect(requests.length).toBeGreaterThanOrEqual(2)
+  expect(requests.at(-1)!.raw).toContain('one more thing: run the tests')
+  await ada.end()
+})
+
+scenario('the session ends and releases everything it held', async () => {
+  const repo = await wiredRepo('end')
+  const file = join(repo, 'src/app.ts')
+  const prompt = fake.scripts.add({ name: 'end', steps: readAndEdit(file, '41', '42'), finally: 'Edited.' })
+  const ada = await claude(repo, 'ada-end')
+  await ada.prompt(`Edit. ${prompt}`)
+  expect(await reservations('end')).toHaveLength(1)
+  expect(await ada.end()).toBe(0)
+  expect(await reservations('end')).toEqual([])
+  expect(await instanceNamed('ada-end')).toBeUndefined()
+})
+
+scenario("Muster's MCP server connects and its tools are callable by the model", async () => {
+  const repo = await wiredRepo('mcp')
+  const prompt = fake.scripts.add({ name: 'mcp', steps: [{ tool: { name: 'mcp__muster__discover_instances', input: {} } }], finally: 'Listed.' })
+  const ada = await claude(repo, 'ada-mcp')
+  const turn = await ada.prompt(`Who else is here? ${prompt}`)
+  const init = ada.events.find((e) => e.type === 'system' && e.subtype === 'init')
+  expect(init?.mcp_servers.find((m: any) => m.name === 'muster')?.status).toBe('connected')
+  expect(init?.tools).toContain('mcp__muster__discover_instances')
+  expect(ada.toolResults().join('\n')).toContain('ada-mcp')
+  expect(fake.log.of('mcp')[1].raw).toContain('ada-mcp')
+  expect(turn.at(-1)?.is_error).toBe(false)
   await ada.end()
 })
