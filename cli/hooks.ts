@@ -9,7 +9,7 @@ import { api, authHeaders, resolveConfig } from './client'
 import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
-import { planInit, writeInit, type InitAgent } from './init'
+import { hookTokenProblem, planInit, writeInit, type InitAgent } from './init'
 
 const AGENTS = ['claude-code', 'codex'] as const
 /** Hooks run on every tool call: a server that does not answer in this long counts as unreachable. */
@@ -88,6 +88,8 @@ export function hookCommands(program: Command): void {
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
     .action((agent: InitAgent, o: { reserve?: string; dryRun?: boolean }) => {
+      const tokenProblem = agent === 'claude-code' ? hookTokenProblem(resolveConfig().from.token) : null
+      if (tokenProblem) throw new UsageError(tokenProblem)
       const root = gitRoot() ?? process.cwd()
       const files = planInit({ agent, root, server: resolveConfig().server, reserve: o.reserve })
       if (o.dryRun) return printJson({ dry_run: true, root, files })

@@ -2,7 +2,7 @@
 // fake Anthropic API (fake-anthropic.ts): each scenario is a contract of
 // docs/../shared agents.md seen from inside the agent. One line per scenario.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { eventually } from '../helpers'
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic'
@@ -240,4 +240,13 @@ scenario("Muster's MCP server connects and its tools are callable by the model",
   expect(fake.log.of('mcp')[1].raw).toContain('ada-mcp')
   expect(turn.at(-1)?.is_error).toBe(false)
   await ada.end()
+})
+
+scenario("muster init refuses a token Claude Code's http hooks cannot read", async () => {
+  const repo = world.repo('token')
+  const r = await world.muster(['init', 'claude-code'], { cwd: repo, env: { SERVICE_TOKEN: '', MUSTER_TOKEN: world.token } })
+  expect(r.code).toBe(2)
+  expect(r.stderr).toContain('MUSTER_TOKEN')
+  expect(r.stderr).toContain('set SERVICE_TOKEN')
+  expect(existsSync(join(repo, '.claude/settings.json'))).toBe(false)
 })
