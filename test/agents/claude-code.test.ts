@@ -18,10 +18,16 @@ import { startWorld, type World } from './lib/world'
 const awaiting: Record<string, string> = {
   'the CLI inside a session acts as that session': 'issue 46',
   "muster register of the session's own name inside it is the same instance, and its reservation never denies its edits": 'issue 46',
+  'two agents in one checkout message each other by name, each as itself': 'issue 46',
+  "/clear keeps the session's reservations with the same instance": 'issue 46',
+  'no token reaches the model': 'issue 46',
 }
 
+/** MUSTER_AGENTS_STRICT=1 runs the awaited scenarios as plain tests, to see why they fail. */
+const strict = process.env.MUSTER_AGENTS_STRICT === '1'
+
 function scenario(name: string, fn: () => Promise<void>, timeoutMs = 90_000) {
-  const issue = awaiting[name]
+  const issue = strict ? undefined : awaiting[name]
   if (issue) test.failing(`${name} [expected failure: ${issue}]`, fn, timeoutMs)
   else test(name, fn, timeoutMs)
 }
@@ -38,6 +44,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const s of sessions) s.kill()
+  // Claude Code calls paths the fake does not serve: say which, so a new version's new calls show up.
+  if (fake?.log.unknown.size) console.log(`fake Anthropic API: unknown paths asked: ${[...fake.log.unknown].map(([p, n]) => `${p} ×${n}`).join(', ')}`)
   await Promise.all([world?.cleanup(), fake?.stop()])
 })
 
@@ -117,6 +125,7 @@ scenario("a second agent's edit of a reserved file is denied, the file unchanged
   expect(readFileSync(file, 'utf8')).toBe('export const answer = 42\n')
   // The tool result Claude Code fed back, and the request that carried it to the model.
   const denied = bob.toolResults().join('\n')
+  expect(denied).toContain('Muster denied this edit')
   expect(denied).toContain('ada-deny')
   expect(denied).toContain('muster send ada-deny')
   const after = fake.log.of('deny-bob')[2]?.raw ?? ''
@@ -249,4 +258,48 @@ scenario("muster init refuses a token Claude Code's http hooks cannot read", asy
   expect(r.stderr).toContain('MUSTER_TOKEN')
   expect(r.stderr).toContain('set SERVICE_TOKEN')
   expect(existsSync(join(repo, '.claude/settings.json'))).toBe(false)
+})
+
+scenario('two agents in one checkout message each other by name, each as itself', async () => {
+  const repo = await wiredRepo('two')
+  const adaPrompt = fake.scripts.add({ name: 'two-ada', steps: [bash('muster send bob-two --subject "tests are red" --body "please look at src/app.ts"')], finally: 'Sent.' })
+  const bobPrompt = fake.scripts.add({ name: 'two-bob', steps: [bash('muster send ada-two --subject "on it" --body "looking now"')], finally: 'Replied.' })
+  const [ada, bob] = await Promise.all([claude(repo, 'ada-two'), claude(repo, 'bob-two')])
+  await ada.prompt(`Tell bob. ${adaPrompt}`)
+  await bob.prompt(`Answer ada. ${bobPrompt}`)
+  // Bob's model read ada's message, from ada, as his prompt went in; and his answer is from bob.
+  expect(fake.log.of('two-bob')[0].raw).toContain('please look at src/app.ts')
+  const sent = (await world.api('GET', '/api/messages')).body as any[]
+  expect(sent.map((m) => [m.from, m.to, m.subject]).sort()).toEqual([
+    ['ada-two', ['bob-two'], 'tests are red'],
+    ['bob-two', ['ada-two'], 'on it'],
+  ])
+  await Promise.all([ada.end(), bob.end()])
+})
+
+scenario("/clear keeps the session's reservations with the same instance", async () => {
+  const repo = await wiredRepo('clear')
+  const file = join(repo, 'src/app.ts')
+  const prompt = fake.scripts.add({ name: 'clear', steps: readAndEdit(file, '41', '42'), finally: 'Edited.' })
+  const ada = await claude(repo, 'ada-clear')
+  await ada.prompt(`Edit. ${prompt}`)
+  const before = await instanceNamed('ada-clear')
+  await ada.prompt('/clear')
+  const held = await reservations('clear')
+  expect(held.map((r) => [r.paths, r.instance_id])).toEqual([[['src/app.ts'], before.id]])
+  expect((await instanceNamed('ada-clear'))?.id).toBe(before.id)
+  await ada.end()
+})
+
+scenario('no token reaches the model', async () => {
+  const repo = await wiredRepo('secret')
+  const prompt = fake.scripts.add({ name: 'secret', steps: [], finally: 'Fine.' })
+  const ada = await claude(repo, 'ada-secret')
+  await ada.prompt(`Hello. ${prompt}`)
+  const seen = fake.log.of('secret').map((r) => r.raw).join('\n')
+  expect(seen).toContain('ada-secret')
+  expect(seen).not.toContain(world.token)
+  // An instance token is 64 hex digits: none may be in what the model reads.
+  expect(seen.match(/\b[0-9a-f]{64}\b/g) ?? []).toEqual([])
+  await ada.end()
 })
