@@ -269,7 +269,7 @@ scenario('two agents in one checkout message each other by name, each as itself'
   await bob.prompt(`Answer ada. ${bobPrompt}`)
   // Bob's model read ada's message, from ada, as his prompt went in; and his answer is from bob.
   expect(fake.log.of('two-bob')[0].raw).toContain('please look at src/app.ts')
-  const sent = (await world.api('GET', '/api/messages')).body as any[]
+  const sent = ((await world.api('GET', '/api/messages')).body as any[]).filter((m) => /-two$/.test(m.from))
   expect(sent.map((m) => [m.from, m.to, m.subject]).sort()).toEqual([
     ['ada-two', ['bob-two'], 'tests are red'],
     ['bob-two', ['ada-two'], 'on it'],
@@ -296,7 +296,11 @@ scenario('no token reaches the model', async () => {
   const prompt = fake.scripts.add({ name: 'secret', steps: [], finally: 'Fine.' })
   const ada = await claude(repo, 'ada-secret')
   await ada.prompt(`Hello. ${prompt}`)
-  const seen = fake.log.of('secret').map((r) => r.raw).join('\n')
+  // What the model reads: the system prompt and the conversation (not the request's metadata).
+  const seen = fake.log
+    .of('secret')
+    .map((r) => JSON.stringify([r.body.system, r.body.messages]))
+    .join('\n')
   expect(seen).toContain('ada-secret')
   expect(seen).not.toContain(world.token)
   // An instance token is 64 hex digits: none may be in what the model reads.
