@@ -21,6 +21,7 @@ const awaiting: Record<string, string> = {
   'two agents in one checkout message each other by name, each as itself': 'issue 46',
   "/clear keeps the session's reservations with the same instance": 'issue 46',
   'no token reaches the model': 'issue 46',
+  "a second agent's write through the shell to a reserved file is refused, the file unchanged": 'issue 47',
 }
 
 /** MUSTER_AGENTS_STRICT=1 runs the awaited scenarios as plain tests, to see why they fail. */
@@ -306,4 +307,18 @@ scenario('no token reaches the model', async () => {
   // An instance token is 64 hex digits: none may be in what the model reads.
   expect(seen.match(/\b[0-9a-f]{64}\b/g) ?? []).toEqual([])
   await ada.end()
+})
+
+scenario("a second agent's write through the shell to a reserved file is refused, the file unchanged", async () => {
+  const repo = await wiredRepo('shell')
+  const file = join(repo, 'src/app.ts')
+  const adaPrompt = fake.scripts.add({ name: 'shell-ada', steps: readAndEdit(file, '41', '42'), finally: 'Edited.' })
+  const bobPrompt = fake.scripts.add({ name: 'shell-bob', steps: [bash(`printf 'export const hacked = true\\n' >> src/app.ts`)], finally: 'Tried.' })
+  const ada = await claude(repo, 'ada-shell')
+  await ada.prompt(`Fix the answer. ${adaPrompt}`)
+  const bob = await claude(repo, 'bob-shell')
+  await bob.prompt(`Append a flag. ${bobPrompt}`)
+  expect(readFileSync(file, 'utf8')).toBe('export const answer = 42\n')
+  expect(fake.log.of('shell-bob')[1]?.raw ?? '').toContain('ada-shell')
+  await Promise.all([ada.end(), bob.end()])
 })
