@@ -6,7 +6,6 @@
 // (Claude Code's own side requests: titles, summaries), gets a short text. Every request
 // is logged; a path this fake does not know is logged too and answered 404 in the API's
 // error shape, which Claude Code treats as "not available here".
-import type { Server } from 'bun'
 import { RequestLog, ScriptBook, type Exchange, type Turn } from './lib/script'
 
 export interface FakeAnthropic {
@@ -79,7 +78,7 @@ function events(msg: ReturnType<typeof message>): string {
 export async function startFakeAnthropic(): Promise<FakeAnthropic> {
   const log = new RequestLog()
   const scripts = new ScriptBook()
-  const server: Server = Bun.serve({
+  const server = Bun.serve({
     hostname: '127.0.0.1',
     port: 0,
     async fetch(req) {
