@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { eventually } from '../helpers'
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic'
 import { ClaudeSession } from './lib/claude'
+import type { Turn } from './lib/script'
 import { ensureAgent } from './lib/install'
 import { startWorld, type World } from './lib/world'
 
@@ -98,15 +99,25 @@ const edit = (file: string, from: string, to: string) => ({ tool: { name: 'Edit'
 /** Claude Code edits only a file the model has read in this session: a read, then the edit. */
 const readAndEdit = (file: string, from: string, to: string) => [read(file), edit(file, from, to)]
 const bash = (command: string) => ({ tool: { name: 'Bash', input: { command, description: 'run a command' } } })
+/** A session in a fresh wired repository that has edited src/app.ts (41 → 42), so holds it in edit-reserve mode. */
+async function editedBy(label: string, name: string): Promise<{ repo: string; file: string; session: ClaudeSession }> {
+  const repo = await wiredRepo(label)
+  const file = join(repo, 'src/app.ts')
+  const prompt = fake.scripts.add({ name: `${label}-edit`, steps: readAndEdit(file, '41', '42'), finally: 'Edited.' })
+  const session = await claude(repo, name)
+  await session.prompt(`Fix the answer. ${prompt}`)
+  return { repo, file, session }
+}
 const reservations = async (project: string) => (await world.api('GET', `/api/reservations?project=${project}`)).body as any[]
 const send = (to: string, subject: string, body: string) => world.api('POST', '/api/messages', { to: [to], subject, body })
+/** A step that sends `to` a message when its request arrives (while the model "thinks"), then plays `turn`. */
+const sendThen = (to: string, subject: string, body: string, turn: Turn) => async () => {
+  await send(to, subject, body)
+  return turn
+}
 
 scenario("an edit reserves its file for the session's instance", async () => {
-  const repo = await wiredRepo('reserve')
-  const file = join(repo, 'src/app.ts')
-  const prompt = fake.scripts.add({ name: 'reserve', steps: readAndEdit(file, '41', '42'), finally: 'Edited.' })
-  const ada = await claude(repo, 'ada-reserve')
-  await ada.prompt(`Fix the answer. ${prompt}`)
+  const { file, session: ada } = await editedBy('reserve', 'ada-reserve')
   expect(readFileSync(file, 'utf8')).toBe('export const answer = 42\n')
   const instance = await instanceNamed('ada-reserve')
   const held = await reservations('reserve')
@@ -115,12 +126,8 @@ scenario("an edit reserves its file for the session's instance", async () => {
 })
 
 scenario("a second agent's edit of a reserved file is denied, the file unchanged, and the reason reaches its model", async () => {
-  const repo = await wiredRepo('deny')
-  const file = join(repo, 'src/app.ts')
-  const adaPrompt = fake.scripts.add({ name: 'deny-ada', steps: readAndEdit(file, '41', '42'), finally: 'Edited.' })
+  const { repo, file, session: ada } = await editedBy('deny', 'ada-deny')
   const bobPrompt = fake.scripts.add({ name: 'deny-bob', steps: readAndEdit(file, '42', '43'), finally: 'I was told to ask ada.' })
-  const ada = await claude(repo, 'ada-deny')
-  await ada.prompt(`Fix the answer. ${adaPrompt}`)
   const bob = await claude(repo, 'bob-deny')
   await bob.prompt(`Bump the answer. ${bobPrompt}`)
   expect(readFileSync(file, 'utf8')).toBe('export const answer = 42\n')
@@ -174,17 +181,9 @@ scenario("muster register of the session's own name inside it is the same instan
 
 scenario('a message reaches the model mid-session, through PostToolUse', async () => {
   const repo = await wiredRepo('mid')
-  const prompt = fake.scripts.add({
-    name: 'mid',
-    steps: [
-      // Sent while the model "thinks": after UserPromptSubmit, before the tool runs.
-      async () => {
-        await send('ada-mid', 'mid-session subject', 'the schema changed under you')
-        return bash('echo working')
-      },
-    ],
-    finally: 'Noted.',
-  })
+  // Sent after UserPromptSubmit, before the tool runs.
+  const step = sendThen('ada-mid', 'mid-session subject', 'the schema changed under you', bash('echo working'))
+  const prompt = fake.scripts.add({ name: 'mid', steps: [step], finally: 'Noted.' })
   const ada = await claude(repo, 'ada-mid')
   await ada.prompt(`Work. ${prompt}`)
   const [first, second] = fake.log.of('mid')
@@ -208,16 +207,8 @@ scenario('a message reaches the model on the next prompt', async () => {
 
 scenario('a message that arrives as the model stops reaches it before the session goes idle', async () => {
   const repo = await wiredRepo('stop')
-  const prompt = fake.scripts.add({
-    name: 'stop',
-    steps: [
-      async () => {
-        await send('ada-stop', 'before you stop', 'one more thing: run the tests')
-        return { text: 'I am finished.' }
-      },
-    ],
-    finally: 'Read the message.',
-  })
+  const step = sendThen('ada-stop', 'before you stop', 'one more thing: run the tests', { text: 'I am finished.' })
+  const prompt = fake.scripts.add({ name: 'stop', steps: [step], finally: 'Read the message.' })
   const ada = await claude(repo, 'ada-stop')
   await ada.prompt(`Finish up. ${prompt}`)
   const requests = fake.log.of('stop')
@@ -227,11 +218,7 @@ scenario('a message that arrives as the model stops reaches it before the sessio
 })
 
 scenario('the session ends and releases everything it held', async () => {
-  const repo = await wiredRepo('end')
-  const file = join(repo, 'src/app.ts')
-  const prompt = fake.scripts.add({ name: 'end', steps: readAndEdit(file, '41', '42'), finally: 'Edited.' })
-  const ada = await claude(repo, 'ada-end')
-  await ada.prompt(`Edit. ${prompt}`)
+  const { session: ada } = await editedBy('end', 'ada-end')
   expect(await reservations('end')).toHaveLength(1)
   expect(await ada.end()).toBe(0)
   expect(await reservations('end')).toEqual([])
@@ -279,11 +266,7 @@ scenario('two agents in one checkout message each other by name, each as itself'
 })
 
 scenario("/clear keeps the session's reservations with the same instance", async () => {
-  const repo = await wiredRepo('clear')
-  const file = join(repo, 'src/app.ts')
-  const prompt = fake.scripts.add({ name: 'clear', steps: readAndEdit(file, '41', '42'), finally: 'Edited.' })
-  const ada = await claude(repo, 'ada-clear')
-  await ada.prompt(`Edit. ${prompt}`)
+  const { session: ada } = await editedBy('clear', 'ada-clear')
   const before = await instanceNamed('ada-clear')
   await ada.prompt('/clear')
   const held = await reservations('clear')
@@ -310,12 +293,8 @@ scenario('no token reaches the model', async () => {
 })
 
 scenario("a second agent's write through the shell to a reserved file is refused, the file unchanged", async () => {
-  const repo = await wiredRepo('shell')
-  const file = join(repo, 'src/app.ts')
-  const adaPrompt = fake.scripts.add({ name: 'shell-ada', steps: readAndEdit(file, '41', '42'), finally: 'Edited.' })
+  const { repo, file, session: ada } = await editedBy('shell', 'ada-shell')
   const bobPrompt = fake.scripts.add({ name: 'shell-bob', steps: [bash(`printf 'export const hacked = true\\n' >> src/app.ts`)], finally: 'Tried.' })
-  const ada = await claude(repo, 'ada-shell')
-  await ada.prompt(`Fix the answer. ${adaPrompt}`)
   const bob = await claude(repo, 'bob-shell')
   await bob.prompt(`Append a flag. ${bobPrompt}`)
   expect(readFileSync(file, 'utf8')).toBe('export const answer = 42\n')
