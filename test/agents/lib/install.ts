@@ -17,6 +17,7 @@ export interface AgentCli {
 /** Every agent CLI of the suite, by the name a driver asks for. Bump a version here, and the scenarios say whether Muster still holds. */
 export const AGENT_CLIS = {
   'claude-code': { package: '@anthropic-ai/claude-code', version: '2.1.328', bin: 'claude' },
+  codex: { package: '@openai/codex', version: '0.169.0', bin: 'codex' },
 } satisfies Record<string, AgentCli>
 
 export type AgentName = keyof typeof AGENT_CLIS
