@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
-import { identityPath } from '../cli/identity'
+import { chooseIdentity } from '../cli/identity'
 
 const CLI = join(import.meta.dir, '..', 'cli.ts')
 
@@ -31,7 +31,8 @@ export interface CliOptions {
 
 /** Where identities of directories outside a repository go in these tests. */
 export const CONFIG_HOME = mkdtempSync(join(tmpdir(), 'muster-cli-config-'))
-const INHERITED_NOT = /^(SERVICE_|MUSTER_SERVER$|MUSTER_TOKEN$)/
+// An identity chosen from the environment (agents.md): the test's own, never the runner's.
+const INHERITED_NOT = /^(SERVICE_|MUSTER_SERVER$|MUSTER_TOKEN$|MUSTER_AGENT$|MUSTER_INSTANCE_TOKEN$|MUSTER_SESSION$|CLAUDE_ENV_FILE$)/
 
 function cliEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {}
@@ -40,8 +41,8 @@ function cliEnv(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 /** The identity file the CLI keeps for `dir` (as run by runCli), parsed; null when there is none. */
-export function identityOf(dir: string, configHome = CONFIG_HOME): Record<string, any> | null {
-  const file = identityPath(dir, { XDG_CONFIG_HOME: configHome })
+export function identityOf(dir: string, configHome = CONFIG_HOME, env: Record<string, string> = {}): Record<string, any> | null {
+  const { file } = chooseIdentity(dir, { XDG_CONFIG_HOME: configHome, ...env })
   return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : null
 }
 
