@@ -4,7 +4,7 @@
 // it, and SessionEnd deregisters it (releasing what it held, as any deregistration does).
 // SessionEnd by /clear or resume holds the instance instead: the agent starts a new
 // session id right after, and that SessionStart (same agent, name and root, within
-// SESSION_HOLD_MS, on whichever replica) takes the instance over with all it holds;
+// --session-hold, 60 s by default, on whichever replica) takes the instance over with all it holds;
 // jobs/session-holds.ts deregisters an instance nobody took over.
 import { basename } from 'node:path'
 import { nowIso, nowMs, parseDuration } from '../lib/time'
@@ -33,8 +33,6 @@ export interface HookHeaders {
   owner?: Owner | null
 }
 
-/** How long a session ended by /clear or resume keeps its instance for the next SessionStart. */
-export const SESSION_HOLD_MS = 60_000
 /** SessionEnd reasons after which the agent goes on in a new session of the same process. */
 const GOING_ON = new Set(['clear', 'resume'])
 
@@ -179,7 +177,7 @@ async function takeOver(tx: Tx, agent: HookAgent, event: HookEvent, headers: Hoo
  */
 export async function endSession(ctx: Ctx, tx: Tx, session: Session, reason: unknown): Promise<boolean> {
   if (typeof reason === 'string' && GOING_ON.has(reason)) {
-    await tx.sessions.hold(session.row.session_id, nowIso(), new Date(nowMs() + SESSION_HOLD_MS).toISOString())
+    await tx.sessions.hold(session.row.session_id, nowIso(), new Date(nowMs() + ctx.config.sessionHoldMs).toISOString())
     return true
   }
   await deregisterIn(ctx, tx, session.instance.id)
