@@ -2,7 +2,7 @@
 // each test has its own ./settings.json and identity, with SERVICE_* and
 // MUSTER_SERVER/MUSTER_TOKEN under the test's control only, and a config
 // directory of the test run's own (XDG_CONFIG_HOME) instead of the user's.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
@@ -116,4 +116,12 @@ export function removeWorkdirs(): void {
   for (const dir of workdirs.splice(0)) rmSync(dir, { recursive: true, force: true })
   // A later test file of the same run may still use it: the CLI makes it again when it writes there.
   rmSync(CONFIG_HOME, { recursive: true, force: true })
+}
+
+/** A scratch git repository (its real path: the git root as git prints it), removed by removeWorkdirs. */
+export function gitWorkdir(): string {
+  const dir = realpathSync(workdir())
+  const init = Bun.spawnSync(['git', 'init', '-q', dir])
+  if (init.exitCode !== 0) throw new Error(`git init: ${init.stderr.toString()}`)
+  return dir
 }

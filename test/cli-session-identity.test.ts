@@ -4,24 +4,17 @@
 // instance, in the order MUSTER_INSTANCE_TOKEN, the file MUSTER_AGENT names, the only
 // file, the old identity.json; several files and nothing to choose is exit 2.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, startServer, type TestServer } from './helpers'
-import { removeWorkdirs, runCli, workdir } from './cli-run'
+import { gitWorkdir, removeWorkdirs, runCli } from './cli-run'
 import claude from './fixtures/hooks/claude-code.json'
 
 let s: TestServer
 beforeAll(async () => (s = await startServer()), 30_000)
-afterAll(async () => {
-  await s.cleanup()
-  removeWorkdirs()
-})
+afterAll(() => Promise.all([s.cleanup(), removeWorkdirs()]))
 
-function repo(): string {
-  const dir = realpathSync(workdir())
-  expect(Bun.spawnSync(['git', 'init', '-q', dir]).exitCode).toBe(0)
-  return dir
-}
+const repo = gitWorkdir
 const git = (cwd: string, ...args: string[]) => Bun.spawnSync(['git', ...args], { cwd, stdout: 'pipe' }).stdout.toString()
 const event = (name: keyof typeof claude, root: string, session: string, extra: Record<string, unknown> = {}) =>
   JSON.stringify({ ...JSON.parse(JSON.stringify(claude[name]).replaceAll('/work/repo', root)), session_id: session, ...extra })

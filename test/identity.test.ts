@@ -33,17 +33,26 @@ const reservationsOf = async (id: string) => (await call(s.api, 'GET', `/api/res
 const mcp = (h: Record<string, string>, name: string, args: Record<string, unknown>) =>
   call(s.api, 'POST', '/mcp', { jsonrpc: '2.0', id: ++n, method: 'tools/call', params: { name, arguments: args } }, { ...h, accept: 'application/json, text/event-stream' })
 
-/** A Claude Code session at `root`, its events sent with `h` (and X-Muster-Agent when `name`). */
-function session(h: Record<string, string>, root: string, name?: string) {
+/** A Claude Code session on `server` at `root`, its events sent with `h` (and X-Muster-Agent when `name`). */
+function session(h: Record<string, string>, root: string, name?: string, server = s) {
   const id = crypto.randomUUID()
   const headers = { ...h, 'x-muster-root': root, ...(name ? { 'x-muster-agent': name } : {}) }
   const send = async (event: keyof typeof claude, extra: Record<string, unknown> = {}) => {
     const body = { ...JSON.parse(JSON.stringify(claude[event]).replaceAll('/work/repo', root)), session_id: id, ...extra }
-    const r = await call(s.api, 'POST', '/api/hooks/claude-code', body, headers)
+    const r = await call(server.api, 'POST', '/api/hooks/claude-code', body, headers)
     expect(r.status).toBe(200)
     return r
   }
-  return { id, send }
+  /** SessionStart, then a reservation of `paths` in project "repo" made with the token its headers carry. */
+  const startHolding = async (paths: string[]) => {
+    const start = await send('SessionStart')
+    const id = start.headers.get('x-muster-instance-id')!
+    const me = { ...h, 'x-instance-token': start.headers.get('x-muster-instance-token')! }
+    const held = await call(server.api, 'POST', '/api/reservations', { project: 'repo', paths }, me)
+    expect(held.status).toBe(201)
+    return { id, me, held: held.body }
+  }
+  return { id, send, startHolding }
 }
 
 describe('one name, one live instance per agent token', () => {
@@ -171,10 +180,7 @@ describe('SessionEnd by /clear or resume keeps the instance for the next Session
       const name = uniq('fay')
       const root = `/tmp/identity-${n}/repo`
       const first = session(h, root, name)
-      const start = await first.send('SessionStart')
-      const id = start.headers.get('x-muster-instance-id')!
-      const me = { ...h, 'x-instance-token': start.headers.get('x-muster-instance-token')! }
-      const held = (await call(s.api, 'POST', '/api/reservations', { project: 'repo', paths: ['src/**'] }, me)).body
+      const { id, me, held } = await first.startHolding(['src/**'])
       const queue = uniq('q')
       expect((await call(s.api, 'POST', `/api/queues/${queue}/tasks`, { title: 'port the lexer' }, h)).status).toBe(201)
       const task = (await call(s.api, 'POST', `/api/queues/${queue}/claim`, {}, me)).body
@@ -223,16 +229,7 @@ describe('SessionEnd by /clear or resume keeps the instance for the next Session
 })
 
 /** A Claude Code session on `server` (auth off) at `root` named `name`. */
-function sessionOn(server: TestServer, root: string, name: string) {
-  const id = crypto.randomUUID()
-  const send = async (event: keyof typeof claude, extra: Record<string, unknown> = {}) => {
-    const body = { ...JSON.parse(JSON.stringify(claude[event]).replaceAll('/work/repo', root)), session_id: id, ...extra }
-    const r = await call(server.api, 'POST', '/api/hooks/claude-code', body, { 'x-muster-root': root, 'x-muster-agent': name })
-    expect(r.status).toBe(200)
-    return r
-  }
-  return { id, send }
-}
+const sessionOn = (server: TestServer, root: string, name: string) => session({}, root, name, server)
 
 describe('a hold nobody takes over', () => {
   let quick: TestServer
@@ -242,10 +239,7 @@ describe('a hold nobody takes over', () => {
   test('deregisters once the hold runs out, releasing what it held; a later SessionStart registers anew', async () => {
     const root = `/tmp/identity-hold-${++n}/repo`
     const c = sessionOn(quick, root, 'ivy')
-    const start = await c.send('SessionStart')
-    const id = start.headers.get('x-muster-instance-id')!
-    const me = { 'x-instance-token': start.headers.get('x-muster-instance-token')! }
-    expect((await call(quick.api, 'POST', '/api/reservations', { project: 'repo', paths: ['a/**'] }, me)).status).toBe(201)
+    const { id } = await c.startHolding(['a/**'])
     await c.send('SessionEnd', { reason: 'clear' })
     expect((await call(quick.api, 'GET', `/api/instances/${id}`)).status).toBe(200)
     await eventually(async () => (await call(quick.api, 'GET', `/api/instances/${id}`)).status === 404, 10_000)
@@ -271,10 +265,7 @@ describe.skipIf(!PG_BASE)('holds on two replicas of one PostgreSQL database', ()
   test('SessionEnd by /clear on one replica, SessionStart on the other takes over; a leftover goes whichever ended it', async () => {
     const root = `/tmp/identity-replicas-${++n}/repo`
     const first = sessionOn(a, root, 'jo')
-    const start = await first.send('SessionStart')
-    const id = start.headers.get('x-muster-instance-id')!
-    const me = { 'x-instance-token': start.headers.get('x-muster-instance-token')! }
-    const held = (await call(a.api, 'POST', '/api/reservations', { project: 'repo', paths: ['b/**'] }, me)).body
+    const { id, held } = await first.startHolding(['b/**'])
     await first.send('SessionEnd', { reason: 'clear' })
     const next = sessionOn(b, root, 'jo')
     const again = await next.send('SessionStart', { source: 'clear' })
