@@ -67,7 +67,9 @@ export async function startBriefing(tx: Tx, session: Session): Promise<Budget> {
   const budget = new Budget(BRIEFING_MAX - 160)
   budget.add(`Muster coordination: you are "${row.name}" (instance ${instance.id}) in project "${row.project}", root ${row.root || '(unknown)'}.`)
   // Never the instance token: this text goes to the model's provider. `muster hook` hands it to the shell.
-  budget.add('The `muster` CLI in your shell already acts as this session (no `muster register` needed): what you reserve, claim or send with it is yours.')
+  budget.add(
+    `The \`muster\` CLI in your shell already acts as this session (no \`muster register\` needed): what you reserve, claim or send with it is yours. Should it say several identities exist here, run it with MUSTER_AGENT=${JSON.stringify(row.name)}.`,
+  )
   budget.add(
     'Edits of files another agent reserved are denied; reserve what you will work on (`muster reserve`), read your inbox (`muster inbox`), and ask a holder with `muster send`.',
   )

@@ -105,6 +105,10 @@ expect(ada.answer.json.hookSpecificOutput.additionalContext).toContain('CLI in y
     expect(lost.stdout).toBe('')
     const heartbeat = await runCli(['heartbeat'], { cwd: root, env: { SERVICE_SERVER: s.api } })
     expect(heartbeat.code).toBe(2)
+    // Nor is a message sent "from human" by an agent that merely did not say who it is.
+    const unsigned = await runCli(['send', 'bob', '--subject', 'who am I?'], { cwd: root, env: { SERVICE_SERVER: s.api } })
+    expect([unsigned.code, unsigned.stdout]).toEqual([2, ''])
+    expect(unsigned.stderr).toContain('MUSTER_AGENT')
     // A command that needs none still runs.
     expect((await runCli(['instances', 'list'], { cwd: root, env: { SERVICE_SERVER: s.api } })).code).toBe(0)
   })
