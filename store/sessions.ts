@@ -59,18 +59,22 @@ const PUT = stmt(
 )
 const END = stmt('UPDATE hook_sessions SET ended_at = ?, held_until = NULL WHERE session_id = ?')
 const HOLD = stmt('UPDATE hook_sessions SET ended_at = ?, held_until = ? WHERE session_id = ?')
-/** The takeover statement with its optional conditions: the session's name, its instance's agent token. */
+/**
+ * The takeover statement with its optional conditions: the session's name, its instance's agent
+ * token. The outer `held_until IS NOT NULL` is checked again on a row another unit changed first
+ * (PostgreSQL), so two SessionStarts never both take one hold.
+ */
 const takeHeld = (named: boolean, owned: boolean) =>
   stmt<HookSession>(
     `UPDATE hook_sessions SET held_until = NULL WHERE session_id = (
        SELECT session_id FROM hook_sessions WHERE held_until > ? AND agent = ? AND root = ?${named ? ' AND name = ?' : ''}
          ${owned ? 'AND instance_id IN (SELECT id FROM instances WHERE token_id = ?)' : ''}
-       ORDER BY ended_at DESC, session_id LIMIT 1)
+       ORDER BY ended_at DESC, session_id LIMIT 1) AND held_until IS NOT NULL
      RETURNING ${COLUMNS}`,
   )
 const TAKE_EXPIRED = stmt<HookSession>(
   `UPDATE hook_sessions SET held_until = NULL WHERE session_id IN (
-     SELECT session_id FROM hook_sessions WHERE held_until <= ? ORDER BY held_until LIMIT ?)
+     SELECT session_id FROM hook_sessions WHERE held_until <= ? ORDER BY held_until LIMIT ?) AND held_until IS NOT NULL
    RETURNING ${COLUMNS}`,
 )
 const LIVE_FOR = stmt<{ n: number }>('SELECT 1 AS n FROM hook_sessions WHERE instance_id = ? AND ended_at IS NULL LIMIT 1')
