@@ -125,31 +125,17 @@ export async function openSession(tx: Tx, agent: HookAgent, event: HookEvent, he
   const token = instanceTokenFor(id, headers.owner)
   const instance = await registerIn(tx, undefined, { name, workspace: root, capabilities: headers.capabilities }, token, headers.tokenId ?? null, id)
   await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.session_id)), `registered ${name} (${agent})`)
-  return { row: await putSession(tx, agent, event, headers, instance.id, name, token, root, row), instance, registered: true, resumed: false, throttledBeat: false }
+  const fresh = await putSession(tx, event.session_id, { agent, instance_id: instance.id, name, token, root, project: projectOf(headers, row, root) })
+  return { row: fresh, instance, registered: true, resumed: false, throttledBeat: false }
 }
 
-async function putSession(
-  tx: Tx,
-  agent: HookAgent,
-  event: HookEvent,
-  headers: HookHeaders,
-  instanceId: string,
-  name: string,
-  token: string,
-  root: string,
-  before: { project: string } | null,
-): Promise<HookSession> {
-  const fresh: HookSession = {
-    session_id: event.session_id,
-    agent,
-    instance_id: instanceId,
-    name,
-    token,
-    root,
-    project: headers.project ?? before?.project ?? (basename(root) || 'default'),
-    started_at: nowIso(),
-    ended_at: null,
-  }
+/** The session's project: the hook's header, else what the session had, else the root's last segment. */
+const projectOf = (headers: HookHeaders, before: { project: string } | null, root: string) =>
+  headers.project ?? before?.project ?? (basename(root) || 'default')
+
+/** Starts session `sessionId` (a new row, or its row started over) as the given instance. */
+async function putSession(tx: Tx, sessionId: string, s: Omit<HookSession, 'session_id' | 'started_at' | 'ended_at'>): Promise<HookSession> {
+  const fresh: HookSession = { session_id: sessionId, ...s, started_at: nowIso(), ended_at: null }
   await tx.sessions.put(fresh)
   return fresh
 }
@@ -165,7 +151,7 @@ async function takeOver(tx: Tx, agent: HookAgent, event: HookEvent, headers: Hoo
   if (!held) return null
   const instance = await tx.instances.heartbeat(held.instance_id)
   if (!instance) return null
-  const row = await putSession(tx, agent, event, headers, instance.id, held.name, held.token, root, held)
+  const row = await putSession(tx, event.session_id, { agent, instance_id: instance.id, name: held.name, token: held.token, root, project: projectOf(headers, held, root) })
   await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.session_id)), `took over ${instance.name} from session ${held.session_id}`)
   return { row, instance, registered: false, resumed: true, throttledBeat: false }
 }
