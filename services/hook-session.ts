@@ -173,6 +173,9 @@ export async function endSession(ctx: Ctx, tx: Tx, session: Session, reason: unk
 
 /** One run of the hold job: each instance held past its hold, and taken over by no session, deregisters. */
 export async function releaseExpiredHolds(ctx: Ctx): Promise<number> {
+  // A committed read first: most runs find nothing held, and need no write unit.
+  const next = await ctx.store.sessions.nextHoldEnd()
+  if (next === null || next > nowIso()) return 0
   return ctx.store.write(async (tx) => {
     let released = 0
     for (const held of await tx.sessions.takeExpiredHolds(nowIso(), 100))

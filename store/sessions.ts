@@ -45,6 +45,8 @@ export interface SessionsStore {
   get(sessionId: string): Promise<SessionView | null>
   /** Newest first. */
   list(limit: number): Promise<SessionView[]>
+  /** When the earliest hold runs out, or null when no session is held. */
+  nextHoldEnd(): Promise<string | null>
 }
 
 const COLUMNS = 'session_id, agent, instance_id, name, token, root, project, started_at, ended_at'
@@ -77,6 +79,7 @@ const TAKE_EXPIRED = stmt<HookSession>(
      SELECT session_id FROM hook_sessions WHERE held_until <= ? ORDER BY held_until LIMIT ?) AND held_until IS NOT NULL
    RETURNING ${COLUMNS}`,
 )
+const NEXT_HOLD_END = stmt<{ at: string | null }>('SELECT MIN(held_until) AS at FROM hook_sessions WHERE held_until IS NOT NULL')
 const LIVE_FOR = stmt<{ n: number }>('SELECT 1 AS n FROM hook_sessions WHERE instance_id = ? AND ended_at IS NULL LIMIT 1')
 
 export function sessionsWrites(w: Runner): SessionsWrites {
@@ -100,5 +103,6 @@ export function sessionsStore(r: Runner): SessionsStore {
   return {
     get: (id) => r.get(ONE_VIEW, id),
     list: (limit) => r.all(LIST, limit),
+    nextHoldEnd: async () => (await r.get(NEXT_HOLD_END))?.at ?? null,
   }
 }
