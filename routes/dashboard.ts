@@ -88,7 +88,7 @@ export function createDashboard(ctx: Ctx) {
   const app = new Elysia(SERVER_OPTIONS).wrap(withOrigin)
     // The API's error answers (no 405s: /api/* takes every method). First: Elysia applies the hook only to the
     // routes mounted after it, and the event stream's bad after_id must be its 400, not a plain-text 500.
-    .onError(({ code, error, set, request }) => errorAnswer(code, error, set, request, () => []))
+    .onError(({ code, error, set, request }) => errorAnswer(code, error, set, request))
     .use(healthRoutes(ctx.startedAt))
     .use(eventsStream(ctx))
     .all('/api/*', ({ request }) => forward(ctx, request), { parse: 'none' })
