@@ -5,6 +5,7 @@
 import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
 import { credentialOf, prepareAccess } from '../http/access'
+import { setCredential } from '../http/caller'
 import { urlOf, withOrigin } from '../http/url'
 import { UNAUTHORIZED, errorAnswer, errorResponse, methodNotAllowed } from '../http/errors'
 import { SERVER_OPTIONS } from '../http/body'
@@ -77,7 +78,10 @@ function eventsStream(ctx: Ctx) {
     ...socket,
     async beforeHandle({ request, query }) {
       await prepareAccess(ctx, request)
-      if (!credentialOf(ctx, request, urlOf(request).pathname)) return errorResponse(401, UNAUTHORIZED)
+      const credential = credentialOf(ctx, request, urlOf(request).pathname)
+      if (!credential) return errorResponse(401, UNAUTHORIZED)
+      // The socket closes when this token ends, as on the API port.
+      setCredential(request, credential)
       return socket.beforeHandle({ query })
     },
   })
