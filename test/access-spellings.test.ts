@@ -24,7 +24,7 @@ function raw(base: string, method: string, target: string, token: string, body?:
   return new Promise((resolve, reject) => {
     const socket = connect(Number(port), hostname)
     const chunks: Buffer[] = []
-    socket.on('data', (d) => chunks.push(d))
+    socket.on("data", (d) => chunks.push(Buffer.from(d)))
     socket.on('error', reject)
     socket.on('close', () => {
       const text = Buffer.concat(chunks).toString()
