@@ -10,6 +10,7 @@ import { credentialOf, refusal, requiredRole } from './access'
 import { UNAUTHORIZED, errorResponse } from './errors'
 import type { BodyRule, RouteTable } from './route-table'
 
+/** The answer to a request no route is known by (404, or 405 with Allow), as the router's error hook gives it. */
 const unserved = (table: RouteTable, method: string, path: string): Response => {
   const { status, message, allow } = table.notServed(method, path)
   const answer = errorResponse(status, message)
