@@ -74,7 +74,7 @@ export class Credentials {
   constructor(bus: { listen(l: (event: { topic: string; data: unknown }) => void): unknown }) {
     bus.listen(({ topic, data }) => {
       if (topic === 'token.revoked') this.forget((data as { id?: unknown }).id)
-      else if (topic === 'backup.restored') (this.dropped++, this.known.clear())
+      else if (topic === 'backup.restored') this.restored()
     })
   }
 
@@ -138,6 +138,13 @@ export class Credentials {
     if (!end) this.ends.set(id, (end = { controller: new AbortController() }))
     clearTimeout(end.timer)
     if (!end.controller.signal.aborted) end.controller.abort(why)
+  }
+
+  /** A restore replaced the tokens: each is read again, and one revoked since the backup may live again. */
+  private restored(): void {
+    this.dropped++
+    this.known.clear()
+    for (const [id, end] of this.ends) if (end.controller.signal.aborted) this.ends.delete(id)
   }
 
   private forget(id: unknown): void {
