@@ -14,7 +14,8 @@ import { audited } from '../http/audit'
 import { DEFAULT_LIMIT, IntQuery } from '../http/models'
 import { waitParam } from '../services/holders'
 import { waitForEvents } from '../services/watches'
-import { TOKEN_CLOSE_CODE, closeReason, type TokenEnd } from '../services/credentials'
+import { closeReason, type TokenEnd } from '../services/credentials'
+import { TOKEN_CLOSE_CODE } from '../lib/token'
 
 // TypeBox's own Integer, not Elysia's string-or-integer transform: a response schema with a
 // transform runs through the uncompiled Value.Encode on every answer (see routes/state.ts).

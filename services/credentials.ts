@@ -46,9 +46,6 @@ const MAX_TIMER_MS = 2 ** 31 - 1
 /** Why a token's held reads and WebSockets end: the 401 a held read answers, and the WebSocket close (access.md). */
 export type TokenEnd = 'revoked' | 'expired'
 
-/** The close code of a WebSocket whose token was revoked or expired: 4000 + the HTTP status of its next request. */
-export const TOKEN_CLOSE_CODE = 4401
-
 const ENDED: Record<TokenEnd, string> = {
   revoked: 'token revoked: this connection and every request with the token end here; ask the admin for a new token',
   expired: 'token expired: this connection and every request with the token end here; ask the admin for a new token',
