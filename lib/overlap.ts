@@ -20,6 +20,8 @@
 //      overlapping (wider, never a missed overlap). Ordinary patterns take a
 //      handful of steps and only contrived ones within LIMITS reach the cap;
 //      it makes the worst case of one pair a constant, not a product of lengths.
+//      A pair whose segment alignment alone has more cells than MAX_STEPS (only
+//      paths past LIMITS.segments can) counts as overlapping without being built.
 // Pure: no I/O. The cost of a pair is counted in steps: one per pair of
 // alternatives, one per cell of the segment alignment, one per state of a
 // segment intersection; two segments that
@@ -371,6 +373,9 @@ function step(): void {
  */
 function pathsMeet(a: Segment[], b: Segment[]): boolean {
   const w = b.length + 1
+  // A table past the step budget could not be filled within it anyway: no allocation that
+  // grows with the product of two lengths (within LIMITS it holds at most 65 × 65 cells).
+  if ((a.length + 1) * w > MAX_STEPS) throw ((steps = budget + 1), OVER)
   const reach = new Uint8Array((a.length + 1) * w)
   reach[0] = 1
   for (let i = 0; i <= a.length; i++)

@@ -25,11 +25,17 @@ export function pathPrefixes(patterns: string[]): string[] {
   return [...new Set(patterns.map(pathPrefix))]
 }
 
-/** `a/b/c` → ['', 'a', 'a/b', 'a/b/c']: the prefixes a pattern with prefix `p` can meet from above. */
+/**
+ * `a/b/c` → ['', 'a', 'a/b', 'a/b/c']: the prefixes a pattern with prefix `p` can meet from above.
+ * Slices of the prefix at each `/`, not joins of its segments: joining rebuilt every ancestor,
+ * characters and memory growing with the square of the path's length.
+ */
 export function ancestors(prefix: string): string[] {
-  if (prefix === '') return ['']
-  const parts = prefix.split('/')
-  return parts.map((_, i) => parts.slice(0, i).join('/')).concat(prefix)
+  const out = ['']
+  if (prefix === '') return out
+  for (let i = prefix.indexOf('/'); i !== -1; i = prefix.indexOf('/', i + 1)) out.push(prefix.slice(0, i))
+  out.push(prefix)
+  return out
 }
 
 /**

@@ -136,6 +136,18 @@ describe('bounded cost', () => {
     expect(small.steps).toBeLessThan(MAX_STEPS)
   })
 
+  test('a path past the limits costs at most its length plus MAX_STEPS: no table the size of a product of lengths', () => {
+    const path = 'a/'.repeat(50_000) + 'a.ts' // 100 KB, 50,001 segments
+    const started = performance.now()
+    for (const held of ['**', '**/b.ts', 'a/**/a.ts', 'src/*.ts', '*/*/*/**/x/**/a.ts']) {
+      const { steps } = overlapCost(path, held)
+      expect(steps).toBeLessThanOrEqual(MAX_STEPS + 1)
+    }
+    expect(overlapCost(path, 'a/'.repeat(63) + '**').overlaps).toBe(true)
+    // Not a speed target (bench/ has those): quadratic in the path, this pair of loops took many seconds.
+    expect(performance.now() - started).toBeLessThan(2000)
+  })
+
   test('segment intersection agrees with picomatch on every small pattern pair', () => {
     // Segments over {a, b, *, ?} up to 3 long: a witness needs at most 6 characters.
     const atoms = ['a', 'b', '*', '?']
