@@ -98,6 +98,29 @@ describe('overlap rule', () => {
   })
 })
 
+describe('rule 6: NFC always, case per project', () => {
+  test('NFC: é as one code point or two is one character, in literals, escapes and classes', () => {
+    expect(overlaps('caf\u00e9.ts', 'cafe\u0301.ts')).toBe(true)
+    expect(overlaps('src/*\u00e9', 'src/xe\u0301')).toBe(true)
+    expect(overlaps('[\u00e9]', 'e\u0301')).toBe(true)
+    expect(overlaps('caf\u00e9.ts', 'cafe.ts')).toBe(false)
+  })
+
+  test('case-insensitive: literals, escapes and ASCII classes in both cases; a negated or non-ASCII class is any character', () => {
+    expect(overlaps('SRC/Held.ts', 'src/held.ts')).toBe(false)
+    expect(overlaps('SRC/Held.ts', 'src/held.ts', true)).toBe(true)
+    expect(overlaps('src/**', 'SRC/a/b.ts', true)).toBe(true)
+    expect(overlaps('\\S', 's', true)).toBe(true)
+    expect(overlaps('[A-C].ts', 'b.ts', true)).toBe(true)
+    expect(overlaps('[a-c].ts', 'B.TS', true)).toBe(true)
+    expect(overlaps('[a-c].ts', 'd.ts', true)).toBe(false)
+    // picomatch's [^a-z] matches "A": folded, it must still meet "a"
+    expect(overlaps('[^a-z].ts', 'A.ts', true)).toBe(true)
+    expect(overlaps('\u00c9t\u00e9', '\u00e9T\u00c9', true)).toBe(true)
+    expect(overlaps('src/a.ts', 'lib/A.ts', true)).toBe(false)
+  })
+})
+
 describe('bounded cost', () => {
   test('each limit on a pattern\'s size and shape is a named refusal', () => {
     expect(LIMITS).toEqual({ length: 1024, segments: 64, segmentLength: 255, wildcards: 16, globstars: 16, expansions: 256 })
