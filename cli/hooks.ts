@@ -10,6 +10,8 @@ import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { planInit, writeInit, type InitAgent } from './init'
+import { gitRoot } from './git-repo'
+import { setProjectCase } from './project-case'
 
 const AGENTS = ['claude-code', 'codex'] as const
 /** Hooks run on every tool call: a server that does not answer in this long counts as unreachable. */
@@ -18,17 +20,6 @@ const HOOK_TIMEOUT_MS = 8000
 function agentArg(value: string): InitAgent {
   if (!AGENTS.includes(value as InitAgent)) throw new UsageError(`unknown agent "${value}": expected claude-code or codex`)
   return value as InitAgent
-}
-
-/** The git root of the working directory, or null outside a repository. */
-function gitRoot(cwd = process.cwd()): string | null {
-  try {
-    const r = Bun.spawnSync(['git', 'rev-parse', '--show-toplevel'], { cwd, stdout: 'pipe', stderr: 'ignore' })
-    const root = r.exitCode === 0 ? r.stdout.toString().trim() : ''
-    return root || null
-  } catch {
-    return null
-  }
 }
 
 async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string }): Promise<void> {
@@ -87,11 +78,13 @@ export function hookCommands(program: Command): void {
     .argument('<agent>', 'claude-code | codex', agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
-    .action((agent: InitAgent, o: { reserve?: string; dryRun?: boolean }) => {
+    .action(async (agent: InitAgent, o: { reserve?: string; dryRun?: boolean }) => {
       const root = gitRoot() ?? process.cwd()
       const files = planInit({ agent, root, server: resolveConfig().server, reserve: o.reserve })
-      if (o.dryRun) return printJson({ dry_run: true, root, files })
+      // A repository on a case-insensitive filesystem (git's own core.ignorecase): its project matches paths so too.
+      const project = await setProjectCase(root, undefined, o.dryRun)
+      if (o.dryRun) return printJson({ dry_run: true, root, files, project })
       writeInit(root, files)
-      printJson({ root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })) })
+      printJson({ root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })), project })
     })
 }
