@@ -1,10 +1,12 @@
 // `muster hook claude-code|codex`: what a command hook runs. The event comes on stdin and
 // goes to POST /api/hooks/{agent} with the X-Muster-* headers (MUSTER_AGENT,
-// MUSTER_PROJECT, MUSTER_RESERVE, and the git root of the working directory); the answer
+// MUSTER_PROJECT, MUSTER_RESERVE, and the git root of the event's cwd as X-Muster-Root and
+// X-Muster-Git-Root: services/hook-session.ts holds a new session to it); the answer
 // goes to stdout as the agent expects it. A server that cannot be reached must not stop
 // the agent: one line on stderr, exit 0 — unless --fail-closed (exit 2 blocks the call).
 // `muster init` (cli/init.ts) writes the hook configuration.
 import type { Command } from 'commander'
+import { existsSync } from 'node:fs'
 import { api, authHeaders, resolveConfig } from './client'
 import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
@@ -20,6 +22,15 @@ const HOOK_TIMEOUT_MS = 8000
 function agentArg(value: string): InitAgent {
   if (!AGENTS.includes(value as InitAgent)) throw new UsageError(`unknown agent "${value}": expected claude-code or codex`)
   return value as InitAgent
+}
+
+/** The git root of the event's `cwd` when it names a directory here (null outside a repository), else of the working directory. */
+function gitRootOf(event: string): string | null {
+  let cwd: unknown
+  try {
+    cwd = (JSON.parse(event) as { cwd?: unknown })?.cwd
+  } catch {}
+  return typeof cwd === 'string' && cwd !== '' && existsSync(cwd) ? gitRoot(cwd) : gitRoot()
 }
 
 async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string }): Promise<void> {
@@ -45,7 +56,11 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   set('x-muster-agent', process.env.MUSTER_AGENT)
   set('x-muster-project', process.env.MUSTER_PROJECT)
   set('x-muster-reserve', o.reserve ?? process.env.MUSTER_RESERVE)
-  set('x-muster-root', gitRoot())
+  // The git root of the event's cwd (where the agent resolves relative paths), else of ours:
+  // the session's root, and said to be the git root so the server corrects any other.
+  const root = gitRootOf(event)
+  set('x-muster-root', root)
+  set('x-muster-git-root', root)
   let res: Response
   try {
     res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(HOOK_TIMEOUT_MS) })
