@@ -38,6 +38,9 @@ describe('hook events', () => {
     const [e] = await unchecked(c.id)
     expect(e.data).toMatchObject({ session_id: c.id, instance_id: expect.any(String), tool: 'Edit', files: 1, problem: 'a pattern is at most 1024 characters' })
     expect(JSON.stringify(e)).not.toMatch(/token/i)
+    const line = s.stdout().split('\n').find((l) => l.includes('hook edit not checked') && l.includes(c.id))!
+    for (const part of ['WARN', 'Edit', 'a pattern is at most 1024 characters', c.project]) expect(line).toContain(part)
+    expect(line).not.toMatch(/token/i)
     expect(await c.edit(`${c.root}/${deep(65)}`)).toEqual({})
     expect((await unchecked(c.id))[1].data.problem).toContain('has 65 path segments; at most 64')
     // a path within the limits is still reserved as before
