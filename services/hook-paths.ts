@@ -63,9 +63,10 @@ const MAX_NAME = 4096 + 1024
 export type EditedFiles = { files: string[]; named: number; problem: string | null }
 
 /**
- * The distinct root-relative files a tool call writes, in the order named. A call naming more files than a reservation may hold, or
- * a file whose pattern breaks a reservation's limits (lib/overlap.ts LIMITS), is not
- * checked at all: `problem` says why, before any overlap work is done.
+ * The distinct root-relative files a tool call writes, in the order named. A call naming
+ * more files than a reservation may hold, or a file whose pattern breaks a reservation's
+ * limits (lib/overlap.ts LIMITS), is not checked at all: `problem` says why, before any
+ * overlap work is done.
  */
 export function editedFiles(tool: string, input: unknown, root: string, cwd: string): EditedFiles {
   const named = namedFiles(tool, input)
