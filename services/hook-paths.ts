@@ -28,14 +28,19 @@ export function namedFiles(tool: string, input: unknown): string[] {
   return []
 }
 
-/** The files an apply_patch envelope names, from any string field of its input (Codex sends it as `command`). */
+/**
+ * The files an apply_patch envelope names, from any string field of its input (Codex sends it
+ * as `command`); reading stops one past MAX_PATHS, as such a call is not checked anyway.
+ */
 function patchFiles(value: unknown, out: string[] = [], depth = 0): string[] {
+  if (out.length > MAX_PATHS) return out
   if (typeof value === 'string') {
-    if (value.includes('*** '))
-      for (const m of value.matchAll(PATCH_LINE)) {
-        const name = m[1].trimEnd()
-        if (name !== '') out.push(name)
-      }
+    if (!value.includes('*** ')) return out
+    const lines = new RegExp(PATCH_LINE)
+    for (let m = lines.exec(value); m && out.length <= MAX_PATHS; m = lines.exec(value)) {
+      const name = m[1].trimEnd()
+      if (name !== '') out.push(name)
+    }
   } else if (value && typeof value === 'object' && depth < 4) {
     for (const v of Object.values(value)) patchFiles(v, out, depth + 1)
   }
@@ -71,7 +76,7 @@ export type EditedFiles = { files: string[]; named: number; problem: string | nu
 export function editedFiles(tool: string, input: unknown, root: string, cwd: string): EditedFiles {
   const named = namedFiles(tool, input)
   const refused = (problem: string): EditedFiles => ({ files: [], named: named.length, problem })
-  if (named.length > MAX_PATHS) return refused(`the call names ${named.length} files; at most ${MAX_PATHS} are checked, as a reservation holds`)
+  if (named.length > MAX_PATHS) return refused(`the call names more than ${MAX_PATHS} files; at most ${MAX_PATHS} are checked, as a reservation holds`)
   const out = new Set<string>()
   for (const file of named) {
     if (file.length > MAX_NAME) return refused(`a file name of ${file.length} characters; at most ${MAX_NAME}`)

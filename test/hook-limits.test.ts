@@ -77,7 +77,7 @@ describe('hook events', () => {
     const apply = (files: string[]) => c.send({ hook_event_name: 'PreToolUse', tool_name: 'apply_patch', tool_input: { command: patch(files) } }, 'codex')
     const many = Array.from({ length: 101 }, (_, i) => `src/f${i}.ts`)
     expect(await apply(many)).toEqual({})
-    expect((await unchecked(c.id)).at(-1).data).toMatchObject({ tool: 'apply_patch', files: 101, problem: expect.stringContaining('at most 100') })
+    expect((await unchecked(c.id)).at(-1).data).toMatchObject({ tool: 'apply_patch', files: 101, problem: expect.stringContaining('more than 100 files') })
     expect(await apply(['src/a.ts', deep(100)])).toEqual({})
     expect((await unchecked(c.id)).length).toBe(2)
     // within the limits, the same patch is denied as before

@@ -49,7 +49,8 @@ describe('the server', () => {
   test('a root that does not contain the event\'s cwd (below the repository) is 400 naming the header; nothing registered', async () => {
     const root = repo()
     const session = crypto.randomUUID()
-    for (const headers of [{ 'x-muster-root': `${root}/src` }, { 'x-muster-git-root': `${root}/src` }, { 'x-muster-root': root, 'x-muster-git-root': `${root}/src` }]) {
+    const cases: Record<string, string>[] = [{ 'x-muster-root': `${root}/src` }, { 'x-muster-git-root': `${root}/src` }, { 'x-muster-root': root, 'x-muster-git-root': `${root}/src` }]
+    for (const headers of cases) {
       const r = await call(s.api, 'POST', '/api/hooks/claude-code', edit(session, root, `${root}/src/held.ts`), headers)
       expect(r.status).toBe(400)
       const named = 'x-muster-git-root' in headers ? 'X-Muster-Git-Root' : 'X-Muster-Root'
