@@ -1,15 +1,24 @@
 // `muster hook claude-code|codex`: what a command hook runs. The event comes on stdin and
 // goes to POST /api/hooks/{agent} with the X-Muster-* headers (MUSTER_AGENT,
-// MUSTER_PROJECT, MUSTER_RESERVE, and the git root of the working directory); the answer
+// MUSTER_PROJECT, MUSTER_RESERVE, and the git root of the event's cwd as X-Muster-Root and
+// X-Muster-Git-Root: services/hook-session.ts holds a new session to it); the answer
 // goes to stdout as the agent expects it. A server that cannot be reached must not stop
 // the agent: one line on stderr, exit 0 — unless --fail-closed (exit 2 blocks the call).
 // `muster init` (cli/init.ts) writes the hook configuration.
+// At SessionStart the server says, in headers only, which instance the session acts as:
+// that becomes the identity of the agent's shell commands with no step by the model
+// (.muster/agents/<name>.json at the git root, and Claude Code's CLAUDE_ENV_FILE); the
+// answer printed for the model never carries the token.
+import { appendFileSync, existsSync } from 'node:fs'
 import type { Command } from 'commander'
+import { agentFile, AGENT_ENV, readIdentity, SESSION_ENV, TOKEN_ENV, writeIdentity } from './identity'
 import { api, authHeaders, resolveConfig } from './client'
 import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { hookTokenProblem, planInit, writeInit, type InitAgent } from './init'
+import { gitRoot } from './git-repo'
+import { setProjectCase } from './project-case'
 
 const AGENTS = ['claude-code', 'codex'] as const
 /** Hooks run on every tool call: a server that does not answer in this long counts as unreachable. */
@@ -20,15 +29,13 @@ function agentArg(value: string): InitAgent {
   return value as InitAgent
 }
 
-/** The git root of the working directory, or null outside a repository. */
-function gitRoot(cwd = process.cwd()): string | null {
+/** The git root of the event's `cwd` when it names a directory here (null outside a repository), else of the working directory. */
+function gitRootOf(event: string): string | null {
+  let cwd: unknown
   try {
-    const r = Bun.spawnSync(['git', 'rev-parse', '--show-toplevel'], { cwd, stdout: 'pipe', stderr: 'ignore' })
-    const root = r.exitCode === 0 ? r.stdout.toString().trim() : ''
-    return root || null
-  } catch {
-    return null
-  }
+    cwd = (JSON.parse(event) as { cwd?: unknown })?.cwd
+  } catch {}
+  return typeof cwd === 'string' && cwd !== '' && existsSync(cwd) ? gitRoot(cwd) : gitRoot()
 }
 
 async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string }): Promise<void> {
@@ -54,7 +61,11 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   set('x-muster-agent', process.env.MUSTER_AGENT)
   set('x-muster-project', process.env.MUSTER_PROJECT)
   set('x-muster-reserve', o.reserve ?? process.env.MUSTER_RESERVE)
-  set('x-muster-root', gitRoot())
+  // The git root of the event's cwd (where the agent resolves relative paths), else of ours:
+  // the session's root, and said to be the git root so the server corrects any other.
+  const root = gitRootOf(event)
+  set('x-muster-root', root)
+  set('x-muster-git-root', root)
   let res: Response
   try {
     res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(HOOK_TIMEOUT_MS) })
@@ -63,7 +74,44 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   }
   const text = await res.text()
   if (!res.ok) return fail(`${cfg.server} answered ${res.status}: ${text.slice(0, 300).replace(/\s+/g, ' ')}`)
+  try {
+    handOver(res.headers, cfg.server, gitRoot())
+  } catch (err) {
+    // The hook's answer still goes to the agent: only the shell's identity is missing.
+    process.stderr.write(`muster hook: could not hand the session's identity to the shell (${(err as Error).message})\n`)
+  }
   process.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
+}
+
+/** A value for a line `export NAME=value` of a file bash sources. */
+const shellQuote = (v: string) => `'${v.replaceAll("'", `'\\''`)}'`
+
+/**
+ * Makes the session's instance the identity of the agent's shell commands (SessionStart),
+ * or forgets it when the session is over for good (SessionEnd not held for /clear or resume).
+ */
+function handOver(headers: Headers, server: string, root: string | null): void {
+  const id = headers.get('x-muster-instance-id')
+  const name = headers.get('x-muster-instance-name')
+  if (!id || !name) return
+  const agent = decodeURIComponent(name)
+  const session = decodeURIComponent(headers.get('x-muster-session') ?? '')
+  const file = root ? agentFile(agent, root) : null
+  const token = headers.get('x-muster-instance-token')
+  if (token) {
+    if (file) {
+      const saved = readIdentity(file)
+      const claims = saved?.instance_id === id ? saved.claims : undefined
+      writeIdentity({ name: agent, server, instance_id: id, instance_token: token, ...(claims ? { claims } : {}) }, file, root!)
+    }
+    const envFile = process.env.CLAUDE_ENV_FILE
+    if (envFile) {
+      const lines = [[TOKEN_ENV, token], [AGENT_ENV, agent], [SESSION_ENV, session]].map(([k, v]) => `export ${k}=${shellQuote(v)}`)
+      appendFileSync(envFile, lines.join('\n') + '\n', { mode: 0o600 })
+    }
+  } else if (headers.get('x-muster-held') === 'false' && file && readIdentity(file)?.instance_id === id) {
+    writeIdentity({}, file, root!)
+  }
 }
 
 export function hookCommands(program: Command): void {
@@ -87,13 +135,15 @@ export function hookCommands(program: Command): void {
     .argument('<agent>', 'claude-code | codex', agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
-    .action((agent: InitAgent, o: { reserve?: string; dryRun?: boolean }) => {
+    .action(async (agent: InitAgent, o: { reserve?: string; dryRun?: boolean }) => {
       const tokenProblem = agent === 'claude-code' ? hookTokenProblem(resolveConfig().from.token) : null
       if (tokenProblem) throw new UsageError(tokenProblem)
       const root = gitRoot() ?? process.cwd()
       const files = planInit({ agent, root, server: resolveConfig().server, reserve: o.reserve })
-      if (o.dryRun) return printJson({ dry_run: true, root, files })
+      // A repository on a case-insensitive filesystem (git's own core.ignorecase): its project matches paths so too.
+      const project = await setProjectCase(root, undefined, o.dryRun)
+      if (o.dryRun) return printJson({ dry_run: true, root, files, project })
       writeInit(root, files)
-      printJson({ root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })) })
+      printJson({ root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })), project })
     })
 }

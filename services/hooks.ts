@@ -7,10 +7,12 @@
 // skip the user's own permission rules; `{}` means "no opinion".
 import type { Ctx } from './context'
 import type { HookAgent } from '../store/sessions'
-import { editedFiles, literalPattern, writesFiles } from './hook-paths'
+import { editedFiles, literalPattern, writesFiles, type EditedFiles } from './hook-paths'
+import { log } from '../obs/log'
 import { decideEdit, planEdit, writes } from './hook-edits'
 import { finishBriefing, newMessages, startBriefing } from './hook-briefing'
-import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders } from './hook-session'
+import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders, type Session } from './hook-session'
+import type { Tx } from '../store'
 
 export { hookHeaders, type HookEvent, type HookHeaders } from './hook-session'
 
@@ -18,13 +20,45 @@ export const HOOK_AGENTS: readonly HookAgent[] = ['claude-code', 'codex']
 
 export type HookAnswer = Record<string, unknown>
 
+/**
+ * Who a SessionStart or SessionEnd acted as, for `muster hook` on the agent's machine (sent
+ * as response headers, never in the answer the model reads): SessionStart gives the token
+ * the agent's shell commands act with; SessionEnd says whether the instance is held.
+ */
+export interface HookIdentity {
+  instanceId: string
+  name: string
+  sessionId: string
+  token?: string
+  held?: boolean
+}
+
+export interface HookResult {
+  answer: HookAnswer
+  identity?: HookIdentity
+}
+
 const context = (hookEventName: string, additionalContext: string) => ({ hookSpecificOutput: { hookEventName, additionalContext } })
 
-/** The root-relative files a PreToolUse writes (none for a tool that writes no files). */
-function filesOf(event: HookEvent, root: string): string[] {
-  const tool = typeof event.tool_name === 'string' ? event.tool_name : ''
-  if (!writesFiles(tool)) return []
+const toolOf = (event: HookEvent) => (typeof event.tool_name === 'string' ? event.tool_name : '')
+
+/** The root-relative files a PreToolUse writes (none for a tool that writes no files), or why they are not checked. */
+function filesOf(event: HookEvent, root: string): EditedFiles {
+  const tool = toolOf(event)
+  if (!writesFiles(tool)) return { files: [], named: 0, problem: null }
   return editedFiles(tool, event.tool_input, root, typeof event.cwd === 'string' ? event.cwd : root)
+}
+
+/**
+ * A call whose files break a reservation's limits is left to the agent (no opinion, never a
+ * deny: the limits are the server's, not the file's owner's), and said so: an edit.unchecked
+ * event and a log line, naming the session, the tool and the limit (never the token).
+ */
+async function unchecked(tx: Tx, session: Session, tool: string, edited: EditedFiles): Promise<HookAnswer> {
+  const data = { session_id: session.row.session_id, instance_id: session.instance.id, tool, files: edited.named, problem: edited.problem }
+  await tx.emit('edit.unchecked', data, 'hooks')
+  log.warn({ ...data, instance_name: session.instance.name, project: session.row.project }, 'hook edit not checked: its paths break the reservation limits')
+  return {}
 }
 
 /** The events whose only work is showing new messages. */
@@ -45,18 +79,19 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
   const instance = row && row.ended_at === null ? await ctx.store.instances.get(row.instance_id) : null
   if (!row || !instance) return null
   if (name === 'PreToolUse') {
-    const files = filesOf(event, row.root)
+    const { files, problem } = filesOf(event, row.root)
+    if (problem) return null
     if (files.length && writes(await planEdit(ctx.store.reservations, row.project, instance.id, files.map(literalPattern), headers.reserveMs))) return null
   } else if (!(name === 'Stop' && event.stop_hook_active === true) && (await ctx.store.messages.unshown(instance.name, row.session_id, 1)).length) return null
   ctx.heartbeats.seen(ctx, instance.id)
   return {}
 }
 
-export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<HookAnswer> {
+export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<HookResult> {
   const name = event.hook_event_name
   await assertSessionOwner(ctx, event.session_id, headers)
   const quick = await withoutWrites(ctx, event, headers)
-  if (quick) return quick
+  if (quick) return { answer: quick }
   if (name === 'SessionStart') {
     const { session, budget } = await ctx.store.write(async (tx) => {
       const session = await openSession(tx, agent, event, headers)
@@ -66,15 +101,20 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
       ctx.store.instances.list({}),
       ctx.store.reservations.list({ project: session.row.project }),
     ])
-    return context(name, finishBriefing(budget, session, { instances, reservations }))
+    const { row, instance } = session
+    const identity = { instanceId: instance.id, name: row.name, sessionId: row.session_id, token: row.token }
+    return { answer: context(name, finishBriefing(budget, session, { instances, reservations })), identity }
   }
   let beat: string | null = null
+  let identity: HookIdentity | undefined
   const answer = await ctx.store.write(async (tx): Promise<HookAnswer> => {
     const session = await openSession(tx, agent, event, headers)
     if (session.throttledBeat) beat = session.instance.id
     switch (name) {
       case 'PreToolUse': {
-        const files = filesOf(event, session.row.root)
+        const edited = filesOf(event, session.row.root)
+        if (edited.problem) return unchecked(tx, session, toolOf(event), edited)
+        const files = edited.files
         if (!files.length) return {}
         const decision = await decideEdit(tx, session, files, headers.reserveMs)
         if (!decision.denied) return {}
@@ -93,14 +133,16 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
         // `decision: block` shows the user a hook error. Codex keeps the block shape.
         return agent === 'claude-code' ? context(name, text) : { decision: 'block', reason: text }
       }
-      case 'SessionEnd':
-        await endSession(ctx, tx, session)
+      case 'SessionEnd': {
+        const held = await endSession(ctx, tx, session, event.reason)
+        identity = { instanceId: session.instance.id, name: session.row.name, sessionId: session.row.session_id, held }
         return {}
+      }
       default:
         return {}
     }
   })
   // After the unit: a SessionEnd's instance is gone by then.
   if (beat && name !== 'SessionEnd') ctx.heartbeats.seen(ctx, beat)
-  return answer
+  return { answer, identity }
 }
