@@ -17,11 +17,6 @@ import { startWorld, type World } from './lib/world'
  * lands: the scenario then passes, and `test.failing` says to remove it.
  */
 const awaiting: Record<string, string> = {
-  'the CLI inside a session acts as that session': 'issue 46',
-  "muster register of the session's own name inside it is the same instance, and its reservation never denies its edits": 'issue 46',
-  'two agents in one checkout message each other by name, each as itself': 'issue 46',
-  "/clear keeps the session's reservations with the same instance": 'issue 46',
-  'no token reaches the model': 'issue 46',
   "a second agent's write through the shell to a reserved file is refused, the file unchanged": 'issue 47',
 }
 
