@@ -1,0 +1,112 @@
+// The files a shell command writes, read from its text in the forms that say so
+// plainly: output redirections (`>`, `>>`, `&>`, `>|`, `<>`, here-documents into a
+// file), and the commands of ./commands.ts, across `&&`, `||`, `;`, pipes, subshells
+// and `cd DIR` prefixes, each path made absolute against the working directory the
+// shell would have there. A path the text does not pin down (a variable, a glob, a
+// `cd` to an unknown place) is left out: what cannot be read is not reported.
+import { isAbsolute, resolve } from 'node:path'
+import { commandWrites, withoutAssignments } from './commands'
+import { lex, type Token, type Word } from './lex'
+
+export interface ShellWrite {
+  /** Absolute. */
+  path: string
+  /** The path and everything under it (`rm -r dir`, `git checkout -- dir`). */
+  tree: boolean
+  /** Written only in one reading of the command (`cp a b` when b is a directory). */
+  maybe: boolean
+}
+
+/** Redirections that open their file for writing; `>&WORD` does too unless WORD is a descriptor. */
+const WRITING = new Set(['>', '>>', '>|', '&>', '&>>', '<>'])
+/** Devices and descriptors: written to, never a file of the project. */
+const DEVICE = /^\/(dev|proc\/self\/fd|proc\/\d+\/fd)(\/|$)/
+/** How deep `sh -c '…'` scripts are followed. */
+const MAX_DEPTH = 4
+
+/** A plain word as an absolute path from `cwd` (null: unknown there). */
+function place(word: Word, cwd: string | null): string | null {
+  if (!word.plain || word.text === '') return null
+  if (isAbsolute(word.text)) return resolve(word.text)
+  return cwd === null ? null : resolve(cwd, word.text)
+}
+
+/** The writes of `command` (text, or an argv as Codex's `shell` tool gives it), run in `cwd`. */
+export function shellWrites(command: string | string[], cwd: string): ShellWrite[] {
+  const out = new Map<string, ShellWrite>()
+  const add = (path: string | null, tree: boolean, maybe: boolean) => {
+    if (path === null || DEVICE.test(path)) return
+    const had = out.get(path)
+    // The strongest reading wins: a plain write of a path beats a maybe.
+    if (!had) out.set(path, { path, tree, maybe })
+    else out.set(path, { path, tree: had.tree || tree, maybe: had.maybe && maybe })
+  }
+  if (Array.isArray(command)) simple(command.map((text) => ({ text, plain: true })), [], cwd, add, 0)
+  else script(command, cwd, add, 0)
+  return [...out.values()]
+}
+
+type Add = (path: string | null, tree: boolean, maybe: boolean) => void
+type Redir = { op: string; fd: string | null; target: Word }
+
+/** Reads a script: its commands in order, the working directory carried across them (not out of a subshell). */
+function script(text: string, cwd: string, add: Add, depth: number): void {
+  const tokens = lex(text)
+  const stack: (string | null)[] = []
+  let dir: string | null = cwd
+  let words: Word[] = []
+  let redirs: Redir[] = []
+  let inPipe = false
+  const flush = (next: Token | null) => {
+    const piped = inPipe || (next?.t === 'op' && next.op === '|')
+    dir = simple(words, redirs, dir, add, depth, piped)
+    words = []
+    redirs = []
+    inPipe = next?.t === 'op' && next.op === '|'
+  }
+  for (let i = 0; i < tokens.length; i++) {
+    const tok = tokens[i]
+    if (tok.t === 'word') words.push(tok)
+    else if (tok.t === 'redir') {
+      const target = tokens[i + 1]
+      if (target?.t === 'word') {
+        redirs.push({ op: tok.op, fd: tok.fd, target })
+        i++
+      }
+    } else {
+      flush(tok)
+      if (tok.op === '(') stack.push(dir)
+      else if (tok.op === ')') dir = stack.length ? stack.pop()! : dir
+    }
+  }
+  flush(null)
+}
+
+/**
+ * One simple command: its redirections and what it writes, each from `dir`. Answers the
+ * working directory after it (a `cd` changes it; one in a pipeline runs in a subshell).
+ */
+function simple(words: Word[], redirs: Redir[], dir: string | null, add: Add, depth: number, piped = false): string | null {
+  for (const r of redirs) {
+    const dup = r.op === '>&' && /^(\d+|-)$/.test(r.target.text)
+    if (WRITING.has(r.op) || (r.op === '>&' && !dup)) add(place(r.target, dir), false, false)
+  }
+  // Reserved words that start a compound command leave a simple command after them.
+  let argv = words
+  while (argv.length && argv[0].plain && ['!', '{', '}', 'then', 'do', 'else', 'elif', 'if', 'while', 'until', 'time', 'fi', 'done', 'esac'].includes(argv[0].text)) argv = argv.slice(1)
+  argv = withoutAssignments(argv)
+  if (!argv.length) return dir
+  const name = argv[0].text
+  if (argv[0].plain && (name === 'cd' || name === 'pushd')) {
+    if (piped) return dir
+    const target = argv.slice(1).filter((w) => w.text !== '-P' && w.text !== '-L' && w.text !== '--')
+    return target.length === 1 ? place(target[0], dir) : null
+  }
+  if (argv[0].plain && name === 'popd') return piped ? dir : null
+  const found = commandWrites(argv)
+  let base = dir
+  for (const d of found.dirs) base = place(d, base)
+  for (const t of found.targets) add(place(t.word, base), t.tree, t.maybe)
+  if (found.script !== null && depth < MAX_DEPTH && base !== null) script(found.script, base, add, depth + 1)
+  return dir
+}
