@@ -32,7 +32,9 @@ export const HOOK_ENV = ['SERVICE_TOKEN', 'MUSTER_AGENT', 'MUSTER_PROJECT'] as c
 const CLAUDE_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'] as const
 // Codex has no SessionEnd hook: its instances go stale and are released by the liveness check.
 const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop'] as const
-const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|MultiEdit|NotebookEdit', codex: 'apply_patch|Write|Edit' }
+// The shell tools too: a command's writes are read from its text (lib/shell). Codex sends
+// every shell tool to hooks as `Bash`.
+const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|MultiEdit|NotebookEdit|Bash', codex: 'apply_patch|Write|Edit|Bash' }
 const BEGIN = '<!-- muster:begin -->'
 const END = '<!-- muster:end -->'
 

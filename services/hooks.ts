@@ -7,7 +7,7 @@
 // skip the user's own permission rules; `{}` means "no opinion".
 import type { Ctx } from './context'
 import type { HookAgent } from '../store/sessions'
-import { editedFiles, literalPattern, writesFiles } from './hook-paths'
+import { editTargets, literalPattern, writesFiles, type EditTargets } from './hook-paths'
 import { decideEdit, planEdit, writes } from './hook-edits'
 import { finishBriefing, newMessages, startBriefing } from './hook-briefing'
 import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders } from './hook-session'
@@ -20,12 +20,14 @@ export type HookAnswer = Record<string, unknown>
 
 const context = (hookEventName: string, additionalContext: string) => ({ hookSpecificOutput: { hookEventName, additionalContext } })
 
-/** The root-relative files a PreToolUse writes (none for a tool that writes no files). */
-function filesOf(event: HookEvent, root: string): string[] {
+/** The root-relative files a PreToolUse writes, and the paths it only checks (none for a tool that writes no files). */
+function filesOf(event: HookEvent, root: string): EditTargets {
   const tool = typeof event.tool_name === 'string' ? event.tool_name : ''
-  if (!writesFiles(tool)) return []
-  return editedFiles(tool, event.tool_input, root, typeof event.cwd === 'string' ? event.cwd : root)
+  if (!writesFiles(tool)) return { files: [], checked: [] }
+  return editTargets(tool, event.tool_input, root, typeof event.cwd === 'string' ? event.cwd : root)
 }
+
+const anything = (t: EditTargets) => t.files.length > 0 || t.checked.length > 0
 
 /** The events whose only work is showing new messages. */
 const SHOWING = new Set(['PostToolUse', 'UserPromptSubmit', 'Stop'])
@@ -45,8 +47,8 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
   const instance = row && row.ended_at === null ? await ctx.store.instances.get(row.instance_id) : null
   if (!row || !instance) return null
   if (name === 'PreToolUse') {
-    const files = filesOf(event, row.root)
-    if (files.length && writes(await planEdit(ctx.store.reservations, row.project, instance.id, files.map(literalPattern), headers.reserveMs))) return null
+    const t = filesOf(event, row.root)
+    if (anything(t) && writes(await planEdit(ctx.store.reservations, row.project, instance.id, t.files.map(literalPattern), headers.reserveMs, t.checked.map((c) => c.pattern)))) return null
   } else if (!(name === 'Stop' && event.stop_hook_active === true) && (await ctx.store.messages.unshown(instance.name, row.session_id, 1)).length) return null
   ctx.heartbeats.seen(ctx, instance.id)
   return {}
@@ -74,9 +76,9 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
     if (session.throttledBeat) beat = session.instance.id
     switch (name) {
       case 'PreToolUse': {
-        const files = filesOf(event, session.row.root)
-        if (!files.length) return {}
-        const decision = await decideEdit(tx, session, files, headers.reserveMs)
+        const t = filesOf(event, session.row.root)
+        if (!anything(t)) return {}
+        const decision = await decideEdit(tx, session, t.files, headers.reserveMs, t.checked)
         if (!decision.denied) return {}
         return { hookSpecificOutput: { hookEventName: name, permissionDecision: 'deny', permissionDecisionReason: decision.reason } }
       }
