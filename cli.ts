@@ -15,6 +15,7 @@ import { eventsCommands } from './cli/events'
 import { addExamples } from './cli/examples'
 import { extractGlobals } from './cli/globals'
 import { hookCommands } from './cli/hooks'
+import { gitGuardCommands } from './cli/git-guard'
 import { instanceCommands } from './cli/instances'
 import { llmCommands } from './cli/llm'
 import { lockCommands } from './cli/locks'
@@ -73,6 +74,7 @@ export function buildProgram(): Command {
     lockCommands,
     reservationCommands,
     hookCommands,
+    gitGuardCommands,
     messageCommands,
     tokenCommands,
   ])
