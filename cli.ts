@@ -10,6 +10,7 @@ import { setFlagOverrides } from './cli/client'
 import { completionCommand } from './cli/completion'
 import { complianceCommands } from './cli/compliance'
 import { configCommands } from './cli/config'
+import { doctorCommand } from './cli/doctor'
 import { contractCommands } from './cli/contracts'
 import { eventsCommands } from './cli/events'
 import { addExamples } from './cli/examples'
@@ -75,6 +76,7 @@ export function buildProgram(): Command {
     reservationCommands,
     hookCommands,
     gitGuardCommands,
+    doctorCommand,
     messageCommands,
     tokenCommands,
   ])

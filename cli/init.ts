@@ -43,7 +43,7 @@ type Hook = Json
 type Group = { matcher?: string; hooks: Hook[] }
 
 /** One of our own hook entries, whichever server or options it was written with. */
-const isOurs = (h: Hook) =>
+export const isOurs = (h: Hook) =>
   (h?.type === 'http' && typeof h.url === 'string' && /\/api\/hooks\/(claude-code|codex)$/.test(h.url)) ||
   (h?.type === 'command' && typeof h.command === 'string' && /^muster hook (claude-code|codex)\b/.test(h.command))
 
