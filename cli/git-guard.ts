@@ -9,6 +9,7 @@ import { chmodSync, lstatSync, mkdirSync, readFileSync, renameSync, writeFileSyn
 import { basename, join, resolve } from 'node:path'
 import { request, resolveConfig } from './client'
 import { Exit, ServerError, UsageError, printJson } from './output'
+import { literal, type Conflict } from './reservations'
 
 export const GIT_HOOKS = ['pre-commit', 'pre-push'] as const
 type GitHook = (typeof GIT_HOOKS)[number]
@@ -107,17 +108,6 @@ export function writeHooks(dir: string, planned: PlannedHook[]): void {
   }
 }
 
-interface Conflict {
-  path: string
-  held_path: string
-  instance_name: string
-  instance_id: string
-  instance_status: string
-  expires_at: string | null
-  reason: string | null
-}
-
-const literal = (path: string) => path.replace(/[\\*?[\]{}()!@+]/g, '\\$&')
 const split = (out: string | null) => (out ?? '').split('\0').filter(Boolean)
 
 /** The files the commit being made touches (renames as both names). */

@@ -97,44 +97,26 @@ function copy(name: string, argv: Word[]): CommandWrites {
   return only(targets)
 }
 
-/** `sed -i` / `--in-place`: the files after the script (GNU `-iSUF`, BSD `-i ''`). */
-function sed(argv: Word[]): CommandWrites {
-  let inPlace = false
-  let script = false
-  const files: Word[] = []
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i].text
-    if (a === '--') {
-      files.push(...argv.slice(i + 1))
-      break
-    }
-    if (a === '--in-place' || a.startsWith('--in-place=')) inPlace = true
-    else if (a === '--expression' || a === '--file') (script = true), i++
-    else if (a.startsWith('--expression=') || a.startsWith('--file=')) script = true
-    else if (a.startsWith('--')) continue
-    else if (a.startsWith('-') && a.length > 1) {
-      for (let j = 1; j < a.length; j++) {
-        const c = a[j]
-        if (c === 'i') {
-          inPlace = true
-          if (j === a.length - 1 && argv[i + 1]?.text === '') i++ // BSD: `-i ''`, the suffix apart
-          break
-        }
-        if (c === 'e' || c === 'f' || c === 'l') {
-          if (c !== 'l') script = true
-          if (j === a.length - 1) i++
-          break
-        }
-      }
-    } else files.push(argv[i])
-  }
-  if (!inPlace) return none()
-  return only((script ? files : files.slice(1)).map((w) => file(w)))
+/** How an in-place editor's options read: which letters give the program, which take a value. */
+interface Editor {
+  /** Letters whose value is the program (`-e 's/a/b/'`): then no operand is the program. */
+  program: string
+  /** Letters that take a value: attached, or the next word when nothing follows them. */
+  valued: string
+  /** Letters whose value can only be attached (perl's `-l0`, `-F,`). */
+  attached: string
+  /** Long options whose value is the program; `--in-place[=SUF]` is always in place. */
+  long: string[]
+  /** Options only before the first operand (perl), or anywhere (sed). */
+  optionsFirst: boolean
 }
 
-/** `perl -i[ext]`: the files after the program. */
-function perl(argv: Word[]): CommandWrites {
-  let inPlace = false
+const SED: Editor = { program: 'ef', valued: 'l', attached: '', long: ['expression', 'file'], optionsFirst: false }
+const PERL: Editor = { program: 'eE', valued: 'MmI', attached: 'xFlC0', long: [], optionsFirst: true }
+
+/** `sed -i` / `perl -i`: the files after the program (GNU `-iSUF`, BSD `-i ''`); nothing unless in place. */
+function inPlace(argv: Word[], e: Editor): CommandWrites {
+  let editing = false
   let program = false
   const files: Word[] = []
   for (let i = 0; i < argv.length; i++) {
@@ -143,26 +125,29 @@ function perl(argv: Word[]): CommandWrites {
       files.push(...argv.slice(i + 1))
       break
     }
-    if (a.startsWith('-') && a.length > 1 && !files.length) {
+    if (a.startsWith('--') && !(e.optionsFirst && files.length)) {
+      const name = a.slice(2).split('=')[0]
+      if (name === 'in-place') editing = true
+      else if (e.long.includes(name)) (program = true), (i += a.includes('=') ? 0 : 1)
+    } else if (a.startsWith('-') && a.length > 1 && !(e.optionsFirst && files.length)) {
       for (let j = 1; j < a.length; j++) {
         const c = a[j]
+        const last = j === a.length - 1
         if (c === 'i') {
-          inPlace = true
-          break // the rest is the backup extension
+          editing = true
+          if (last && argv[i + 1]?.text === '') i++ // BSD: `-i ''`, the suffix apart
+          break // the rest is the backup suffix
         }
-        if (c === 'e' || c === 'E') {
-          program = true
-          if (j === a.length - 1) i++
+        if (e.program.includes(c) || e.valued.includes(c)) {
+          program ||= e.program.includes(c)
+          if (last) i++
           break
         }
-        if ('MmIxFlC0'.includes(c)) {
-          if (j === a.length - 1 && 'MmI'.includes(c)) i++
-          break
-        }
+        if (e.attached.includes(c)) break
       }
     } else files.push(argv[i])
   }
-  if (!inPlace) return none()
+  if (!editing) return none()
   return only((program ? files : files.slice(1)).map((w) => file(w)))
 }
 
@@ -295,9 +280,9 @@ export function commandWrites(argv: Word[]): CommandWrites {
       return copy(name, args)
     case 'sed':
     case 'gsed':
-      return sed(args)
+      return inPlace(args, SED)
     case 'perl':
-      return perl(args)
+      return inPlace(args, PERL)
     case 'git':
       return git(args)
   }
