@@ -165,5 +165,11 @@ describe('lexer', () => {
     expect(w(long).length).toBe(7)
     expect(performance.now() - t0).toBeLessThan(2000)
     for (const bad of ['$((', '"$(', '`', "'", '<<', '> ', '((((', ')))', 'a >&', '${', '$(cat <<E', '\\']) expect(() => shellWrites(bad, '/r')).not.toThrow()
+    expect(w(`echo x > first.txt; ${'"$('.repeat(20000)}`)).toEqual(['first.txt'])
+    // past the first 64 KB nothing is read, so no command holds the others up
+    const t1 = performance.now()
+    expect(w(`cat > big.txt <<'EOF'\n${'x > y\n'.repeat(100_000)}EOF\necho > after.txt`)).toEqual(['big.txt'])
+    expect(w('echo ' + '> a '.repeat(500_000))).toEqual(['a'])
+    expect(performance.now() - t1).toBeLessThan(2000)
   })
 })

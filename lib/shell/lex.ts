@@ -18,7 +18,7 @@ export type Token =
 
 const META = new Set([' ', '\t', '\n', ';', '&', '|', '(', ')', '<', '>'])
 /** `[fd]op` at a token's start; `&>`/`&>>` take no fd. Longest first. */
-const REDIR = /^(?:(\d+)|\{[A-Za-z_]\w*\})?(>>|>\||>&|<<<|<<-|<<|<>|<&|>|<)|^(&>>|&>)/
+const REDIR = /(?:(\d+)|\{[A-Za-z_]\w*\})?(>>|>\||>&|<<<|<<-|<<|<>|<&|>|<)|(&>>|&>)/y
 /** Words after which a command starts again (`if x; then y`, `! z`, `{ a; }`). */
 const STARTERS = new Set(['!', '{', '}', 'then', 'do', 'else', 'elif', 'if', 'while', 'until', 'time', 'fi', 'done', 'esac'])
 
@@ -72,7 +72,7 @@ function expansionEnd(s: string, i: number): number {
   return -1
 }
 
-/** Tokens of `s`. Never throws: an unterminated quote runs to the end of the text. */
+/** Tokens of `s`. Never throws: an unterminated quote runs to the end of the text, and nesting too deep ends the tokens. */
 export function lex(s: string): Token[] {
   const out: Token[] = []
   const heredocs: { delim: string; strip: boolean }[] = []
@@ -150,77 +150,89 @@ export function lex(s: string): Token[] {
     else if (tok.t === 'word') commandStart = commandStart && STARTERS.has(tok.text) && tok.plain
   }
 
-  while (i < s.length) {
-    const c = s[i]
-    if (c === ' ' || c === '\t') {
-      i++
-      continue
-    }
-    if (c === '\\' && s[i + 1] === '\n') {
-      i += 2
-      continue
-    }
-    if (c === '\n') {
-      i++
-      if (!dblBracket) push({ t: 'op', op: ';' })
-      readHeredocs()
-      continue
-    }
-    if (c === '#') {
-      while (i < s.length && s[i] !== '\n') i++
-      continue
-    }
-    if (dblBracket) {
-      const w = readWord()
-      if (w.text === '' && i < s.length && META.has(s[i])) w.text = s[i++]
-      if (w.text === ']]') dblBracket = false
-      push({ t: 'word', ...w, plain: false })
-      continue
-    }
-    if (commandStart && s.startsWith('((', i)) {
-      i = skipGroup(s, i + 2, '(', ')') + 1
-      push({ t: 'word', text: '((…))', plain: false })
-      continue
-    }
-    if ((c === '<' || c === '>') && s[i + 1] === '(') {
-      i = skipGroup(s, i + 2, '(', ')')
-      const rest = readWord()
-      push({ t: 'word', text: `${c}(…)${rest.text}`, plain: false })
-      continue
-    }
-    const r = REDIR.exec(s.slice(i, i + 24))
-    if (r) {
-      i += r[0].length
-      const op = r[2] ?? r[3]
-      push({ t: 'redir', op, fd: r[1] ?? null })
-      if (op === '<<' || op === '<<-') {
-        while (s[i] === ' ' || s[i] === '\t') i++
-        const delim = readWord()
-        heredocs.push({ delim: delim.text, strip: op === '<<-' })
-        out.push({ t: 'word', ...delim })
-      }
-      continue
-    }
-    if (c === '&' || c === '|' || c === ';' || c === '(' || c === ')') {
-      const two = s.slice(i, i + 2)
-      if (two === '&&' || two === '||') {
-        i += 2
-        push({ t: 'op', op: two })
-      } else if (c === ';') {
-        while (s[i] === ';' || s[i] === '&') i++ // `;;`, `;&`, `;;&` end a case item
-        push({ t: 'op', op: ';' })
-      } else if (two === '|&') {
-        i += 2
-        push({ t: 'op', op: '|' })
-      } else {
-        i++
-        push({ t: 'op', op: c as '&' | '|' | '(' | ')' })
-      }
-      continue
-    }
-    const w = readWord()
-    if (commandStart && w.text === '[[') dblBracket = true
-    push({ t: 'word', ...w })
+  try {
+    lexAll()
+  } catch {
+    // Nesting deeper than the stack (`"$("$(…`): the tokens before it are what can be read.
   }
   return out
+
+  function lexAll() {
+    while (i < s.length) {
+      const c = s[i]
+      if (c === ' ' || c === '\t') {
+        i++
+        continue
+      }
+      if (c === '\\' && s[i + 1] === '\n') {
+        i += 2
+        continue
+      }
+      if (c === '\n') {
+        i++
+        if (!dblBracket) push({ t: 'op', op: ';' })
+        readHeredocs()
+        continue
+      }
+      if (c === '#') {
+        while (i < s.length && s[i] !== '\n') i++
+        continue
+      }
+      if (dblBracket) {
+        const w = readWord()
+        if (w.text === '' && i < s.length && META.has(s[i])) w.text = s[i++]
+        if (w.text === ']]') dblBracket = false
+        push({ t: 'word', ...w, plain: false })
+        continue
+      }
+      if (commandStart && s.startsWith('((', i)) {
+        i = skipGroup(s, i + 2, '(', ')') + 1
+        push({ t: 'word', text: '((…))', plain: false })
+        continue
+      }
+      if ((c === '<' || c === '>') && s[i + 1] === '(') {
+        i = skipGroup(s, i + 2, '(', ')')
+        const rest = readWord()
+        push({ t: 'word', text: `${c}(…)${rest.text}`, plain: false })
+        continue
+      }
+      let r: RegExpExecArray | null = null
+      if (c === '<' || c === '>' || c === '&' || c === '{' || (c >= '0' && c <= '9')) {
+        REDIR.lastIndex = i
+        r = REDIR.exec(s)
+      }
+      if (r) {
+        i += r[0].length
+        const op = r[2] ?? r[3]
+        push({ t: 'redir', op, fd: r[1] ?? null })
+        if (op === '<<' || op === '<<-') {
+          while (s[i] === ' ' || s[i] === '\t') i++
+          const delim = readWord()
+          heredocs.push({ delim: delim.text, strip: op === '<<-' })
+          out.push({ t: 'word', ...delim })
+        }
+        continue
+      }
+      if (c === '&' || c === '|' || c === ';' || c === '(' || c === ')') {
+        const two = s.slice(i, i + 2)
+        if (two === '&&' || two === '||') {
+          i += 2
+          push({ t: 'op', op: two })
+        } else if (c === ';') {
+          while (s[i] === ';' || s[i] === '&') i++ // `;;`, `;&`, `;;&` end a case item
+          push({ t: 'op', op: ';' })
+        } else if (two === '|&') {
+          i += 2
+          push({ t: 'op', op: '|' })
+        } else {
+          i++
+          push({ t: 'op', op: c as '&' | '|' | '(' | ')' })
+        }
+        continue
+      }
+      const w = readWord()
+      if (commandStart && w.text === '[[') dblBracket = true
+      push({ t: 'word', ...w })
+    }
+  }
 }

@@ -23,6 +23,11 @@ const WRITING = new Set(['>', '>>', '>|', '&>', '&>>', '<>'])
 const DEVICE = /^\/(dev|proc\/self\/fd|proc\/\d+\/fd)(\/|$)/
 /** How deep `sh -c '…'` scripts are followed. */
 const MAX_DEPTH = 4
+/**
+ * How much of a command is read: a decision must not hold up the others, and what a
+ * longer command writes beyond it (past a long here-document, say) is not read.
+ */
+export const MAX_TEXT = 64 * 1024
 
 /** A plain word as an absolute path from `cwd` (null: unknown there). */
 function place(word: Word, cwd: string | null): string | null {
@@ -41,8 +46,12 @@ export function shellWrites(command: string | string[], cwd: string): ShellWrite
     if (!had) out.set(path, { path, tree, maybe })
     else out.set(path, { path, tree: had.tree || tree, maybe: had.maybe && maybe })
   }
-  if (Array.isArray(command)) simple(command.map((text) => ({ text, plain: true })), [], cwd, add, 0)
-  else script(command, cwd, add, 0)
+  try {
+    if (Array.isArray(command)) simple(command.map((text) => ({ text: text.slice(0, MAX_TEXT), plain: true })), [], cwd, add, 0)
+    else script(command.slice(0, MAX_TEXT), cwd, add, 0)
+  } catch {
+    // Nesting deeper than the stack (`"$("$(…`): what was found so far is what can be read.
+  }
   return [...out.values()]
 }
 
