@@ -59,7 +59,7 @@ describe('muster doctor', () => {
     )
     expect(d.line('PATH')).toStartWith('FAIL PATH: the claude-code and codex hooks run `muster hook …` but muster is not on PATH')
     expect(d.line('PATH')).toContain('-- fix: put the muster binary on PATH')
-    expect(d.line('codex sandbox')).toContain("FAIL codex sandbox: Codex's default workspace-write sandbox has no network")
+    expect(d.line('codex sandbox')).toContain("FAIL codex sandbox: Codex's workspace-write sandbox has no network")
     expect(d.line('codex sandbox')).toContain('network_access = true')
     expect(d.lines.every((l) => /^(ok  |warn|FAIL) [\w -]+: /.test(l))).toBe(true)
     expect(d.stdout).not.toContain(agentToken)
@@ -72,7 +72,7 @@ describe('muster doctor', () => {
     expect(d.lines.filter((l) => !l.startsWith('ok '))).toEqual([])
     expect(d.code).toBe(0)
     expect(d.line('hook token')).toBe('ok   hook token: the http hooks send $SERVICE_TOKEN, which is set')
-    expect(d.line('codex sandbox')).toBe(`ok   codex sandbox: network_access = true under [sandbox_workspace_write] in ${join(dir, '.codex/config.toml')}: the CLI reaches the server`)
+    expect(d.line('codex sandbox')).toBe('ok   codex sandbox: workspace-write with network_access = true: the CLI reaches the server')
     // --json: the same findings for a program
     const json = await runCli(['doctor', '--json'], { cwd: dir, env: { SERVICE_SERVER: s.api, SERVICE_TOKEN: agentToken, PATH: withMuster, CODEX_HOME: workdir() } })
     expect(json.json.map((f: any) => f.status)).toEqual(d.lines.map(() => 'ok'))
