@@ -93,7 +93,7 @@ describe('muster init git', () => {
     expect((await runCli(['reserve', project, 'docs/**'], { cwd: dir, env: { SERVICE_SERVER: s.api } })).code).toBe(0)
     mkdirSync(join(dir, 'docs'))
     expect(commit(dir, 'docs/a.md').code).toBe(0)
-  })
+  }, 60_000)
 
   test('pre-push: the pushed commits\' files checked; a hook of another kind chained, with its stdin; core.hooksPath respected', async () => {
     const dir = repo(`pushy${Date.now()}`)
@@ -132,7 +132,20 @@ describe('muster init git', () => {
     expect(pushed.code).toBe(0)
     const head = sh(dir, ['git', 'rev-parse', 'HEAD']).out.trim()
     expect(readFileSync(join(hooks, 'pre-push.pre-muster.stdin'), 'utf8')).toContain(`refs/heads/main ${head} refs/heads/main`)
-  })
+
+    // a new branch: the commits the remote does not have yet, not the whole history
+    sh(dir, ['git', 'checkout', '-q', '-b', 'feature'])
+    expect(commit(dir, 'src/other.ts').code).toBe(0)
+    expect((await call(s.api, 'POST', '/api/reservations', { project, paths: ['README.md'], reason: 'docs pass' }, ken.h)).status).toBe(201)
+    expect(sh(dir, ['git', 'push', '-q', 'origin', 'feature']).code).toBe(0)
+    expect(commit(dir, 'README.md').code).not.toBe(0) // the pre-commit guard in .githooks too
+    expect(commit(dir, 'README.md', ['--no-verify']).code).toBe(0)
+    sh(dir, ['git', 'checkout', '-q', '-b', 'feature2'])
+    const branch = sh(dir, ['git', 'push', '-q', 'origin', 'feature2'])
+    expect(branch.code).not.toBe(0)
+    expect(branch.err).toContain(`README.md: held as "README.md" by ${ken.name} (active), reason "docs pass"`)
+    expect(branch.err).not.toContain('src/other.ts')
+  }, 60_000)
 
   test('the server away: the guard says so in one line and the commit goes on', async () => {
     const dir = repo(`away${Date.now()}`)
