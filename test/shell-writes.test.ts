@@ -56,6 +56,8 @@ describe('forms that write', () => {
     ['git restore src/b.ts', ['src/b.ts [tree]']],
     ['git restore --source=HEAD --staged --worktree src/c.ts', ['src/c.ts [tree]']],
     ['git -C sub checkout main -- x', ['sub/x [tree]']],
+    ['git rm -r --quiet src/old', ['src/old [tree]']],
+    ['git mv src/a.ts src/b.ts', ['src/b.ts', 'src/b.ts/a.ts [maybe]', 'src/a.ts [tree]']],
   ])('%j writes %j', (cmd, expected) => expect(w(cmd)).toEqual(expected))
 })
 
@@ -101,6 +103,7 @@ describe('left alone', () => {
     'git status && git log --oneline | head',
     'git restore --staged src/c.ts',
     'git checkout main',
+    'git rm --cached secret.env',
     'ls -la src/',
     "echo 'quoted > not' \"also > not\" \\> escaped",
     '[[ a > b ]] && echo ok',

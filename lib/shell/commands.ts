@@ -1,8 +1,8 @@
 // Which of a simple command's arguments it writes, for the commands that say so plainly:
 // `tee`, `sed -i`, `perl -i`, `cp`/`mv`/`install` targets, `rm`, `touch`, `truncate`,
-// `dd of=`, `git checkout -- P`, `git restore P`, through `sudo`/`env`/`command`/`nohup`/
-// `nice`/`timeout`/`time`/`exec`; a `sh -c SCRIPT` hands its script back to be read in
-// turn. Any other command writes nothing that can be read here.
+// `dd of=`, `git checkout -- P`, `git restore P`, `git rm`, `git mv`, through `sudo`/
+// `env`/`command`/`nohup`/`nice`/`timeout`/`time`/`exec`; a `sh -c SCRIPT` hands its
+// script back to be read in turn. Any other command writes nothing that can be read here.
 import type { Word } from './lex'
 
 export interface Target {
@@ -151,7 +151,7 @@ function inPlace(argv: Word[], e: Editor): CommandWrites {
   return only((program ? files : files.slice(1)).map((w) => file(w)))
 }
 
-/** `git [-C DIR] checkout … -- P…`, `git restore [--worktree] P…`: work-tree files put back. */
+/** `git [-C DIR] checkout … -- P…`, `git restore [--worktree] P…`: work-tree files put back; `git rm P…` (not `--cached`), `git mv` as `mv`. */
 function git(argv: Word[]): CommandWrites {
   const dirs: Word[] = []
   let i = 0
@@ -173,6 +173,12 @@ function git(argv: Word[]): CommandWrites {
     const staged = opts.has('S') || opts.has('staged')
     const worktree = opts.has('W') || opts.has('worktree')
     if (!staged || worktree) paths = args
+  } else if (sub === 'rm') {
+    const { opts, args } = parse(rest, {})
+    if (opts.has('cached') || opts.has('pathspec-from-file')) return none()
+    paths = args
+  } else if (sub === 'mv') {
+    return { ...copy('mv', rest.filter((w) => !['-f', '-k', '-n', '-v', '--force', '--dry-run', '--verbose'].includes(w.text))), dirs }
   }
   // Pathspec magic (`:(glob)…`, `:/`) is not a file name.
   return { targets: paths.filter((w) => !w.text.startsWith(':')).map((w) => file(w, true)), dirs, script: null }
