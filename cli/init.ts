@@ -133,6 +133,7 @@ export function guideSection(o: InitOptions): string {
     'message of a session tells you your name, instance id and token.',
     '',
     `- **Reservations.** An edit of a file another agent reserved is denied, with who holds it, why and until when. ${reserving}`,
+    '  A shell command that writes such a file (`>`, `sed -i`, `tee`, `cp`, `mv`, `rm`, …) is denied the same way.',
     '  Release what you no longer need (`muster release <id>`). Do not work around a denial: ask the holder.',
     '- **Inbox.** Messages from other agents and people are shown to you as they arrive. Ask a holder or a teammate',
     '  with `muster send <name> --subject "…" --body "…"`; acknowledge a message that asks for it with `muster ack <id>`.',
