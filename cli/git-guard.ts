@@ -58,6 +58,9 @@ export function guardBlock(hook: GitHook, server: string): string {
   ].join('\n')
 }
 
+/** Whether a hook's text has our block. */
+export const isGuarded = (text: string) => text.includes(BEGIN) && text.includes(END)
+
 export interface PlannedHook {
   path: string
   action: 'create' | 'update' | 'unchanged'

@@ -61,6 +61,7 @@ describe('muster doctor', () => {
     expect(d.line('PATH')).toContain('-- fix: put the muster binary on PATH')
     expect(d.line('codex sandbox')).toContain("FAIL codex sandbox: Codex's workspace-write sandbox has no network")
     expect(d.line('codex sandbox')).toContain('network_access = true')
+    expect(d.line('git guards')).toBe(`warn git guards: no Muster pre-commit or pre-push hook in ${join(dir, '.git/hooks')}: a commit or push of a held file goes through -- fix: \`muster init git\` (kept beside your hooks)`)
     expect(d.lines.every((l) => /^(ok  |warn|FAIL) [\w -]+: /.test(l))).toBe(true)
     expect(d.stdout).not.toContain(agentToken)
   })
@@ -68,11 +69,13 @@ describe('muster doctor', () => {
   test('the same repository put right: every line ok, exit 0', async () => {
     const dir = await wired()
     writeFileSync(join(dir, '.codex/config.toml'), readFileSync(join(dir, '.codex/config.toml'), 'utf8') + '\n[sandbox_workspace_write]\nnetwork_access = true\n')
+    expect((await runCli(['init', 'git'], { cwd: dir, env: { SERVICE_SERVER: s.api } })).code).toBe(0)
     const d = await doctor(dir, { SERVICE_SERVER: s.api, SERVICE_TOKEN: agentToken, PATH: withMuster })
     expect(d.lines.filter((l) => !l.startsWith('ok '))).toEqual([])
     expect(d.code).toBe(0)
     expect(d.line('hook token')).toBe('ok   hook token: the http hooks send $SERVICE_TOKEN, which is set')
     expect(d.line('codex sandbox')).toBe('ok   codex sandbox: workspace-write with network_access = true: the CLI reaches the server')
+    expect(d.line('git guards')).toBe(`ok   git guards: pre-commit and pre-push in ${join(dir, '.git/hooks')}`)
     // --json: the same findings for a program
     const json = await runCli(['doctor', '--json'], { cwd: dir, env: { SERVICE_SERVER: s.api, SERVICE_TOKEN: agentToken, PATH: withMuster, CODEX_HOME: workdir() } })
     expect(json.json.map((f: any) => f.status)).toEqual(d.lines.map(() => 'ok'))

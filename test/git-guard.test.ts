@@ -55,6 +55,13 @@ describe('muster init git', () => {
     writeFileSync(join(hooks, 'pre-commit'), '#!/bin/sh\necho ran >> "$(git rev-parse --git-dir)/own-hook-ran"\n')
     chmodSync(join(hooks, 'pre-commit'), 0o755)
 
+    const dry = await runCli(['init', 'git', '--dry-run'], { cwd: dir, env: { SERVICE_SERVER: s.api } })
+    expect(dry.json.files.map((f: any) => [f.path, f.action])).toEqual([
+      [join(hooks, 'pre-commit'), 'update'],
+      [join(hooks, 'pre-push'), 'create'],
+    ])
+    expect(existsSync(join(hooks, 'pre-push'))).toBe(false)
+    expect(readFileSync(join(hooks, 'pre-commit'), 'utf8')).not.toContain('muster')
     const first = await runCli(['init', 'git'], { cwd: dir, env: { SERVICE_SERVER: s.api } })
     expect(first.code).toBe(0)
     expect(first.json).toEqual({
