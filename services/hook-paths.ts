@@ -4,7 +4,7 @@
 // Write/Edit aliases, and a shell tool's command as lib/shell reads it. Pure functions:
 // the edit check (services/hook-edits.ts) decides.
 import { isAbsolute, relative, resolve } from 'node:path'
-import { shellWrites } from '../lib/shell/writes'
+import { shellWrites, type ShellPatch } from '../lib/shell/writes'
 
 const FILE_PATH_TOOLS = new Set(['Write', 'Edit', 'MultiEdit'])
 /** `*** Add File: P`, `*** Update File: P`, `*** Delete File: P`, `*** Move to: P` (apply_patch's envelope). */
@@ -96,7 +96,8 @@ export function editTargets(tool: string, input: unknown, root: string, cwd: str
   const files = new Set<string>()
   const checked: CheckedPath[] = []
   if (command === null) return { files: [], checked }
-  for (const w of shellWrites(command, cwd || root)) {
+  const patches: ShellPatch[] = []
+  for (const w of shellWrites(command, cwd || root, (p) => patches.push(p))) {
     const rel = w.path === resolve(root) ? '' : underRoot(root, cwd, w.path)
     if (rel === null) continue
     if (w.tree) {
@@ -106,5 +107,11 @@ export function editTargets(tool: string, input: unknown, root: string, cwd: str
     } else if (rel !== '' && w.maybe) checked.push({ file: rel, pattern: literalPattern(rel) })
     else if (rel !== '') files.add(rel)
   }
+  // `apply_patch <<'EOF'` through the shell: Codex applies it as its patch tool, so its files are read as that tool's.
+  for (const p of patches)
+    for (const f of patchFiles(p.text)) {
+      const rel = underRoot(root, p.cwd, f.trim())
+      if (rel !== null) files.add(rel)
+    }
   return { files: [...files], checked: checked.filter((c) => !files.has(c.file) || c.pattern !== literalPattern(c.file)) }
 }

@@ -355,6 +355,19 @@ describe('PreToolUse of a shell tool', () => {
     expect((await events('edit.blocked')).filter((e) => e.data.session_id === c.id).length).toBe(2)
   })
 
+  test('Codex: apply_patch run through the shell is read as apply_patch (its files, from the directory of a cd before it)', async () => {
+    const c = session('codex', { 'x-muster-reserve': '10m' })
+    await c.send('SessionStart')
+    const holder = await register(s, 'turing')
+    await reserve(holder, c.project, ['pkg/src/held.ts'], { reason: 'held' })
+    const patch = (file: string) => `*** Begin Patch\n*** Update File: ${file}\n@@\n-a\n+b\n*** End Patch`
+    const refused = deny(await c.send('PreToolUse.Bash', bash(`cd pkg && apply_patch <<'EOF'\n${patch('src/held.ts')}\nEOF\n`)))
+    expect(refused.permissionDecisionReason).toContain('pkg/src/held.ts: reserved as "pkg/src/held.ts" by turing')
+    expect(await c.send('PreToolUse.Bash', { tool_input: { command: ['apply_patch', patch('pkg/src/free.ts')] } })).toEqual({})
+    const row = await sessionRow(c.id)
+    expect((await reservationsOf(row.instance_id)).map((r) => r.paths[0])).toEqual(['pkg/src/free.ts'])
+  })
+
   test('edit-reserve mode: the files it plainly writes are reserved, not a tree it removes nor a maybe', async () => {
     const c = session('claude-code', { 'x-muster-reserve': '10m' })
     await c.send('SessionStart')

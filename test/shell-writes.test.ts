@@ -176,3 +176,26 @@ describe('lexer', () => {
     expect(performance.now() - t1).toBeLessThan(2000)
   })
 })
+
+describe('patches handed to apply_patch', () => {
+  const patches = (cmd: string | string[]) => {
+    const out: { text: string; cwd: string }[] = []
+    const writes = shellWrites(cmd, '/r', (p) => out.push(p))
+    return { writes, out }
+  }
+  const patch = '*** Begin Patch\n*** Update File: src/a.ts\n@@\n-a > b\n+c\n*** End Patch'
+
+  test('a here-document, an argument or a here-string, with the directory of a cd before it', () => {
+    expect(patches(`cd pkg && apply_patch <<'EOF'\n${patch}\nEOF\n`).out).toEqual([{ text: `${patch}\n`, cwd: '/r/pkg' }])
+    expect(patches(['apply_patch', patch]).out).toEqual([{ text: patch, cwd: '/r' }])
+    expect(patches(`apply_patch '${patch}'`).out).toEqual([{ text: patch, cwd: '/r' }])
+    expect(patches(`apply_patch <<< '${patch}'`).out).toEqual([{ text: patch, cwd: '/r' }])
+    // the patch's body is never read as commands
+    expect(patches(`apply_patch <<'EOF'\n${patch}\nEOF\n`).writes).toEqual([])
+  })
+
+  test('no patch: nothing handed on', () => {
+    expect(patches('apply_patch').out).toEqual([])
+    expect(patches('echo apply_patch').out).toEqual([])
+  })
+})

@@ -9,6 +9,8 @@ export interface Word {
   text: string
   /** False when the shell would change the word (an expansion, a glob, a `~`): its file is not known. */
   plain: boolean
+  /** A here-document's delimiter carries the document's body (as written, not expanded). */
+  body?: string
 }
 
 export type Token =
@@ -75,19 +77,26 @@ function expansionEnd(s: string, i: number): number {
 /** Tokens of `s`. Never throws: an unterminated quote runs to the end of the text, and nesting too deep ends the tokens. */
 export function lex(s: string): Token[] {
   const out: Token[] = []
-  const heredocs: { delim: string; strip: boolean }[] = []
+  const heredocs: { delim: string; strip: boolean; word: Word }[] = []
   let i = 0
   let commandStart = true
   let dblBracket = false
 
   const readHeredocs = () => {
     for (const h of heredocs.splice(0)) {
+      const start = i
+      let bodyEnd = s.length
       while (i < s.length) {
         const end = s.indexOf('\n', i)
         const line = s.slice(i, end === -1 ? s.length : end)
+        const at = i
         i = end === -1 ? s.length : end + 1
-        if ((h.strip ? line.replace(/^\t+/, '') : line) === h.delim) break
+        if ((h.strip ? line.replace(/^\t+/, '') : line) === h.delim) {
+          bodyEnd = at
+          break
+        }
       }
+      h.word.body = s.slice(start, bodyEnd)
     }
   }
 
@@ -207,9 +216,9 @@ export function lex(s: string): Token[] {
         push({ t: 'redir', op, fd: r[1] ?? null })
         if (op === '<<' || op === '<<-') {
           while (s[i] === ' ' || s[i] === '\t') i++
-          const delim = readWord()
-          heredocs.push({ delim: delim.text, strip: op === '<<-' })
-          out.push({ t: 'word', ...delim })
+          const word: Token = { t: 'word', ...readWord() }
+          heredocs.push({ delim: word.text, strip: op === '<<-', word })
+          out.push(word)
         }
         continue
       }

@@ -29,6 +29,9 @@ const MAX_DEPTH = 4
  */
 export const MAX_TEXT = 64 * 1024
 
+/** Codex's patch tool, which its shell tools run themselves when the model calls it there. */
+const PATCHERS = new Set(['apply_patch', 'applypatch'])
+
 /** A plain word as an absolute path from `cwd` (null: unknown there). */
 function place(word: Word, cwd: string | null): string | null {
   if (!word.plain || word.text === '') return null
@@ -36,10 +39,20 @@ function place(word: Word, cwd: string | null): string | null {
   return cwd === null ? null : resolve(cwd, word.text)
 }
 
-/** The writes of `command` (text, or an argv as Codex's `shell` tool gives it), run in `cwd`. */
-export function shellWrites(command: string | string[], cwd: string): ShellWrite[] {
+/** A patch the command hands to `apply_patch` (Codex applies it itself), and the directory its paths are relative to. */
+export interface ShellPatch {
+  text: string
+  cwd: string
+}
+
+/**
+ * The writes of `command` (text, or an argv as Codex's `shell` tool gives it), run in
+ * `cwd`. The patches it gives `apply_patch` (`apply_patch <<'EOF' … EOF`, as an argument,
+ * or `<<< '…'`) go to `onPatch`: their files are named inside, in apply_patch's own format.
+ */
+export function shellWrites(command: string | string[], cwd: string, onPatch: (p: ShellPatch) => void = () => {}): ShellWrite[] {
   const out = new Map<string, ShellWrite>()
-  const add = (path: string | null, tree: boolean, maybe: boolean) => {
+  const add: Add = (path, tree, maybe) => {
     if (path === null || DEVICE.test(path)) return
     const had = out.get(path)
     // The strongest reading wins: a plain write of a path beats a maybe.
@@ -47,8 +60,9 @@ export function shellWrites(command: string | string[], cwd: string): ShellWrite
     else out.set(path, { path, tree: had.tree || tree, maybe: had.maybe && maybe })
   }
   try {
-    if (Array.isArray(command)) simple(command.map((text) => ({ text: text.slice(0, MAX_TEXT), plain: true })), [], cwd, add, 0)
-    else script(command.slice(0, MAX_TEXT), cwd, add, 0)
+    const found: Found = { add, patch: onPatch }
+    if (Array.isArray(command)) simple(command.map((text) => ({ text: text.slice(0, MAX_TEXT), plain: true })), [], cwd, found, 0)
+    else script(command.slice(0, MAX_TEXT), cwd, found, 0)
   } catch {
     // Nesting deeper than the stack (`"$("$(…`): what was found so far is what can be read.
   }
@@ -56,10 +70,12 @@ export function shellWrites(command: string | string[], cwd: string): ShellWrite
 }
 
 type Add = (path: string | null, tree: boolean, maybe: boolean) => void
+/** Where a command's findings go: its writes, and its patches. */
+type Found = { add: Add; patch: (p: ShellPatch) => void }
 type Redir = { op: string; fd: string | null; target: Word }
 
 /** Reads a script: its commands in order, the working directory carried across them (not out of a subshell). */
-function script(text: string, cwd: string, add: Add, depth: number): void {
+function script(text: string, cwd: string, found: Found, depth: number): void {
   const tokens = lex(text)
   const stack: (string | null)[] = []
   let dir: string | null = cwd
@@ -68,7 +84,7 @@ function script(text: string, cwd: string, add: Add, depth: number): void {
   let inPipe = false
   const flush = (next: Token | null) => {
     const piped = inPipe || (next?.t === 'op' && next.op === '|')
-    dir = simple(words, redirs, dir, add, depth, piped)
+    dir = simple(words, redirs, dir, found, depth, piped)
     words = []
     redirs = []
     inPipe = next?.t === 'op' && next.op === '|'
@@ -95,7 +111,8 @@ function script(text: string, cwd: string, add: Add, depth: number): void {
  * One simple command: its redirections and what it writes, each from `dir`. Answers the
  * working directory after it (a `cd` changes it; one in a pipeline runs in a subshell).
  */
-function simple(words: Word[], redirs: Redir[], dir: string | null, add: Add, depth: number, piped = false): string | null {
+function simple(words: Word[], redirs: Redir[], dir: string | null, found: Found, depth: number, piped = false): string | null {
+  const { add } = found
   for (const r of redirs) {
     const dup = r.op === '>&' && /^(\d+|-)$/.test(r.target.text)
     if (WRITING.has(r.op) || (r.op === '>&' && !dup)) add(place(r.target, dir), false, false)
@@ -112,10 +129,16 @@ function simple(words: Word[], redirs: Redir[], dir: string | null, add: Add, de
     return target.length === 1 ? place(target[0], dir) : null
   }
   if (argv[0].plain && name === 'popd') return piped ? dir : null
-  const found = commandWrites(argv)
+  if (argv[0].plain && PATCHERS.has(name) && dir !== null) {
+    const given = argv[1]?.plain ? argv[1].text : redirs.find((r) => r.op === '<<<' && r.target.plain)?.target.text
+    const text = given ?? redirs.find((r) => (r.op === '<<' || r.op === '<<-') && r.target.body !== undefined)?.target.body
+    if (text !== undefined) found.patch({ text, cwd: dir })
+    return dir
+  }
+  const writes = commandWrites(argv)
   let base = dir
-  for (const d of found.dirs) base = place(d, base)
-  for (const t of found.targets) add(place(t.word, base), t.tree, t.maybe)
-  if (found.script !== null && depth < MAX_DEPTH && base !== null) script(found.script, base, add, depth + 1)
+  for (const d of writes.dirs) base = place(d, base)
+  for (const t of writes.targets) add(place(t.word, base), t.tree, t.maybe)
+  if (writes.script !== null && depth < MAX_DEPTH && base !== null) script(writes.script, base, found, depth + 1)
   return dir
 }
