@@ -120,11 +120,19 @@ describe('muster doctor', () => {
 
     const reg = await runCli(['register', 'doc-ada'], { cwd: bare, env })
     expect(reg.code).toBe(0)
-    expect((await doctor(bare, env)).line('identity')).toMatch(/^ok {3}identity: acts as doc-ada \([0-9a-f-]+\), from .*identity\.json$/)
+    expect((await doctor(bare, env)).line('identity')).toMatch(/^ok {3}identity: acts as doc-ada \([0-9a-f-]+\), from .*\/\.muster\/agents\/doc-ada\.json$/)
     expect((await call(s.api, 'DELETE', `/api/instances/${reg.json.id}`, undefined, { authorization: `Bearer ${ADMIN}` })).status).toBe(200)
     const gone = await doctor(bare, env)
     expect(gone.line('identity')).toContain('is not registered on the server any more')
     expect(gone.line('identity')).toContain('-- fix: `muster register NAME` again')
     expect(gone.code).toBe(3)
+
+    // two agents' identities in one checkout: which one is up to MUSTER_AGENT
+    expect((await runCli(['register', 'doc-bo'], { cwd: bare, env })).code).toBe(0)
+    const two = await doctor(bare, env)
+    expect(two.line('identity')).toBe(
+      "warn identity: several agents' identities here (doc-ada, doc-bo) and nothing chooses one: a command that acts as an instance exits 2 -- fix: set MUSTER_AGENT to one of them (a hooked session sets it itself), or MUSTER_INSTANCE_TOKEN",
+    )
+    expect((await doctor(bare, { ...env, MUSTER_AGENT: 'doc-bo' })).line('identity')).toMatch(/^ok {3}identity: acts as doc-bo \(/)
   })
 })

@@ -4,6 +4,15 @@ import type { Check } from './check'
 export const identityCheck: Check = async (ctx) => {
   const cfg = ctx.config
   if (!cfg) return []
+  if (cfg.identityChoices)
+    return [
+      {
+        status: 'warn',
+        check: 'identity',
+        message: `several agents' identities here (${cfg.identityChoices.join(', ')}) and nothing chooses one: a command that acts as an instance exits 2`,
+        fix: `set MUSTER_AGENT to one of them (a hooked session sets it itself), or MUSTER_INSTANCE_TOKEN`,
+      },
+    ]
   if (!cfg.instanceToken)
     return [
       {
@@ -12,7 +21,7 @@ export const identityCheck: Check = async (ctx) => {
         message: `none in ${cfg.identityFile}: commands run here act as no instance (a hooked agent session sets its own up; by hand: \`muster register NAME\`)`,
       },
     ]
-  const id = cfg.instanceId ?? 'an instance'
+  const id = cfg.identity.name ? `${cfg.identity.name} (${cfg.instanceId ?? 'no id saved'})` : (cfg.instanceId ?? 'an instance')
   const from = ctx.env.MUSTER_INSTANCE_TOKEN ? 'MUSTER_INSTANCE_TOKEN' : cfg.identityFile
   const answer = await ctx.server(true)
   if (!answer.reached) return [{ status: 'warn', check: 'identity', message: `${id} from ${from}, not confirmed: the server cannot be reached` }]
