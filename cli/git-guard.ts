@@ -87,6 +87,7 @@ export function planHook(dir: string, hook: GitHook, server: string): PlannedHoo
     content = nl === -1 ? `${current}\n${block}\n` : `${current.slice(0, nl + 1)}${block}\n${current.slice(nl + 1)}`
   } else {
     const chained = `${hook}${CHAINED}`
+    if (lstatExists(join(dir, chained))) throw new UsageError(`${path} is not a shell script and ${join(dir, chained)} is taken: move one of them away, then run init git again`)
     return { path, action: 'update', chained: join(dir, chained), content: `#!/bin/sh\n${block}\nexec "$(dirname "$0")/${chained}" "$@"\n` }
   }
   return { path, action: content === current ? 'unchanged' : 'update', content }
