@@ -5,10 +5,16 @@
 // the edit check (services/hook-edits.ts) decides.
 import { isAbsolute, relative, resolve } from 'node:path'
 import { shellWrites, type ShellPatch } from '../lib/shell/writes'
+import { patternProblem } from '../lib/overlap'
+import { MAX_PATHS } from './reservations'
 
 const FILE_PATH_TOOLS = new Set(['Write', 'Edit', 'MultiEdit'])
-/** `*** Add File: P`, `*** Update File: P`, `*** Delete File: P`, `*** Move to: P` (apply_patch's envelope). */
-const PATCH_LINE = /^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$/gm
+/**
+ * `*** Add File: P`, `*** Update File: P`, `*** Delete File: P`, `*** Move to: P` (apply_patch's
+ * envelope). The name is the rest of the line, trimmed after the match: a lazy `(.+?)\s*$`
+ * backtracks over every run of spaces, quadratic in a padded line.
+ */
+const PATCH_LINE = /^\*\*\* (?:Add File|Update File|Delete File|Move to): (.*)$/gm
 
 /**
  * Shell tools: Claude Code's `Bash`; Codex sends each of its shell tools (`shell`,
@@ -31,10 +37,19 @@ export function namedFiles(tool: string, input: unknown): string[] {
   return []
 }
 
-/** The files an apply_patch envelope names, from any string field of its input (Codex sends it as `command`). */
+/**
+ * The files an apply_patch envelope names, from any string field of its input (Codex sends it
+ * as `command`); reading stops one past MAX_PATHS, as such a call is not checked anyway.
+ */
 function patchFiles(value: unknown, out: string[] = [], depth = 0): string[] {
+  if (out.length > MAX_PATHS) return out
   if (typeof value === 'string') {
-    if (value.includes('*** ')) for (const m of value.matchAll(PATCH_LINE)) out.push(m[1])
+    if (!value.includes('*** ')) return out
+    const lines = new RegExp(PATCH_LINE)
+    for (let m = lines.exec(value); m && out.length <= MAX_PATHS; m = lines.exec(value)) {
+      const name = m[1].trimEnd()
+      if (name !== '') out.push(name)
+    }
   } else if (value && typeof value === 'object' && depth < 4) {
     for (const v of Object.values(value)) patchFiles(v, out, depth + 1)
   }
@@ -55,14 +70,32 @@ export function underRoot(root: string, cwd: string, file: string): string | nul
 /** A file name as a reservation pattern that matches only that file: glob characters escaped (`app/[id]/page.tsx`). */
 export const literalPattern = (path: string) => path.replace(/[\\*?[\]{}()!@+]/g, '\\$&')
 
-/** The distinct root-relative files a tool call writes, in the order named. */
-export function editedFiles(tool: string, input: unknown, root: string, cwd: string): string[] {
+/** The longest file name read as given (an absolute name: the root's header limit and a pattern's); longer is refused unread. */
+const MAX_NAME = 4096 + 1024
+
+/** What a tool call writes: its root-relative files, or why they cannot be checked (the call is then left alone). */
+export type EditedFiles = { files: string[]; named: number; problem: string | null }
+
+/**
+ * The distinct root-relative files a tool call writes, in the order named. A call naming
+ * more files than a reservation may hold, or a file whose pattern breaks a reservation's
+ * limits (lib/overlap.ts LIMITS), is not checked at all: `problem` says why, before any
+ * overlap work is done.
+ */
+export function editedFiles(tool: string, input: unknown, root: string, cwd: string): EditedFiles {
+  const named = namedFiles(tool, input)
+  const refused = (problem: string): EditedFiles => ({ files: [], named: named.length, problem })
+  if (named.length > MAX_PATHS) return refused(`the call names more than ${MAX_PATHS} files; at most ${MAX_PATHS} are checked, as a reservation holds`)
   const out = new Set<string>()
-  for (const file of namedFiles(tool, input)) {
+  for (const file of named) {
+    if (file.length > MAX_NAME) return refused(`a file name of ${file.length} characters; at most ${MAX_NAME}`)
     const rel = underRoot(root, cwd, file)
-    if (rel !== null) out.add(rel)
+    if (rel === null) continue
+    const problem = patternProblem(literalPattern(rel))
+    if (problem) return refused(problem)
+    out.add(rel)
   }
-  return [...out]
+  return { files: [...out], named: named.length, problem: null }
 }
 
 /** A path a call may write that is checked but never reserved: a directory's whole tree, or a file written in one reading only. */
@@ -72,12 +105,8 @@ export interface CheckedPath {
   pattern: string
 }
 
-/** What a tool call writes, root-relative: the files it plainly writes, and the paths only checked. */
-export interface EditTargets {
-  /** Checked, and reserved in edit-reserve mode. */
-  files: string[]
-  checked: CheckedPath[]
-}
+/** What a tool call writes, root-relative: the files it plainly writes, and the paths only checked (or why none are checked). */
+export type EditTargets = EditedFiles & { checked: CheckedPath[] }
 
 /** The command text of a shell tool's input: `command` (a string, or Codex's argv), or `cmd` (Codex's exec_command). */
 function shellCommand(input: unknown): string | string[] | null {
@@ -91,11 +120,11 @@ function shellCommand(input: unknown): string | string[] | null {
 
 /** The files a tool call writes and the paths to check besides (a shell command's trees and maybes), relative to `root`. */
 export function editTargets(tool: string, input: unknown, root: string, cwd: string): EditTargets {
-  if (!SHELL_TOOLS.has(tool)) return { files: editedFiles(tool, input, root, cwd), checked: [] }
+  if (!SHELL_TOOLS.has(tool)) return { ...editedFiles(tool, input, root, cwd), checked: [] }
   const command = shellCommand(input)
   const files = new Set<string>()
   const checked: CheckedPath[] = []
-  if (command === null) return { files: [], checked }
+  if (command === null) return { files: [], checked, named: 0, problem: null }
   const patches: ShellPatch[] = []
   for (const w of shellWrites(command, cwd || root, (p) => patches.push(p))) {
     const rel = w.path === resolve(root) ? '' : underRoot(root, cwd, w.path)
@@ -113,5 +142,14 @@ export function editTargets(tool: string, input: unknown, root: string, cwd: str
       const rel = underRoot(root, p.cwd, f.trim())
       if (rel !== null) files.add(rel)
     }
-  return { files: [...files], checked: checked.filter((c) => !files.has(c.file) || c.pattern !== literalPattern(c.file)) }
+  const kept = checked.filter((c) => !files.has(c.file) || c.pattern !== literalPattern(c.file))
+  // The limits of an edit tool's files (editedFiles) hold here too: past them, nothing is checked.
+  const named = files.size + kept.length
+  const refused = (problem: string): EditTargets => ({ files: [], checked: [], named, problem })
+  if (named > MAX_PATHS) return refused(`the command writes more than ${MAX_PATHS} paths; at most ${MAX_PATHS} are checked, as a reservation holds`)
+  for (const pattern of [...[...files].map(literalPattern), ...kept.map((c) => c.pattern)]) {
+    const problem = patternProblem(pattern)
+    if (problem) return refused(problem)
+  }
+  return { files: [...files], checked: kept, named, problem: null }
 }

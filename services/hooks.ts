@@ -8,9 +8,11 @@
 import type { Ctx } from './context'
 import type { HookAgent } from '../store/sessions'
 import { editTargets, literalPattern, writesFiles, type EditTargets } from './hook-paths'
+import { log } from '../obs/log'
 import { decideEdit, planEdit, writes } from './hook-edits'
 import { finishBriefing, newMessages, startBriefing } from './hook-briefing'
-import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders } from './hook-session'
+import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders, type Session } from './hook-session'
+import type { Tx } from '../store'
 
 export { hookHeaders, type HookEvent, type HookHeaders } from './hook-session'
 
@@ -38,14 +40,28 @@ export interface HookResult {
 
 const context = (hookEventName: string, additionalContext: string) => ({ hookSpecificOutput: { hookEventName, additionalContext } })
 
-/** The root-relative files a PreToolUse writes, and the paths it only checks (none for a tool that writes no files). */
+const toolOf = (event: HookEvent) => (typeof event.tool_name === 'string' ? event.tool_name : '')
+
+/** The root-relative files a PreToolUse writes and the paths it only checks (none for a tool that writes no files), or why they are not checked. */
 function filesOf(event: HookEvent, root: string): EditTargets {
-  const tool = typeof event.tool_name === 'string' ? event.tool_name : ''
-  if (!writesFiles(tool)) return { files: [], checked: [] }
+  const tool = toolOf(event)
+  if (!writesFiles(tool)) return { files: [], checked: [], named: 0, problem: null }
   return editTargets(tool, event.tool_input, root, typeof event.cwd === 'string' ? event.cwd : root)
 }
 
 const anything = (t: EditTargets) => t.files.length > 0 || t.checked.length > 0
+
+/**
+ * A call whose files break a reservation's limits is left to the agent (no opinion, never a
+ * deny: the limits are the server's, not the file's owner's), and said so: an edit.unchecked
+ * event and a log line, naming the session, the tool and the limit (never the token).
+ */
+async function unchecked(tx: Tx, session: Session, tool: string, edited: EditTargets): Promise<HookAnswer> {
+  const data = { session_id: session.row.session_id, instance_id: session.instance.id, tool, files: edited.named, problem: edited.problem }
+  await tx.emit('edit.unchecked', data, 'hooks')
+  log.warn({ ...data, instance_name: session.instance.name, project: session.row.project }, 'hook edit not checked: its paths break the reservation limits')
+  return {}
+}
 
 /** The events whose only work is showing new messages. */
 const SHOWING = new Set(['PostToolUse', 'UserPromptSubmit', 'Stop'])
@@ -66,6 +82,7 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
   if (!row || !instance) return null
   if (name === 'PreToolUse') {
     const t = filesOf(event, row.root)
+    if (t.problem) return null
     if (anything(t) && writes(await planEdit(ctx.store.reservations, row.project, instance.id, t.files.map(literalPattern), headers.reserveMs, t.checked.map((c) => c.pattern)))) return null
   } else if (!(name === 'Stop' && event.stop_hook_active === true) && (await ctx.store.messages.unshown(instance.name, row.session_id, 1)).length) return null
   ctx.heartbeats.seen(ctx, instance.id)
@@ -97,9 +114,10 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
     if (session.throttledBeat) beat = session.instance.id
     switch (name) {
       case 'PreToolUse': {
-        const t = filesOf(event, session.row.root)
-        if (!anything(t)) return {}
-        const decision = await decideEdit(tx, session, t.files, headers.reserveMs, t.checked)
+        const edited = filesOf(event, session.row.root)
+        if (edited.problem) return unchecked(tx, session, toolOf(event), edited)
+        if (!anything(edited)) return {}
+        const decision = await decideEdit(tx, session, edited.files, headers.reserveMs, edited.checked)
         if (!decision.denied) return {}
         return { hookSpecificOutput: { hookEventName: name, permissionDecision: 'deny', permissionDecisionReason: decision.reason } }
       }
