@@ -372,6 +372,22 @@ describe('PreToolUse of a shell tool', () => {
     expect((await events('edit.blocked')).filter((e) => e.data.session_id === c.id).length).toBe(2)
   })
 
+  test('a command writing more paths than a reservation may hold, or one past the limits: no opinion, edit.unchecked', async () => {
+    const c = session('claude-code', { 'x-muster-reserve': '10m' })
+    await c.send('SessionStart')
+    const holder = await register(s, 'knuth')
+    await reserve(holder, c.project, ['src/**'])
+    const many = Array.from({ length: 101 }, (_, i) => `src/f${i}.ts`).join(' ')
+    expect(await c.send('PreToolUse.Bash', bash(`touch ${many}`))).toEqual({})
+    expect(await c.send('PreToolUse.Bash', bash(`echo x > src/${'a/'.repeat(600)}a.ts`))).toEqual({})
+    const seen = (await events('edit.unchecked')).filter((e) => e.data.session_id === c.id).map((e) => [e.data.tool, e.data.files, e.data.problem])
+    expect(seen).toEqual([
+      ['Bash', 101, 'the command writes more than 100 paths; at most 100 are checked, as a reservation holds'],
+      ['Bash', 1, 'a pattern is at most 1024 characters'],
+    ])
+    expect(await reservationsOf((await sessionRow(c.id)).instance_id)).toEqual([])
+  })
+
   test('Codex: apply_patch run through the shell is read as apply_patch (its files, from the directory of a cd before it)', async () => {
     const c = session('codex', { 'x-muster-reserve': '10m' })
     await c.send('SessionStart')
