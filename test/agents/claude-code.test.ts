@@ -16,9 +16,7 @@ import { startWorld, type World } from './lib/world'
  * expected failures (`test.failing`), not failing the run. Remove a label when its fix
  * lands: the scenario then passes, and `test.failing` says to remove it.
  */
-const awaiting: Record<string, string> = {
-  "a second agent's write through the shell to a reserved file is refused, the file unchanged": 'issue 47',
-}
+const awaiting: Record<string, string> = {}
 
 /** MUSTER_AGENTS_STRICT=1 runs the awaited scenarios as plain tests, to see why they fail. */
 const strict = process.env.MUSTER_AGENTS_STRICT === '1'
