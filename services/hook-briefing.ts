@@ -75,8 +75,13 @@ export async function startBriefing(tx: Tx, session: Session): Promise<Budget> {
   return budget
 }
 
-/** Most agents named in the briefing, and most messages read to find its correspondents: the briefing's work stays the same however large the fleet. */
-const AGENTS_LISTED = 40
+/**
+ * Reservations whose holders are read (more never fit in the briefing), most correspondents
+ * named, and most messages read each way to find them: the briefing's work stays the same
+ * however large the fleet.
+ */
+const RESERVATIONS_NAMED = 100
+const CORRESPONDENTS = 40
 const MESSAGES_SCANNED = 100
 
 /** An agent the briefing names, and why it matters to this one. */
@@ -101,11 +106,11 @@ export async function finishBriefing(store: Store, budget: Budget, session: Sess
     store.instances.count(),
   ])
   const held = reservations.filter((r) => r.instance_id !== self)
-  const holderIds = [...new Set(held.map((r) => r.instance_id))]
+  const holderIds = [...new Set(held.slice(0, RESERVATIONS_NAMED).map((r) => r.instance_id))]
   const names = [...new Set([...sent.flatMap((m) => m.to), ...received.map((m) => m.from)])].filter((n) => n !== '*' && n !== row.name)
   const [holders, named] = await Promise.all([
-    Promise.all(holderIds.slice(0, AGENTS_LISTED).map((id) => store.instances.get(id))),
-    Promise.all(names.slice(0, AGENTS_LISTED).map((n) => store.instances.list({ name: n }))),
+    Promise.all(holderIds.map((id) => store.instances.get(id))),
+    Promise.all(names.slice(0, CORRESPONDENTS).map((n) => store.instances.list({ name: n }))),
   ])
   const others = new Map<string, Other>()
   const note = (i: Instance | null, why: string) => {
@@ -131,9 +136,8 @@ export async function finishBriefing(store: Store, budget: Budget, session: Sess
   })
   const listed = [...others.values()]
   section(budget, 'Other agents that matter to you', listed, ({ instance: i, why }) => `- ${i.name} (${i.status})${i.intent ? `: ${i.intent}` : ''} [${why.join('; ')}]`)
-  // Everyone registered but this agent and those listed (holders past AGENTS_LISTED fall in here too).
   const rest = Math.max(0, registered - 1 - listed.length)
-  if (rest) budget.add(`${rest} other agent${rest === 1 ? '' : 's'} registered elsewhere, not listed: \`muster instances list\` shows them; \`muster send <name>\` reaches any of them.`)
+  if (rest) budget.add(`${rest} more agent${rest === 1 ? '' : 's'} registered, not listed here: \`muster instances list\` shows them; \`muster send <name>\` reaches any of them.`)
   const lines = [...budget.lines]
   if (budget.left) lines.push(`(${budget.left} item${budget.left === 1 ? '' : 's'} left out to keep this briefing under ${BRIEFING_MAX} characters.)`)
   return lines.join('\n')

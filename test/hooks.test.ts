@@ -184,7 +184,7 @@ describe('sessions', () => {
     expect(before).toContain(`- ${holder.name} (active): porting the lexer [holds files in ${c.project}]`)
     expect(before).toContain(`- ${asked.name} (active) [you messaged them]`)
     expect(before).toContain(`- ${asker.name} (active) [they messaged you]`)
-    expect(before).toMatch(/\d+ other agents? registered elsewhere, not listed: `muster instances list` shows them/)
+    expect(before).toMatch(/\d+ more agents? registered, not listed here: `muster instances list` shows them/)
     expect(first).not.toContain(holder.name)
 
     // 500 more agents, each holding a file in a project of its own: the briefing does not grow.
@@ -195,7 +195,7 @@ describe('sessions', () => {
       )
     const after = contextOf(await c.send('SessionStart'))
     expect(after).not.toContain(fleet)
-    const count = (t: string) => Number(/(\d+) other agents? registered elsewhere/.exec(t)?.[1])
+    const count = (t: string) => Number(/(\d+) more agents? registered/.exec(t)?.[1])
     expect(count(after)).toBe(count(before) + 500)
     // The same text but for the count (and an expiry's clock): the same length within a few digits.
     expect(Math.abs(after.length - before.length)).toBeLessThanOrEqual(3)

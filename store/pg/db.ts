@@ -200,6 +200,10 @@ export const PG_MIGRATIONS: string[] = [
   DELETE FROM reservation_paths;
   INSERT INTO reservation_paths (project, prefix, reservation_id) SELECT project, '', id FROM reservations;
   `,
+  // As the SQLite schema's instances by name.
+  `
+  CREATE INDEX instances_name ON instances (name);
+  `,
 ]
 
 /** Tables whose ids come from an identity column: restore moves each sequence past the copied rows. */

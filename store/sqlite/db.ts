@@ -285,6 +285,11 @@ export const MIGRATIONS: string[] = [
   DELETE FROM reservation_paths;
   INSERT INTO reservation_paths (project, prefix, reservation_id) SELECT project, '', id FROM reservations;
   `,
+  // Instances by name: a briefing names the agents an agent corresponds with, and a
+  // registration under an agent token finds its earlier instances, without reading the fleet.
+  `
+  CREATE INDEX instances_name ON instances (name);
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
