@@ -29,6 +29,7 @@ const MESSAGE_MS = 60_000
 const HEARTBEAT_MS = 30_000
 const TASK_MS = 120_000
 const PROJECT_SIZE = 20
+const WAKE_GRACE_MS = 10_000
 /** The steady phase's hard bound beyond --seconds: starts and ends that take longer than this are an error, not a hang. */
 const PHASE_LIMIT_MS = 600_000
 
@@ -45,9 +46,11 @@ interface Op {
   count: number
   max: number
   errors: number
-  sample?: string
+  /** Up to three distinct errors, as examples. */
+  samples: string[]
 }
-const newOp = (): Op => ({ bins: {}, count: 0, max: 0, errors: 0 })
+const newOp = (): Op => ({ bins: {}, count: 0, max: 0, errors: 0, samples: [] })
+const addSample = (o: Op, why: string) => void (o.samples.length < 3 && !o.samples.includes(why) && o.samples.push(why))
 
 function merge(into: Record<string, Op>, from: Record<string, Op>) {
   for (const [name, o] of Object.entries(from)) {
@@ -56,7 +59,7 @@ function merge(into: Record<string, Op>, from: Record<string, Op>) {
     t.count += o.count
     t.max = Math.max(t.max, o.max)
     t.errors += o.errors
-    t.sample ??= o.sample
+    for (const why of o.samples) addSample(t, why)
   }
 }
 
@@ -83,7 +86,7 @@ async function worker(plan: Plan) {
   const fail = (name: string, why: string) => {
     const o = (ops[name] ??= newOp())
     o.errors++
-    o.sample ??= why.slice(0, 300)
+    addSample(o, why.slice(0, 200))
   }
   /** One timed request: its answer (status and parsed body), or null after counting an error. */
   async function timed(name: string, url: string, init: RequestInit, ok: number[] = [200]): Promise<{ status: number; headers: Headers; body: any } | null> {
@@ -144,6 +147,10 @@ async function worker(plan: Plan) {
       sockets.push(ws)
     }
 
+  // Holds go on after the load stops, until every message sent has woken its holder (or WAKE_GRACE_MS).
+  let holding = false
+  const inflight = new Set<Promise<unknown>>()
+  const track = (p: Promise<unknown>) => (inflight.add(p), void p.finally(() => inflight.delete(p)))
   const holders = agents.filter((a) => a.holder)
   const sentAt = new Map<number, number>()
   const timers: Timer[] = []
@@ -152,13 +159,13 @@ async function worker(plan: Plan) {
     const tick = () => {
       if (!running || busy) return
       busy = true
-      void f().finally(() => (busy = false))
+      track(f().finally(() => (busy = false)))
     }
     timers.push(setTimeout(() => (tick(), timers.push(setInterval(tick, ms))), first))
   }
 
   async function holdInbox(a: Agent) {
-    while (running) {
+    while (holding) {
       const t0 = performance.now()
       try {
         const r = await fetch(`${a.url}/api/inbox?wait=30s&after=${a.cursor}`, { headers: { 'x-instance-token': a.token } })
@@ -176,7 +183,7 @@ async function worker(plan: Plan) {
         }
         if (!body.messages.length) record('inbox.empty-30s', at - t0)
       } catch (e) {
-        if (running) fail('inbox.wake', String(e)), await Bun.sleep(1000)
+        if (holding) fail('inbox.wake', String(e)), await Bun.sleep(1000)
       }
     }
   }
@@ -201,15 +208,19 @@ async function worker(plan: Plan) {
 
   const rand = (ms: number) => Math.random() * ms
   function steady() {
-    running = true
+    running = holding = true
     for (const a of agents.filter((a) => a.token)) {
       if (a.holder) void holdInbox(a)
       // Open loops: each agent acts on its own clock, whether or not the server keeps up.
-      const editLoop = async () => {
+      const editLoop = () => {
         if (!running) return
         a.edits++
-        if (await edit(a, 'PreToolUse')) await edit(a, 'PostToolUse')
-        timers.push(setTimeout(editLoop, EDIT_MIN_MS + rand(EDIT_SPREAD_MS)))
+        track(
+          (async () => {
+            if (await edit(a, 'PreToolUse')) await edit(a, 'PostToolUse')
+            timers.push(setTimeout(editLoop, EDIT_MIN_MS + rand(EDIT_SPREAD_MS)))
+          })(),
+        )
       }
       timers.push(setTimeout(editLoop, rand(EDIT_MIN_MS + EDIT_SPREAD_MS)))
       every(HEARTBEAT_MS, rand(HEARTBEAT_MS), () => timed('heartbeat', `${a.url}/api/instances/${a.id}/heartbeat`, post({}, { 'x-instance-token': a.token })))
@@ -232,6 +243,11 @@ async function worker(plan: Plan) {
   async function end() {
     running = false
     for (const t of timers) clearTimeout(t), clearInterval(t)
+    // What was sent finishes (a SessionEnd must not overtake its agent's last calls), and its wake-ups arrive.
+    while (inflight.size) await Promise.all([...inflight])
+    for (const t of timers) clearTimeout(t), clearInterval(t)
+    for (const end = Date.now() + WAKE_GRACE_MS; sentAt.size && Date.now() < end; ) await Bun.sleep(50)
+    holding = false
     for (const ws of sockets) ws.close()
     let next = 0
     await Promise.all(
@@ -243,7 +259,11 @@ async function worker(plan: Plan) {
       }),
     )
     // A wake-up whose message never reached its holder: counted, not left out.
-    if (sentAt.size) (ops['inbox.wake'] ??= newOp()).errors += sentAt.size, (ops['inbox.wake'].sample ??= `${sentAt.size} messages never woke their holder`)
+    if (sentAt.size) {
+      const o = (ops['inbox.wake'] ??= newOp())
+      o.errors += sentAt.size
+      addSample(o, `${sentAt.size} messages never woke their holder within ${WAKE_GRACE_MS / 1000} s of the end`)
+    }
     const u = process.cpuUsage()
     send({ ended: { ops, frames, cpuMs: (u.user + u.system) / 1000 } })
   }
@@ -366,7 +386,7 @@ async function main() {
     const o = ops[name]
     const rate = name === 'hook.start' || name === 'hook.end' ? '' : (o.count / (steadyMs / 1000)).toFixed(1)
     console.log(
-      `${name.padEnd(18)} ${String(o.count).padStart(8)} ${rate.padStart(7)} ${pct(o, 0.5).toFixed(2).padStart(8)} ${pct(o, 0.99).toFixed(2).padStart(8)} ${o.max.toFixed(2).padStart(9)} ${o.errors}${o.sample ? `  e.g. ${o.sample}` : ''}`,
+      `${name.padEnd(18)} ${String(o.count).padStart(8)} ${rate.padStart(7)} ${pct(o, 0.5).toFixed(2).padStart(8)} ${pct(o, 0.99).toFixed(2).padStart(8)} ${o.max.toFixed(2).padStart(9)} ${o.errors}${o.samples.length ? `  e.g. ${o.samples.join(' | ')}` : ''}`,
     )
   }
   console.log(`dashboard frames received: ${frames} on ${Math.ceil(agents / WS_EVERY)} sockets`)
