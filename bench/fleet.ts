@@ -14,7 +14,7 @@
 // main process only starts the server, samples /proc and prints. Loopback only; it stops
 // by itself after the run, and every child and temp dir goes with it (bench/lib.ts).
 //
-// Run: bun bench/fleet.ts <agents> [--seconds S] [--pg] [--root <other checkout>]
+// Run: bun bench/fleet.ts [agents, default 1000] [--seconds S, default 60] [--pg] [--root <other checkout>]
 //   --pg: PostgreSQL, 2 replicas on a throwaway cluster (agents split between them).
 //   --root: the server of another checkout (an A/B of a change, e.g. a `git worktree` of the base).
 import { readFileSync } from 'node:fs'
@@ -292,7 +292,8 @@ async function main() {
     const i = args.indexOf(name)
     return i >= 0 ? args[i + 1] : undefined
   }
-  const agents = Number(args[0])
+  // 1,000 when run without arguments (bench/run.ts runs every benchmark so).
+  const agents = Number(args[0] && !args[0].startsWith('--') ? args[0] : 1000)
   if (!Number.isInteger(agents) || agents < 1) throw new Error('usage: bun bench/fleet.ts <agents> [--seconds S] [--pg] [--root <checkout>] [--workers W]')
   const seconds = Number(flag('--seconds') ?? 60)
   const workers = Number(flag('--workers') ?? 2)
