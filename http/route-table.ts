@@ -71,7 +71,8 @@ export class RouteTable {
 
   /** The body rule of a request (its route's declared `maxBody` and raw body, else MAX_BODY and parsed). */
   bodyRule(method: string, path: string): BodyRule {
-    return this.special.find((r) => r.method === method && r.re.test(path)) ?? PLAIN
+    const bare = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path
+    return this.special.find((r) => r.method === method && r.re.test(bare)) ?? PLAIN
   }
 
   /** The route a request matches (null for none), looked up once per method and path. */
@@ -79,7 +80,9 @@ export class RouteTable {
     let ofMethod = this.seen.get(method)
     const known = ofMethod?.get(path)
     if (known !== undefined) return known
-    const route = this.fixed.get(`${method} ${path}`) ?? this.dynamic.find((r) => r.method === method && r.re.test(path)) ?? null
+    // The router serves a path with a trailing slash as the path without it: so must its role and body rule.
+    const bare = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path
+    const route = this.fixed.get(`${method} ${bare}`) ?? this.dynamic.find((r) => r.method === method && r.re.test(bare)) ?? null
     if (this.paths++ >= MAX_PATHS) {
       this.seen.clear()
       this.paths = 1
