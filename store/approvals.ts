@@ -1,0 +1,144 @@
+// Approvals (oversight.md): the permission requests and "needs input" notices of agent
+// sessions, one row each, decided by a person or a rule; and the rules that decide them.
+// A row moves once from `pending` to allowed, denied, expired or withdrawn: every change
+// is an UPDATE … WHERE status = 'pending', so two deciders on two replicas never both win.
+import { int, stmt, type Runner } from './runner'
+
+export type ApprovalStatus = 'pending' | 'allowed' | 'denied' | 'expired' | 'withdrawn'
+export type ApprovalKind = 'permission' | 'input'
+
+export interface Approval {
+  id: string
+  kind: ApprovalKind
+  agent: string
+  name: string
+  instance_id: string
+  session_id: string
+  project: string
+  tool: string
+  /** The tool input; the cut JSON text when it was longer than the limit. */
+  input: unknown
+  input_truncated: boolean
+  summary: string
+  status: ApprovalStatus
+  rule_id: string | null
+  decided_by: string | null
+  message: string | null
+  created_at: string
+  decided_at: string | null
+  expires_at: string | null
+}
+
+export interface ApprovalRule {
+  id: string
+  tool: string
+  match: string
+  agents: string
+  decision: 'allow' | 'deny'
+  message: string | null
+  created_at: string
+}
+
+export interface ApprovalFilter {
+  status?: ApprovalStatus
+  name?: string
+  limit: number
+}
+
+/** A decision or an end: the new status, who, why, when. */
+export interface Outcome {
+  status: Exclude<ApprovalStatus, 'pending'>
+  rule_id?: string | null
+  decided_by?: string | null
+  message?: string | null
+  at: string
+}
+
+export interface ApprovalsWrites {
+  get(id: string): Promise<Approval | null>
+  create(a: Approval): Promise<void>
+  /** Ends a pending approval; null when it was not pending (someone else ended it first). */
+  settle(id: string, o: Outcome): Promise<Approval | null>
+  /** The session's pending "needs input" approvals. */
+  pendingInputs(sessionId: string): Promise<string[]>
+  rules(): Promise<ApprovalRule[]>
+  addRule(r: ApprovalRule): Promise<void>
+  /** False when unknown. */
+  deleteRule(id: string): Promise<boolean>
+}
+
+export interface ApprovalsStore {
+  get(id: string): Promise<Approval | null>
+  /** Newest first. */
+  list(f: ApprovalFilter): Promise<Approval[]>
+  /** Whether the session has a pending "needs input" approval (read on every hook event). */
+  hasPendingInput(sessionId: string): Promise<boolean>
+  /** Oldest first. */
+  rules(): Promise<ApprovalRule[]>
+}
+
+interface Row extends Omit<Approval, 'input' | 'input_truncated'> {
+  input: string
+  input_truncated: number
+}
+
+const COLUMNS =
+  'id, kind, agent, name, instance_id, session_id, project, tool, input, input_truncated, summary, status, rule_id, decided_by, message, created_at, decided_at, expires_at'
+const RULE_COLUMNS = 'id, tool, match, agents, decision, message, created_at'
+
+const ONE = stmt<Row>(`SELECT ${COLUMNS} FROM approvals WHERE id = ?`)
+const INSERT = stmt(`INSERT INTO approvals (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+const SETTLE = stmt<Row>(
+  `UPDATE approvals SET status = ?, rule_id = ?, decided_by = ?, message = ?, decided_at = ? WHERE id = ? AND status = 'pending' RETURNING ${COLUMNS}`,
+)
+const PENDING_INPUTS = stmt<{ id: string }>(`SELECT id FROM approvals WHERE session_id = ? AND status = 'pending' AND kind = 'input'`)
+const HAS_PENDING_INPUT = stmt<{ one: number }>(`SELECT 1 AS one FROM approvals WHERE session_id = ? AND status = 'pending' AND kind = 'input' LIMIT 1`)
+const RULES = stmt<ApprovalRule>(`SELECT ${RULE_COLUMNS} FROM approval_rules ORDER BY created_at, id`)
+const ADD_RULE = stmt(`INSERT INTO approval_rules (${RULE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+const DELETE_RULE = stmt('DELETE FROM approval_rules WHERE id = ?')
+
+/** The list's statement for the filters given: one text per shape, prepared once. */
+function listStmt(f: ApprovalFilter) {
+  const where = [f.status ? 'status = ?' : '', f.name ? 'name = ?' : ''].filter(Boolean)
+  return stmt<Row>(`SELECT ${COLUMNS} FROM approvals${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`)
+}
+
+function fromRow(r: Row | null): Approval | null {
+  if (!r) return null
+  const truncated = int(r.input_truncated) === 1
+  let input: unknown = r.input
+  if (!truncated) {
+    try {
+      input = JSON.parse(r.input)
+    } catch {}
+  }
+  return { ...r, input, input_truncated: truncated }
+}
+
+export function approvalsWrites(w: Runner): ApprovalsWrites {
+  return {
+    get: async (id) => fromRow(await w.get(ONE, id)),
+    async create(a) {
+      const input = a.input_truncated ? String(a.input) : JSON.stringify(a.input ?? null)
+      await w.run(INSERT, a.id, a.kind, a.agent, a.name, a.instance_id, a.session_id, a.project, a.tool, input, a.input_truncated ? 1 : 0,
+        a.summary, a.status, a.rule_id, a.decided_by, a.message, a.created_at, a.decided_at, a.expires_at)
+    },
+    settle: async (id, o) => fromRow(await w.get(SETTLE, o.status, o.rule_id ?? null, o.decided_by ?? null, o.message ?? null, o.at, id)),
+    pendingInputs: async (sessionId) => (await w.all(PENDING_INPUTS, sessionId)).map((r) => r.id),
+    rules: () => w.all(RULES),
+    addRule: async (r) => void (await w.run(ADD_RULE, r.id, r.tool, r.match, r.agents, r.decision, r.message, r.created_at)),
+    deleteRule: async (id) => (await w.run(DELETE_RULE, id)) > 0,
+  }
+}
+
+export function approvalsStore(r: Runner): ApprovalsStore {
+  return {
+    get: async (id) => fromRow(await r.get(ONE, id)),
+    async list(f) {
+      const args = [f.status, f.name].filter((v): v is string => v !== undefined)
+      return (await r.all(listStmt(f), ...args, f.limit)).map((row) => fromRow(row)!)
+    },
+    hasPendingInput: async (sessionId) => (await r.get(HAS_PENDING_INPUT, sessionId)) !== null,
+    rules: () => r.all(RULES),
+  }
+}
