@@ -54,7 +54,7 @@ export function hooksRoutes(ctx: Ctx) {
         const agent = HOOK_AGENTS.find((a) => a === params.agent)
         if (!agent) throw notFound(`unknown agent "${params.agent}": expected ${HOOK_AGENTS.join(' or ')}`)
         const { role, tokenId } = credentialFor(request)
-        return handleHook(ctx, agent as HookAgent, hookEvent(body), { ...hookHeaders(request.headers), role, tokenId })
+        return handleHook(ctx, agent as HookAgent, hookEvent(body), { ...hookHeaders(request.headers), role, tokenId, signal: request.signal })
       },
       {
         params: t.Object({ agent: t.String({ ...checks({ enum: HOOK_AGENTS }) }) }),
@@ -66,7 +66,7 @@ export function hooksRoutes(ctx: Ctx) {
         detail: {
           summary: 'A Claude Code or Codex hook event',
           description:
-            'A session is an instance (registered on its first event, each event a heartbeat, deregistered on SessionEnd). PreToolUse of a file-writing tool is denied when another instance holds the file exclusively; SessionStart answers a briefing; UserPromptSubmit, PostToolUse and Stop deliver new messages. Headers: X-Muster-Agent, X-Muster-Project, X-Muster-Root, X-Muster-Reserve (edit-reserve mode), X-Muster-Capabilities. Never answers allow.',
+            'A session is an instance (registered on its first event, each event a heartbeat, deregistered on SessionEnd). PreToolUse of a file-writing tool is denied when another instance holds the file exclusively; SessionStart answers a briefing; UserPromptSubmit, PostToolUse and Stop deliver new messages. Headers: X-Muster-Agent, X-Muster-Project, X-Muster-Root, X-Muster-Reserve (edit-reserve mode), X-Muster-Capabilities, X-Muster-Approval-Wait. PermissionRequest makes an approval (docs/api/approvals.md) and its answer waits for a rule or a person: allow or deny, or {} when the wait runs out; Notification of an agent waiting for its user makes a "needs input" approval. Never answers allow on its own.',
           tags: ['hooks'],
         },
       },

@@ -37,6 +37,8 @@ export interface Ctx {
   tokens: TokenIds
   /** Agent and viewer tokens by their secret, known from earlier calls, and their uses not yet stored. */
   credentials: Credentials
+  /** PermissionRequest hook answers held for a person's decision, by approval id. */
+  approvalWaiters: Waiters
   /** Long polls on state keys and event history. */
   watches: Watches
   /** One per primitive (locks, reservations, task claims): what runs when a TTL ends or an instance goes away. */

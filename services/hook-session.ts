@@ -13,6 +13,7 @@ import { checkCapabilities, deregisterIn, newToken, registerIn } from './instanc
 import { holderScope, TTL_MAX_MS, TTL_MIN_MS } from './holders'
 import { recordAudit, type Role } from './audit'
 import { forbidden } from '../lib/errors'
+import { approvalWait } from './approvals'
 
 /** What the hook config says about the session (X-Muster-* headers), checked once per request. */
 export interface HookHeaders {
@@ -25,6 +26,10 @@ export interface HookHeaders {
   /** The credential of the call (not a header): a session's instance is bound to its agent token. */
   tokenId?: string | null
   role?: Role
+  /** X-Muster-Approval-Wait: how long a PermissionRequest's answer may wait for a person. */
+  approvalWaitMs?: number
+  /** Aborted when the agent hangs up (not a header): a held PermissionRequest is withdrawn. */
+  signal?: AbortSignal
 }
 
 const text = (name: string, value: string | null, max = 1000): string | undefined => {
@@ -48,6 +53,8 @@ export function hookHeaders(headers: Headers): HookHeaders {
       throw invalid(`invalid X-Muster-Reserve: expected a duration from 1s to 168h, like 30m (got "${reserve}")`)
     out.reserveMs = ms
   }
+  const wait = approvalWait(headers.get('x-muster-approval-wait'))
+  if (wait !== undefined) out.approvalWaitMs = wait
   const caps = text('X-Muster-Capabilities', headers.get('x-muster-capabilities'), 20_000)
   if (caps !== undefined) out.capabilities = checkCapabilities(caps.split(',').map((c) => c.trim()).filter(Boolean))
   return out
