@@ -14,6 +14,8 @@ import { planInit, writeInit, type InitAgent } from './init'
 const AGENTS = ['claude-code', 'codex'] as const
 /** Hooks run on every tool call: a server that does not answer in this long counts as unreachable. */
 const HOOK_TIMEOUT_MS = 8000
+/** A PermissionRequest waits for a person (at most the server's 10m): the request may take that long, and a little more. */
+const APPROVAL_TIMEOUT_MS = 10 * 60_000 + 15_000
 
 function agentArg(value: string): InitAgent {
   if (!AGENTS.includes(value as InitAgent)) throw new UsageError(`unknown agent "${value}": expected claude-code or codex`)
@@ -31,7 +33,7 @@ function gitRoot(cwd = process.cwd()): string | null {
   }
 }
 
-async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string }): Promise<void> {
+async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }): Promise<void> {
   // Whatever goes wrong here must not stop the agent unless asked: exit 2 blocks its tool call.
   const fail = (why: string): never => {
     process.stderr.write(`muster hook: ${why}; ${o.failClosed ? 'blocking (--fail-closed)' : 'the agent goes on without coordination'}\n`)
@@ -55,9 +57,11 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   set('x-muster-project', process.env.MUSTER_PROJECT)
   set('x-muster-reserve', o.reserve ?? process.env.MUSTER_RESERVE)
   set('x-muster-root', gitRoot())
+  set('x-muster-approval-wait', o.approvalWait)
+  const timeout = /"hook_event_name"\s*:\s*"PermissionRequest"/.test(event) ? APPROVAL_TIMEOUT_MS : HOOK_TIMEOUT_MS
   let res: Response
   try {
-    res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(HOOK_TIMEOUT_MS) })
+    res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(timeout) })
   } catch (err) {
     return fail(`cannot reach ${cfg.server} (${(err as Error).message})`)
   }
@@ -73,7 +77,8 @@ export function hookCommands(program: Command): void {
     .argument('<agent>', 'claude-code | codex')
     .option('--fail-closed', 'exit 2 (the tool call is blocked) when the server cannot be reached; default: exit 0 and go on')
     .option('--reserve <duration>', 'edit-reserve mode: reserve each edited file for this long (beats MUSTER_RESERVE)')
-    .action((agent: string, o: { failClosed?: boolean; reserve?: string }) => forward(agent, o))
+    .option('--approval-wait <duration>', 'how long a PermissionRequest waits for a person in Muster (1s … 10m; default 5m)')
+    .action((agent: string, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }) => forward(agent, o))
 
   program
     .command('sessions')

@@ -29,9 +29,16 @@ export interface PlannedFile {
 
 /** The environment variables a Claude Code http hook may put in its headers. */
 export const HOOK_ENV = ['SERVICE_TOKEN', 'MUSTER_AGENT', 'MUSTER_PROJECT'] as const
-const CLAUDE_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'] as const
+const CLAUDE_EVENTS = ['SessionStart', 'PreToolUse', 'PermissionRequest', 'PostToolUse', 'UserPromptSubmit', 'Notification', 'Stop', 'SessionEnd'] as const
 // Codex has no SessionEnd hook: its instances go stale and are released by the liveness check.
-const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop'] as const
+const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PermissionRequest', 'PostToolUse', 'UserPromptSubmit', 'Stop'] as const
+/**
+ * A PermissionRequest's answer waits for a person in Muster (docs/api/approvals.md): this
+ * long, sent as X-Muster-Approval-Wait, and the hook's own timeout is longer, so the agent
+ * hears "expired" ({}: it asks at its terminal) rather than cutting the request off.
+ */
+export const APPROVAL_WAIT = '5m'
+const APPROVAL_HOOK_TIMEOUT_S = 5 * 60 + 30
 const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|MultiEdit|NotebookEdit', codex: 'apply_patch|Write|Edit' }
 const BEGIN = '<!-- muster:begin -->'
 const END = '<!-- muster:end -->'
@@ -52,9 +59,12 @@ const isOurs = (h: Hook) =>
 const COMMAND_ONLY = new Set(['SessionStart', 'SessionEnd'])
 
 function ourHook(o: InitOptions, event: string): Hook {
+  const approval = event === 'PermissionRequest'
+  const timeout = approval ? APPROVAL_HOOK_TIMEOUT_S : 10
   if (o.agent === 'codex' || COMMAND_ONLY.has(event)) {
     const reserve = o.reserve ? ` --reserve ${o.reserve}` : ''
-    return { type: 'command', command: `muster hook ${o.agent} --server ${o.server}${reserve}`, timeout: 10 }
+    const wait = approval ? ` --approval-wait ${APPROVAL_WAIT}` : ''
+    return { type: 'command', command: `muster hook ${o.agent} --server ${o.server}${reserve}${wait}`, timeout }
   }
   const headers: Record<string, string> = {
     Authorization: 'Bearer $SERVICE_TOKEN',
@@ -62,7 +72,8 @@ function ourHook(o: InitOptions, event: string): Hook {
     'X-Muster-Project': '$MUSTER_PROJECT',
   }
   if (o.reserve) headers['X-Muster-Reserve'] = o.reserve
-  return { type: 'http', url: `${o.server}/api/hooks/claude-code`, headers, allowedEnvVars: [...HOOK_ENV], timeout: 10 }
+  if (approval) headers['X-Muster-Approval-Wait'] = APPROVAL_WAIT
+  return { type: 'http', url: `${o.server}/api/hooks/claude-code`, headers, allowedEnvVars: [...HOOK_ENV], timeout }
 }
 
 /** `settings.hooks` with our entries replaced (other groups and hooks kept where they are). */
