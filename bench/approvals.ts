@@ -44,7 +44,7 @@ async function run(holder: string, decider: string): Promise<number[]> {
   for (let i = 0; i < sessions.length; i += 50) await Promise.all(sessions.slice(i, i + 50).map(async (s) => held.set(s, await hold(holder, s))))
   let pending: { id: string; session_id: string }[] = []
   for (let tries = 0; pending.length < sessions.length && tries < 200; tries++) {
-    pending = await jsonCall(`${decider}/api/approvals?status=pending&limit=1000`)
+    pending = await jsonCall(`${decider}/api/approvals?status=pending&limit=1000`, 'GET')
     if (pending.length < sessions.length) await Bun.sleep(50)
   }
   if (pending.length < sessions.length) throw new Error(`only ${pending.length} of ${sessions.length} requests are pending`)

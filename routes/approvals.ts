@@ -85,6 +85,7 @@ export function approvalsRoutes(ctx: Ctx) {
       audit: 'approval.decide',
       detail: {
         summary: 'Allow or deny a pending request (admin): its held hook is answered at once, on whichever replica holds it',
+        operationId: 'decideApproval',
         description: '409 when it is not pending (its status named) or is a "needs input" notice.',
         tags: ['approvals'],
       },
@@ -96,7 +97,7 @@ export function approvalsRoutes(ctx: Ctx) {
       ),
       response: { 200: t.Object({ decided: t.Array(ApprovalSchema), skipped: t.Array(t.Object({ id: t.String(), status: t.String({ description: 'its status, or not_found' }) })) }) },
       audit: 'approval.decide',
-      detail: { summary: 'Decide several pending requests at once (admin)', tags: ['approvals'] },
+      detail: { summary: 'Decide several pending requests at once (admin)', operationId: 'decideApprovals', tags: ['approvals'] },
     })
     .post(
       '/api/approval-rules',

@@ -290,6 +290,21 @@ export async function withdrawInputs(ctx: Ctx, sessionId: string): Promise<void>
   })
 }
 
+/**
+ * Expires the pending requests whose wait ended more than OVERDUE_GRACE_MS ago: their
+ * holder went away (a replica stopped or crashed) without ending them. The holder of a
+ * live request ends it itself at expires_at. Returns how many.
+ */
+export async function expireOverdue(ctx: Ctx): Promise<number> {
+  const before = new Date(Date.now() - OVERDUE_GRACE_MS).toISOString()
+  return ctx.store.write(async (tx) => {
+    let n = 0
+    for (const id of await tx.approvals.overdue(before, 500)) if (await settle(tx, id, { status: 'expired', at: nowIso() })) n++
+    return n
+  })
+}
+export const OVERDUE_GRACE_MS = 5000
+
 // ---- decisions -------------------------------------------------------------------
 
 export interface DecisionInput {

@@ -61,6 +61,8 @@ export interface ApprovalsWrites {
   settle(id: string, o: Outcome): Promise<Approval | null>
   /** The session's pending "needs input" approvals. */
   pendingInputs(sessionId: string): Promise<string[]>
+  /** Pending requests whose wait ended before `before` (their holder went away), at most `limit`. */
+  overdue(before: string, limit: number): Promise<string[]>
   rules(): Promise<ApprovalRule[]>
   addRule(r: ApprovalRule): Promise<void>
   /** False when unknown. */
@@ -93,6 +95,7 @@ const SETTLE = stmt<Row>(
 )
 const PENDING_INPUTS = stmt<{ id: string }>(`SELECT id FROM approvals WHERE session_id = ? AND status = 'pending' AND kind = 'input'`)
 const HAS_PENDING_INPUT = stmt<{ one: number }>(`SELECT 1 AS one FROM approvals WHERE session_id = ? AND status = 'pending' AND kind = 'input' LIMIT 1`)
+const OVERDUE = stmt<{ id: string }>(`SELECT id FROM approvals WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?`)
 const RULES = stmt<ApprovalRule>(`SELECT ${RULE_COLUMNS} FROM approval_rules ORDER BY created_at, id`)
 const ADD_RULE = stmt(`INSERT INTO approval_rules (${RULE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 const DELETE_RULE = stmt('DELETE FROM approval_rules WHERE id = ?')
@@ -125,6 +128,7 @@ export function approvalsWrites(w: Runner): ApprovalsWrites {
     },
     settle: async (id, o) => fromRow(await w.get(SETTLE, o.status, o.rule_id ?? null, o.decided_by ?? null, o.message ?? null, o.at, id)),
     pendingInputs: async (sessionId) => (await w.all(PENDING_INPUTS, sessionId)).map((r) => r.id),
+    overdue: async (before, limit) => (await w.all(OVERDUE, before, limit)).map((r) => r.id),
     rules: () => w.all(RULES),
     addRule: async (r) => void (await w.run(ADD_RULE, r.id, r.tool, r.match, r.agents, r.decision, r.message, r.created_at)),
     deleteRule: async (id) => (await w.run(DELETE_RULE, id)) > 0,

@@ -46,7 +46,7 @@ const recordNotifications = () => {
   window.Notification = Recorded
 }
 
-const open = (path: string) => openPage(browser, s.dashboard + path, { token: TOKEN, prepare: (p) => p.addInitScript(recordNotifications) })
+const open = (path: string) => openPage(browser, s.dashboard + path, { token: TOKEN, prepare: async (p) => void (await p.addInitScript(recordNotifications)) })
 
 describe('approvals page', () => {
   test('a request appears live with a notification; "a" allows it and the held hook answers allow', async () => {

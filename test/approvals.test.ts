@@ -3,7 +3,7 @@
 // an agent that hangs up withdraws it; decisions, batches, "remember", needs input,
 // roles, events and audit. On both backends (the suite's PostgreSQL run).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { call, eventually, startServer, type TestServer } from './helpers'
+import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
 
 const ADMIN = 'approvals-admin-token'
 const admin = { authorization: `Bearer ${ADMIN}` }
@@ -128,10 +128,10 @@ describe('a held request', () => {
   test('several held at once, decided together: each hook answers; skipped ones name their status', async () => {
     const c = session()
     const answers = [1, 2, 3].map((i) => c.ask('Bash', { command: `echo ${i}` }))
-    const pending = await eventually(async () => {
+    const pending = (await eventually(async () => {
       const mine = (await list('?status=pending')).filter((a) => a.session_id === c.id)
       return mine.length === 3 && mine
-    })
+    })) as any[]
     const first = pending.find((a: any) => a.summary === 'echo 1')
     await decide(first.id, { behavior: 'deny' })
     const r = await call(s.api, 'POST', '/api/approvals/decision', { ids: pending.map((a: any) => a.id).concat('nope'), behavior: 'allow', message: 'go' }, admin)
@@ -274,4 +274,30 @@ describe('needs input', () => {
     expect((await list()).filter((x) => x.session_id === c.id).length).toBe(1)
     expect((await events('approval.withdrawn')).some((e) => e.data.id === a.id)).toBe(true)
   })
+})
+
+describe('a holder that went away', () => {
+  test('a request whose server was killed while holding it is expired after its wait, with its event', async () => {
+    const dataDir = tempDir('muster-approvals-killed-')
+    const first = await startServer({ dataDir })
+    const sessionId = crypto.randomUUID()
+    const held = fetch(`${first.api}/api/hooks/claude-code`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-muster-approval-wait': '1s' },
+      body: JSON.stringify({ session_id: sessionId, hook_event_name: 'PermissionRequest', cwd: '/tmp/shop', tool_name: 'Bash', tool_input: { command: 'make' } }),
+    }).catch(() => 'cut')
+    const a = await eventually(async () => ((await call(first.api, 'GET', '/api/approvals?status=pending')).body as any[]).find((x) => x.session_id === sessionId))
+    await first.kill()
+    expect(await held).toBe('cut')
+    const second = await startServer({ dataDir })
+    try {
+      expect((await call(second.api, 'GET', `/api/approvals/${a.id}`)).body.status).toBe('pending')
+      // past expires_at and the grace, the leader's job expires it
+      await eventually(async () => (await call(second.api, 'GET', `/api/approvals/${a.id}`)).body.status === 'expired', 15_000, 200)
+      const events = (await call(second.api, 'GET', '/api/events/history?topic=approval.expired&after_id=0&last=100')).body as any[]
+      expect(events.some((e) => e.data.id === a.id)).toBe(true)
+    } finally {
+      await second.cleanup()
+    }
+  }, 30_000)
 })
