@@ -120,11 +120,12 @@ const describeRule = (r: ApprovalRule) => `${r.decision} tool ${r.tool}, agents 
 
 /** POST /api/approval-rules: 201's body. */
 export function createRule(ctx: Ctx, scope: AuditScope | undefined, input: RuleInput): Promise<ApprovalRule> {
+  if (input.decision !== 'allow' && input.decision !== 'deny') throw invalid('invalid decision: expected "allow" or "deny"')
   const r = {
     tool: globField('tool', input.tool),
     match: globField('match', input.match),
     agents: globField('agents', input.agents),
-    decision: (input.decision === 'allow' || input.decision === 'deny' ? input.decision : raise('invalid decision: expected "allow" or "deny"')) as Behavior,
+    decision: input.decision as Behavior,
     message: messageField(input.message),
   }
   return ctx.store.write(async (tx) => {
@@ -132,9 +133,6 @@ export function createRule(ctx: Ctx, scope: AuditScope | undefined, input: RuleI
     await recordAudit(tx, scope, `${rule.id}: ${describeRule(rule)}`)
     return rule
   })
-}
-const raise = (message: string): never => {
-  throw invalid(message)
 }
 
 /** DELETE /api/approval-rules/{id}: 404 when unknown. */
