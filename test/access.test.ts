@@ -198,6 +198,14 @@ describe('agent', () => {
       ['DELETE', '/api/contracts/p/c'],
       ['DELETE', '/api/specs/p/s'],
       ['POST', '/api/compliance/run'],
+      ['POST', '/api/approvals/x/decision', { behavior: 'allow' }],
+      ['POST', '/api/approvals/decision', { ids: ['x'], behavior: 'allow' }],
+      ['POST', '/api/approval-rules', { decision: 'allow' }],
+      ['DELETE', '/api/approval-rules/x'],
+      // the router serves a path with a trailing slash as the one without: so is its role decided
+      ['DELETE', '/api/tokens/x/'],
+      ['POST', '/api/compliance/run/'],
+      ['POST', '/api/approval-rules/', { decision: 'allow' }],
     ]
     for (const [method, path, body] of calls) {
       const r = await call(s.api, method, path, body, bearer(a.token))
@@ -205,6 +213,7 @@ describe('agent', () => {
     }
     expect((await call(s.api, 'GET', '/api/webhooks', undefined, admin)).body).toEqual([])
     expect((await call(s.api, 'GET', '/api/templates', undefined, admin)).body).toEqual([])
+    expect((await call(s.api, 'GET', '/api/approval-rules', undefined, admin)).body).toEqual([])
   })
 
   test('force is the admin token’s alone', async () => {
