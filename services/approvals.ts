@@ -30,15 +30,40 @@ const SOURCE = 'approvals'
 /** Topics whose event ends a held request (each carries the approval's id). */
 const ENDING = new Set(['approval.decided', 'approval.expired', 'approval.withdrawn'])
 
-/** Held hook answers by approval id, woken by the events that end them, whichever replica committed them. */
-export function approvalWaiters(bus: Bus, shutdown: AbortSignal): Waiters {
-  const waiters = new Waiters(shutdown)
-  bus.listen((event) => {
-    if (!ENDING.has(event.topic)) return
-    const id = (event.data as { id?: unknown }).id
-    if (typeof id === 'string') waiters.wake(id)
-  })
-  return waiters
+/**
+ * What each server keeps for approvals: the held hook answers by approval id, woken by the
+ * events that end them whichever replica committed them; and which sessions have a pending
+ * "needs input" notice, so a hook event of any other session (nearly all) ends none without
+ * a read. Both follow the bus. The sessions are read once on first use (notices made before
+ * this process started); a notice made on another replica is known once its event arrives.
+ */
+export class ApprovalsMemory {
+  readonly waiters: Waiters
+  private inputs = new Set<string>()
+  private loaded: Promise<void> | null = null
+
+  constructor(bus: Bus, shutdown: AbortSignal) {
+    this.waiters = new Waiters(shutdown)
+    bus.listen((event) => {
+      if (!event.topic.startsWith('approval.')) return
+      const data = event.data as { id?: unknown; kind?: unknown; status?: unknown; session_id?: unknown }
+      if (ENDING.has(event.topic) && typeof data.id === 'string') this.waiters.wake(data.id)
+      if (event.topic === 'approval.requested' && data.kind === 'input' && data.status === 'pending' && typeof data.session_id === 'string')
+        this.inputs.add(data.session_id)
+    })
+  }
+
+  /** Whether `sessionId` may have a pending "needs input" notice (a false yes costs one read). */
+  async mayWaitForInput(ctx: Ctx, sessionId: string): Promise<boolean> {
+    this.loaded ??= ctx.store.approvals.pendingInputSessions().then((ids) => ids.forEach((id) => this.inputs.add(id)))
+    await this.loaded
+    return this.inputs.has(sessionId)
+  }
+
+  /** The session's notices were ended (or there were none). */
+  inputsEnded(sessionId: string): void {
+    this.inputs.delete(sessionId)
+  }
 }
 
 /** X-Muster-Approval-Wait: how long a PermissionRequest's answer may wait (400 outside 1s … 10m). */
@@ -224,7 +249,7 @@ export async function requestPermission(ctx: Ctx, agent: HookAgent, event: HookE
   const tool = typeof event.tool_name === 'string' ? event.tool_name : ''
   const summary = summaryOf(event.tool_input)
   const id = crypto.randomUUID()
-  const wait = ctx.approvalWaiters.wait(id, waitMs)
+  const wait = ctx.approvals.waiters.wait(id, waitMs)
   const { approval, beat } = await ctx.store.write(async (tx) => {
     const session = await openSession(tx, agent, event, headers)
     const a = newApproval(id, session, agent, 'permission', tool, event.tool_input, summary, waitMs)
@@ -280,12 +305,13 @@ export async function noteNotification(tx: Tx, agent: HookAgent, session: Sessio
   await tx.emit('approval.requested', announced(a), SOURCE)
 }
 
-/** Any event of a session ends its pending "needs input" (withdrawn): the agent went on. One indexed read when there is none. */
+/** Any event of a session ends its pending "needs input" (withdrawn): the agent went on. Nothing to read for a session without one. */
 export async function withdrawInputs(ctx: Ctx, sessionId: string): Promise<void> {
-  if (!(await ctx.store.approvals.hasPendingInput(sessionId))) return
+  if (!(await ctx.approvals.mayWaitForInput(ctx, sessionId))) return
   await ctx.store.write(async (tx) => {
     for (const id of await tx.approvals.pendingInputs(sessionId)) await settle(tx, id, { status: 'withdrawn', at: nowIso() })
   })
+  ctx.approvals.inputsEnded(sessionId)
 }
 
 /**

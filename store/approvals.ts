@@ -73,8 +73,8 @@ export interface ApprovalsStore {
   get(id: string): Promise<Approval | null>
   /** Newest first. */
   list(f: ApprovalFilter): Promise<Approval[]>
-  /** Whether the session has a pending "needs input" approval (read on every hook event). */
-  hasPendingInput(sessionId: string): Promise<boolean>
+  /** The sessions that have a pending "needs input" approval. */
+  pendingInputSessions(): Promise<string[]>
   /** Oldest first. */
   rules(): Promise<ApprovalRule[]>
 }
@@ -94,7 +94,7 @@ const SETTLE = stmt<Row>(
   `UPDATE approvals SET status = ?, rule_id = ?, decided_by = ?, message = ?, decided_at = ? WHERE id = ? AND status = 'pending' RETURNING ${COLUMNS}`,
 )
 const PENDING_INPUTS = stmt<{ id: string }>(`SELECT id FROM approvals WHERE session_id = ? AND status = 'pending' AND kind = 'input'`)
-const HAS_PENDING_INPUT = stmt<{ one: number }>(`SELECT 1 AS one FROM approvals WHERE session_id = ? AND status = 'pending' AND kind = 'input' LIMIT 1`)
+const PENDING_INPUT_SESSIONS = stmt<{ session_id: string }>(`SELECT DISTINCT session_id FROM approvals WHERE status = 'pending' AND kind = 'input'`)
 const OVERDUE = stmt<{ id: string }>(`SELECT id FROM approvals WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?`)
 const RULES = stmt<ApprovalRule>(`SELECT ${RULE_COLUMNS} FROM approval_rules ORDER BY created_at, id`)
 const ADD_RULE = stmt(`INSERT INTO approval_rules (${RULE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`)
@@ -142,7 +142,7 @@ export function approvalsStore(r: Runner): ApprovalsStore {
       const args = [f.status, f.name].filter((v): v is string => v !== undefined)
       return (await r.all(listStmt(f), ...args, f.limit)).map((row) => fromRow(row)!)
     },
-    hasPendingInput: async (sessionId) => (await r.get(HAS_PENDING_INPUT, sessionId)) !== null,
+    pendingInputSessions: async () => (await r.all(PENDING_INPUT_SESSIONS)).map((x) => x.session_id),
     rules: () => r.all(RULES),
   }
 }

@@ -277,7 +277,7 @@ describe('needs input', () => {
 })
 
 describe('a holder that went away', () => {
-  test('a request whose server was killed while holding it is expired after its wait, with its event', async () => {
+  test('a request whose server was killed while holding it is expired after its wait; a notice from before still ends', async () => {
     const dataDir = tempDir('muster-approvals-killed-')
     const first = await startServer({ dataDir })
     const sessionId = crypto.randomUUID()
@@ -287,11 +287,20 @@ describe('a holder that went away', () => {
       body: JSON.stringify({ session_id: sessionId, hook_event_name: 'PermissionRequest', cwd: '/tmp/shop', tool_name: 'Bash', tool_input: { command: 'make' } }),
     }).catch(() => 'cut')
     const a = await eventually(async () => ((await call(first.api, 'GET', '/api/approvals?status=pending')).body as any[]).find((x) => x.session_id === sessionId))
+    // and a "needs input" notice of another session, from before the restart
+    const idle = crypto.randomUUID()
+    const hookEvent = (api: string, event: Record<string, unknown>) =>
+      call(api, 'POST', '/api/hooks/claude-code', { session_id: idle, cwd: '/tmp/shop', ...event })
+    expect((await hookEvent(first.api, { hook_event_name: 'Notification', message: 'Claude is waiting for your input', notification_type: 'idle_prompt' })).status).toBe(200)
+    const notice = ((await call(first.api, 'GET', '/api/approvals?status=pending')).body as any[]).find((x) => x.session_id === idle)
     await first.kill()
     expect(await held).toBe('cut')
     const second = await startServer({ dataDir })
     try {
       expect((await call(second.api, 'GET', `/api/approvals/${a.id}`)).body.status).toBe('pending')
+      // the session's next event, on the restarted server, withdraws the notice
+      expect((await hookEvent(second.api, { hook_event_name: 'UserPromptSubmit', prompt: 'go on' })).status).toBe(200)
+      expect((await call(second.api, 'GET', `/api/approvals/${notice.id}`)).body.status).toBe('withdrawn')
       // past expires_at and the grace, the leader's job expires it
       await eventually(async () => (await call(second.api, 'GET', `/api/approvals/${a.id}`)).body.status === 'expired', 15_000, 200)
       const events = (await call(second.api, 'GET', '/api/events/history?topic=approval.expired&after_id=0&last=100')).body as any[]
