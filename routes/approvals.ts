@@ -3,20 +3,8 @@
 // The requests themselves come in through the hook endpoint (routes/hooks.ts).
 import { t } from 'elysia'
 import type { Ctx } from '../services/context'
-import {
-  BATCH_MAX,
-  LIST_DEFAULT,
-  LIST_MAX,
-  MESSAGE_MAX,
-  STATUSES,
-  createRule,
-  decideApproval,
-  decideMany,
-  deleteRule,
-  getApproval,
-  listApprovals,
-  listRules,
-} from '../services/approvals'
+import { BATCH_MAX, LIST_DEFAULT, LIST_MAX, STATUSES, decideApproval, decideMany, getApproval, listApprovals } from '../services/approval-decisions'
+import { MESSAGE_MAX, createRule, deleteRule, listRules } from '../services/approval-rules'
 import { audited } from '../http/audit'
 import { IdParams, IntQuery, Nullable, checks } from '../http/models'
 

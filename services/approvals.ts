@@ -1,31 +1,25 @@
 // Approvals (oversight.md): an agent's PermissionRequest hook becomes one row a person
-// decides from the dashboard, the CLI or a phone; rules decide first (deny wins). The
-// hook's answer is held until the committing decision's `approval.decided` event reaches
-// this replica (through the bus: on PostgreSQL every replica's feed carries it), until the
-// wait runs out (expired: `{}`, the agent asks at its terminal) or until the agent hangs
-// up (withdrawn). No polling: one waiter per held request, woken by the event.
+// decides from the dashboard, the CLI or a phone; rules decide first (deny wins,
+// services/approval-rules.ts). The hook's answer is held until the committing decision's
+// `approval.decided` event reaches this replica (through the bus: on PostgreSQL every
+// replica's feed carries it), until the wait runs out (expired: `{}`, the agent asks at its
+// terminal) or until the agent hangs up (withdrawn). No polling: one waiter per held
+// request, woken by the event. Decisions: services/approval-decisions.ts.
 import type { Ctx } from './context'
 import type { Bus } from './bus'
 import type { Tx } from '../store'
-import type { Approval, ApprovalRule, ApprovalStatus, Outcome } from '../store/approvals'
+import type { Approval, Outcome } from '../store/approvals'
 import type { HookAgent } from '../store/sessions'
 import { Waiters } from '../lib/waiters'
-import { conflict, invalid, notFound } from '../lib/errors'
-import { formatDuration, nowIso, parseDuration } from '../lib/time'
-import { recordAudit, type AuditScope } from './audit'
+import { invalid } from '../lib/errors'
+import { nowIso, parseDuration } from '../lib/time'
 import { openSession, type HookEvent, type HookHeaders, type Session } from './hook-session'
+import { ruleFor } from './approval-rules'
 
 export const WAIT_DEFAULT_MS = 5 * 60_000
 export const WAIT_MAX_MS = 10 * 60_000
 export const SUMMARY_MAX = 500
 export const INPUT_MAX = 16 * 1024
-export const MESSAGE_MAX = 2000
-export const LIST_DEFAULT = 100
-export const LIST_MAX = 1000
-export const BATCH_MAX = 1000
-export const STATUSES: readonly ApprovalStatus[] = ['pending', 'allowed', 'denied', 'expired', 'withdrawn']
-export const BEHAVIORS = ['allow', 'deny'] as const
-export type Behavior = (typeof BEHAVIORS)[number]
 const SOURCE = 'approvals'
 /** Topics whose event ends a held request (each carries the approval's id). */
 const ENDING = new Set(['approval.decided', 'approval.expired', 'approval.withdrawn'])
@@ -75,102 +69,6 @@ export function approvalWait(header: string | null): number | undefined {
   return ms
 }
 
-// ---- rules -----------------------------------------------------------------------
-
-const globCache = new Map<string, RegExp>()
-
-/** A rule's glob: `*` any run of characters (slashes and spaces too), `?` one, `\` makes the next one literal. */
-export function globMatches(pattern: string, text: string): boolean {
-  if (pattern === '*') return true
-  let re = globCache.get(pattern)
-  if (!re) {
-    let src = ''
-    for (let i = 0; i < pattern.length; i++) {
-      const c = pattern[i]
-      if (c === '\\' && i + 1 < pattern.length) src += escapeRe(pattern[++i])
-      else if (c === '*') src += '[\\s\\S]*'
-      else if (c === '?') src += '[\\s\\S]'
-      else src += escapeRe(c)
-    }
-    re = new RegExp(`^${src}$`)
-    if (globCache.size > 1024) globCache.clear()
-    globCache.set(pattern, re)
-  }
-  return re.test(text)
-}
-const escapeRe = (c: string) => c.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')
-/** `text` as a glob matching itself only (a remembered decision's summary). */
-const literalGlob = (text: string) => text.replace(/[\\*?]/g, '\\$&')
-
-/** The rule that decides a request: any matching deny beats every allow; null when none matches. */
-export function ruleFor(rules: readonly ApprovalRule[], tool: string, name: string, summary: string): ApprovalRule | null {
-  let allow: ApprovalRule | null = null
-  for (const r of rules) {
-    if (!globMatches(r.tool, tool) || !globMatches(r.agents, name) || !globMatches(r.match, summary)) continue
-    if (r.decision === 'deny') return r
-    allow ??= r
-  }
-  return allow
-}
-
-export interface RuleInput {
-  tool?: unknown
-  match?: unknown
-  agents?: unknown
-  decision?: unknown
-  message?: unknown
-}
-
-const globField = (name: string, v: unknown): string => {
-  if (v === undefined || v === null) return '*'
-  if (typeof v !== 'string' || v === '' || v.length > 1000) throw invalid(`invalid ${name}: expected a glob of 1 to 1000 characters (default *)`)
-  return v
-}
-const messageField = (v: unknown): string | null => {
-  if (v === undefined || v === null || v === '') return null
-  if (typeof v !== 'string' || v.length > MESSAGE_MAX) throw invalid(`invalid message: expected at most ${MESSAGE_MAX} characters`)
-  return v
-}
-const behaviorField = (v: unknown): Behavior => {
-  if (v !== 'allow' && v !== 'deny') throw invalid('invalid behavior: expected "allow" or "deny"')
-  return v
-}
-
-async function addRule(tx: Tx, r: Omit<ApprovalRule, 'id' | 'created_at'>): Promise<ApprovalRule> {
-  const rule: ApprovalRule = { id: crypto.randomUUID(), ...r, created_at: nowIso() }
-  await tx.approvals.addRule(rule)
-  return rule
-}
-const describeRule = (r: ApprovalRule) => `${r.decision} tool ${r.tool}, agents ${r.agents}, match ${r.match}`
-
-/** POST /api/approval-rules: 201's body. */
-export function createRule(ctx: Ctx, scope: AuditScope | undefined, input: RuleInput): Promise<ApprovalRule> {
-  if (input.decision !== 'allow' && input.decision !== 'deny') throw invalid('invalid decision: expected "allow" or "deny"')
-  const r = {
-    tool: globField('tool', input.tool),
-    match: globField('match', input.match),
-    agents: globField('agents', input.agents),
-    decision: input.decision as Behavior,
-    message: messageField(input.message),
-  }
-  return ctx.store.write(async (tx) => {
-    const rule = await addRule(tx, r)
-    await recordAudit(tx, scope, `${rule.id}: ${describeRule(rule)}`)
-    return rule
-  })
-}
-
-/** DELETE /api/approval-rules/{id}: 404 when unknown. */
-export function deleteRule(ctx: Ctx, scope: AuditScope | undefined, id: string): Promise<void> {
-  return ctx.store.write(async (tx) => {
-    if (!(await tx.approvals.deleteRule(id))) throw notFound(`approval rule ${id} not found`)
-    await recordAudit(tx, scope, id)
-  })
-}
-
-export const listRules = (ctx: Ctx) => ctx.store.approvals.rules()
-
-// ---- requests --------------------------------------------------------------------
 
 /** What a person reads first: the command for shell tools, else the file path, else the input as compact JSON. */
 export function summaryOf(input: unknown): string {
@@ -230,7 +128,7 @@ export function hookAnswer(a: Approval): Record<string, unknown> {
 }
 
 /** Ends a pending approval in `tx` with its event; null when it was no longer pending. */
-async function settle(tx: Tx, id: string, o: Outcome): Promise<Approval | null> {
+export async function settle(tx: Tx, id: string, o: Outcome): Promise<Approval | null> {
   const done = await tx.approvals.settle(id, o)
   if (!done) return null
   if (o.status === 'allowed' || o.status === 'denied')
@@ -328,104 +226,3 @@ export async function expireOverdue(ctx: Ctx): Promise<number> {
   })
 }
 export const OVERDUE_GRACE_MS = 5000
-
-// ---- decisions -------------------------------------------------------------------
-
-export interface DecisionInput {
-  behavior?: unknown
-  message?: unknown
-  remember?: unknown
-}
-
-/** Why `a` cannot be decided now, or null. A pending request whose holder went away (its wait long over) expires here. */
-function refusal(a: Approval): string | null {
-  if (a.kind === 'input') return `approval ${a.id} is a "needs input" notice from ${a.name}: it cannot be allowed or denied; send the agent a message instead`
-  if (a.status !== 'pending') return `approval ${a.id} is ${a.status}${a.decided_by ? ` (by ${a.decided_by})` : ''}: only a pending one can be decided`
-  return null
-}
-const overdue = (a: Approval) => a.status === 'pending' && a.expires_at !== null && Date.parse(a.expires_at) + 1000 < Date.now()
-
-/** Decides one pending approval in `tx`: the approval, or why not. */
-async function decideIn(tx: Tx, id: string, behavior: Behavior, message: string | null, by: string): Promise<{ decided: Approval } | { status: string; why: string }> {
-  let a = await tx.approvals.get(id)
-  if (!a) return { status: 'not_found', why: `approval ${id} not found` }
-  if (overdue(a)) a = (await settle(tx, id, { status: 'expired', at: nowIso() })) ?? a
-  const why = refusal(a)
-  if (why) return { status: a.status, why }
-  const decided = await settle(tx, id, { status: behavior === 'allow' ? 'allowed' : 'denied', decided_by: by, message, at: nowIso() })
-  return decided ? { decided } : { status: 'decided', why: `approval ${id} was decided meanwhile` }
-}
-
-/** POST /api/approvals/{id}/decision. 404 unknown, 409 not pending (its status named), 400 another behavior. */
-export async function decideApproval(ctx: Ctx, scope: AuditScope | undefined, id: string, input: DecisionInput): Promise<Approval> {
-  const behavior = behaviorField(input.behavior)
-  const message = messageField(input.message)
-  if (input.remember !== undefined && typeof input.remember !== 'boolean') throw invalid('invalid remember: expected true or false')
-  const by = scope?.actor ?? 'anonymous'
-  // An overdue request expires in the unit even though the answer is 409: the unit returns, then the error is thrown.
-  const r = await ctx.store.write(async (tx) => {
-    const r = await decideIn(tx, id, behavior, message, by)
-    if (!('decided' in r)) return r
-    const a = r.decided
-    let detail = `${behavior} ${a.id} (${a.name}: ${a.tool} ${a.summary.slice(0, 200)})`
-    if (input.remember === true) {
-      const rule = await addRule(tx, { tool: literalGlob(a.tool), agents: literalGlob(a.name), match: literalGlob(a.summary), decision: behavior, message })
-      await tx.audit.append({ actor: by, action: 'approval.rule.create', resource: `approval-rules/${rule.id}`, detail: describeRule(rule), outcome: 'success' })
-      detail += `, remembered as rule ${rule.id}`
-    }
-    await recordAudit(tx, scope, detail)
-    return r
-  })
-  if ('decided' in r) return r.decided
-  if (r.status === 'not_found') throw notFound(r.why)
-  throw conflict(r.why, { status: r.status })
-}
-
-export interface BatchInput extends DecisionInput {
-  ids?: unknown
-}
-
-/** POST /api/approvals/decision: each pending one decided, the others skipped with their status. */
-export async function decideMany(ctx: Ctx, scope: AuditScope | undefined, input: BatchInput) {
-  const ids = input.ids
-  if (!Array.isArray(ids) || ids.length === 0 || ids.length > BATCH_MAX || !ids.every((i) => typeof i === 'string' && i !== ''))
-    throw invalid(`invalid ids: expected 1 to ${BATCH_MAX} approval ids`)
-  const behavior = behaviorField(input.behavior)
-  const message = messageField(input.message)
-  const by = scope?.actor ?? 'anonymous'
-  return ctx.store.write(async (tx) => {
-    const decided: Approval[] = []
-    const skipped: { id: string; status: string }[] = []
-    for (const id of new Set(ids as string[])) {
-      const r = await decideIn(tx, id, behavior, message, by)
-      if ('decided' in r) decided.push(r.decided)
-      else skipped.push({ id, status: r.status })
-    }
-    await recordAudit(tx, scope, `${behavior} ${decided.length}: ${decided.map((a) => a.id).join(', ')}${skipped.length ? `; skipped ${skipped.length}` : ''}`)
-    return { decided, skipped }
-  })
-}
-
-// ---- reads -----------------------------------------------------------------------
-
-export interface ListInput {
-  status?: string
-  name?: string
-  limit?: string | number
-}
-
-export function listApprovals(ctx: Ctx, q: ListInput): Promise<Approval[]> {
-  const limit = q.limit === undefined ? LIST_DEFAULT : Number(q.limit)
-  if (!Number.isInteger(limit) || limit < 1 || limit > LIST_MAX) throw invalid(`invalid limit: expected an integer from 1 to ${LIST_MAX}`)
-  if (q.status !== undefined && !STATUSES.includes(q.status as ApprovalStatus)) throw invalid(`invalid status: expected one of ${STATUSES.join(', ')}`)
-  return ctx.store.approvals.list({ status: q.status as ApprovalStatus | undefined, name: q.name || undefined, limit })
-}
-
-export async function getApproval(ctx: Ctx, id: string): Promise<Approval> {
-  const a = await ctx.store.approvals.get(id)
-  if (!a) throw notFound(`approval ${id} not found`)
-  return a
-}
-
-/** For the wait header's description and `muster init`. */
-export const WAIT_DEFAULT = formatDuration(WAIT_DEFAULT_MS)
