@@ -49,7 +49,14 @@ export class ApprovalsMemory {
 
   /** Whether `sessionId` may have a pending "needs input" notice (a false yes costs one read). */
   async mayWaitForInput(ctx: Ctx, sessionId: string): Promise<boolean> {
-    this.loaded ??= ctx.store.approvals.pendingInputSessions().then((ids) => ids.forEach((id) => this.inputs.add(id)))
+    // A failed read (the database away) is tried again by the next event, not remembered.
+    this.loaded ??= ctx.store.approvals.pendingInputSessions().then(
+      (ids) => ids.forEach((id) => this.inputs.add(id)),
+      (err) => {
+        this.loaded = null
+        throw err
+      },
+    )
     await this.loaded
     return this.inputs.has(sessionId)
   }
