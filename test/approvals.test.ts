@@ -309,4 +309,26 @@ describe('a holder that went away', () => {
       await second.cleanup()
     }
   }, 30_000)
+
+  test('at shutdown a held request answers {} at once and is expired; the server exits without waiting for it', async () => {
+    const dataDir = tempDir('muster-approvals-stop-')
+    const first = await startServer({ dataDir })
+    const sessionId = crypto.randomUUID()
+    const held = fetch(`${first.api}/api/hooks/claude-code`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ session_id: sessionId, hook_event_name: 'PermissionRequest', cwd: '/tmp/shop', tool_name: 'Bash', tool_input: { command: 'make' } }),
+    }).then((r) => r.json())
+    const a = await eventually(async () => ((await call(first.api, 'GET', '/api/approvals?status=pending')).body as any[]).find((x) => x.session_id === sessionId))
+    const t0 = Date.now()
+    await first.stop()
+    expect(Date.now() - t0).toBeLessThan(3000)
+    expect(await held).toEqual({})
+    const second = await startServer({ dataDir })
+    try {
+      expect((await call(second.api, 'GET', `/api/approvals/${a.id}`)).body.status).toBe('expired')
+    } finally {
+      await second.cleanup()
+    }
+  }, 30_000)
 })
