@@ -62,21 +62,34 @@ async function run(holder: string, decider: string): Promise<number[]> {
   return times
 }
 
-const report = (label: string, times: number[]) =>
+function report(label: string, times: number[]) {
   console.log(
     `${label.padEnd(34)} p50 ${percentile(times, 50).toFixed(2)} ms   p99 ${percentile(times, 99).toFixed(2)} ms   max ${Math.max(...times).toFixed(2)} ms   (${times.length} decisions, ${WAITING}+ waiting; target p99 < 10 ms)`,
   )
+}
+
+/** What a durable write's round trip costs on its own in the same run: the floor under the figures. */
+async function floor(label: string, url: string) {
+  const puts: number[] = []
+  for (let i = 0; i < WAITING; i++) {
+    const t0 = performance.now()
+    await fetch(`${url}/api/state/bench/floor`, { method: 'PUT', body: JSON.stringify({ i }) }).then((x) => x.arrayBuffer())
+    puts.push(performance.now() - t0)
+  }
+  console.log(`${`${label}, a state PUT (the floor)`.padEnd(34)} p50 ${percentile(puts, 50).toFixed(2)} ms   p99 ${percentile(puts, 99).toFixed(2)} ms   max ${Math.max(...puts).toFixed(2)} ms`)
+}
 
 const m = await startMuster()
 try {
   await run(m.url, m.url) // warm-up
   report('SQLite', await run(m.url, m.url))
+  await floor('SQLite', m.url)
 } finally {
   await m.stop()
 }
 
 const pg = process.env.BENCH_PG === '0' ? null : await startPg()
-if (!pg) console.log('PostgreSQL: not installed, skipped')
+if (!pg) console.log(process.env.BENCH_PG === '0' ? 'PostgreSQL: skipped (BENCH_PG=0)' : 'PostgreSQL: not installed, skipped')
 else {
   try {
     const r = await pg.replicas(2)
@@ -84,6 +97,7 @@ else {
       await run(r.urls[0], r.urls[0])
       report('PostgreSQL, one replica', await run(r.urls[0], r.urls[0]))
       report('PostgreSQL, decided on A, held on B', await run(r.urls[1], r.urls[0]))
+      await floor('PostgreSQL', r.urls[0])
     } finally {
       await r.stop()
     }
