@@ -14,6 +14,7 @@ import { Waiters } from '../lib/waiters'
 import { invalid } from '../lib/errors'
 import { nowIso, parseDuration } from '../lib/time'
 import { openSession, type HookEvent, type HookHeaders, type Session } from './hook-session'
+import { throwIfEnded } from './credentials'
 import { ruleFor } from './approval-rules'
 
 export const WAIT_DEFAULT_MS = 5 * 60_000
@@ -154,7 +155,7 @@ export async function requestPermission(ctx: Ctx, agent: HookAgent, event: HookE
   const tool = typeof event.tool_name === 'string' ? event.tool_name : ''
   const summary = summaryOf(event.tool_input)
   const id = crypto.randomUUID()
-  const wait = ctx.approvals.waiters.wait(id, waitMs)
+  const wait = ctx.approvals.waiters.wait(id, waitMs, headers.until)
   const { approval, beat } = await ctx.store.write(async (tx) => {
     const session = await openSession(tx, agent, event, headers)
     const a = newApproval(id, session, agent, 'permission', tool, event.tool_input, summary, waitMs)
@@ -184,9 +185,10 @@ export async function requestPermission(ctx: Ctx, agent: HookAgent, event: HookE
       const now = await ctx.store.approvals.get(id)
       if (now && now.status !== 'pending') return hookAnswer(now)
     }
-    // Hung up, out of time, or the server stops: the approval ends here, unless a decision got in first.
-    const status = signal?.aborted ? 'withdrawn' : 'expired'
+    // Hung up, token ended, out of time, or the server stops: the approval ends here, unless a decision got in first.
+    const status = signal?.aborted || reason === 'ended' ? 'withdrawn' : 'expired'
     const ended = await ctx.store.write(async (tx) => (await settle(tx, id, { status, at: nowIso() })) ?? (await tx.approvals.get(id))!)
+    if (ended.status === 'withdrawn') throwIfEnded(headers.until)
     return hookAnswer(ended)
   } finally {
     signal?.removeEventListener('abort', hangUp)

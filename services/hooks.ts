@@ -20,6 +20,24 @@ export const HOOK_AGENTS: readonly HookAgent[] = ['claude-code', 'codex']
 
 export type HookAnswer = Record<string, unknown>
 
+/**
+ * Who a SessionStart or SessionEnd acted as, for `muster hook` on the agent's machine (sent
+ * as response headers, never in the answer the model reads): SessionStart gives the token
+ * the agent's shell commands act with; SessionEnd says whether the instance is held.
+ */
+export interface HookIdentity {
+  instanceId: string
+  name: string
+  sessionId: string
+  token?: string
+  held?: boolean
+}
+
+export interface HookResult {
+  answer: HookAnswer
+  identity?: HookIdentity
+}
+
 const context = (hookEventName: string, additionalContext: string) => ({ hookSpecificOutput: { hookEventName, additionalContext } })
 
 /** The root-relative files a PreToolUse writes (none for a tool that writes no files). */
@@ -54,14 +72,14 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
   return {}
 }
 
-export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<HookAnswer> {
+export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<HookResult> {
   const name = event.hook_event_name
   await assertSessionOwner(ctx, event.session_id, headers)
   // Approvals (services/approvals.ts): any event ends the session's "needs input"; a PermissionRequest waits for its decision.
   await withdrawInputs(ctx, event.session_id)
-  if (name === 'PermissionRequest') return requestPermission(ctx, agent, event, headers)
+  if (name === 'PermissionRequest') return { answer: await requestPermission(ctx, agent, event, headers) }
   const quick = await withoutWrites(ctx, event, headers)
-  if (quick) return quick
+  if (quick) return { answer: quick }
   if (name === 'SessionStart') {
     const { session, budget } = await ctx.store.write(async (tx) => {
       const session = await openSession(tx, agent, event, headers)
@@ -71,9 +89,12 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
       ctx.store.instances.list({}),
       ctx.store.reservations.list({ project: session.row.project }),
     ])
-    return context(name, finishBriefing(budget, session, { instances, reservations }))
+    const { row, instance } = session
+    const identity = { instanceId: instance.id, name: row.name, sessionId: row.session_id, token: row.token }
+    return { answer: context(name, finishBriefing(budget, session, { instances, reservations })), identity }
   }
   let beat: string | null = null
+  let identity: HookIdentity | undefined
   const answer = await ctx.store.write(async (tx): Promise<HookAnswer> => {
     const session = await openSession(tx, agent, event, headers)
     if (session.throttledBeat) beat = session.instance.id
@@ -95,9 +116,11 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
         const text = await newMessages(tx, session)
         return text ? { decision: 'block', reason: text } : {}
       }
-      case 'SessionEnd':
-        await endSession(ctx, tx, session)
+      case 'SessionEnd': {
+        const held = await endSession(ctx, tx, session, event.reason)
+        identity = { instanceId: session.instance.id, name: session.row.name, sessionId: session.row.session_id, held }
         return {}
+      }
       case 'Notification':
         await noteNotification(tx, agent, session, event)
         return {}
@@ -107,5 +130,5 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
   })
   // After the unit: a SessionEnd's instance is gone by then.
   if (beat && name !== 'SessionEnd') ctx.heartbeats.seen(ctx, beat)
-  return answer
+  return { answer, identity }
 }

@@ -186,7 +186,21 @@ export const PG_MIGRATIONS: string[] = [
   `
   DROP INDEX tasks_claim_requires;
   CREATE INDEX tasks_claim_requires ON tasks (queue, requires, priority DESC, id) WHERE status = 'ready';
-  `,  // As the SQLite schema's approvals migration.
+  `,
+  // As the SQLite schema's hook session hold.
+  `
+  ALTER TABLE hook_sessions ADD COLUMN held_until ${T};
+  CREATE INDEX hook_sessions_held ON hook_sessions (held_until) WHERE held_until IS NOT NULL;
+  `,
+  // As the SQLite schema's project settings, and its reservation index keyed anew.
+  `
+  CREATE TABLE project_settings (
+    project ${T} PRIMARY KEY, case_insensitive INTEGER NOT NULL DEFAULT 0, updated_at ${T} NOT NULL
+  );
+  DELETE FROM reservation_paths;
+  INSERT INTO reservation_paths (project, prefix, reservation_id) SELECT project, '', id FROM reservations;
+  `,
+  // As the SQLite schema's approvals migration.
   `
   CREATE TABLE approvals (
     id ${T} PRIMARY KEY, kind ${T} NOT NULL, agent ${T} NOT NULL, name ${T} NOT NULL, instance_id ${T} NOT NULL,

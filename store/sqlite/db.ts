@@ -267,9 +267,27 @@ export const MIGRATIONS: string[] = [
   `
   DROP INDEX tasks_claim_requires;
   CREATE INDEX tasks_claim_requires ON tasks (queue, requires, priority DESC, id) WHERE status = 'ready';
-  `,  // Approvals (oversight.md): agents' permission requests and "needs input" notices, and the
+  `,
+  // A hook session that ended by /clear or resume keeps its instance until held_until, for the
+  // next SessionStart of the same agent and root to take over (services/hook-session.ts).
+  `
+  ALTER TABLE hook_sessions ADD COLUMN held_until TEXT;
+  CREATE INDEX hook_sessions_held ON hook_sessions (held_until) WHERE held_until IS NOT NULL;
+  `,
+  // Project settings (store/projects.ts): case-insensitive path matching per project. The
+  // reservation index's prefixes are now folded (lib/path-prefix.ts: ASCII lower case, cut
+  // before a segment with any other character); rows keyed the old way are read as before
+  // the index, under '' (every check reads them), until their reservations end.
+  `
+  CREATE TABLE project_settings (
+    project TEXT PRIMARY KEY, case_insensitive INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL
+  );
+  DELETE FROM reservation_paths;
+  INSERT INTO reservation_paths (project, prefix, reservation_id) SELECT project, '', id FROM reservations;
+  `,
+  // Approvals (oversight.md): agents' permission requests and "needs input" notices, and the
   // rules that decide requests before a person is asked. Lists read newest first, by status
-  // or agent name; every hook event of a session looks up its pending "needs input".
+  // or agent name; a session's next hook event finds its pending "needs input" notice.
   `
   CREATE TABLE approvals (
     id TEXT PRIMARY KEY, kind TEXT NOT NULL, agent TEXT NOT NULL, name TEXT NOT NULL, instance_id TEXT NOT NULL,
