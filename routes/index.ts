@@ -27,6 +27,7 @@ import { hooksRoutes } from './hooks'
 import { messagesRoutes } from './messages'
 import { prometheusRoutes } from './prometheus'
 import { tokensRoutes } from './tokens'
+import { projectsRoutes } from './projects'
 import { approvalsRoutes } from './approvals'
 export { createDashboard } from './dashboard'
 
@@ -58,6 +59,7 @@ export function apiApp(ctx: Ctx) {
     messagesRoutes(ctx),
     prometheusRoutes(ctx),
     tokensRoutes(ctx),
+    projectsRoutes(ctx),
     approvalsRoutes(ctx),
   ]
   return createApi(ctx, routes, [...stateFastRoutes(ctx), ...locksFastRoutes(ctx), ...queueFastRoutes(ctx)])

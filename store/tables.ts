@@ -20,6 +20,7 @@ import { templatesStore, templatesWrites } from './templates'
 import { webhooksStore, webhooksWrites } from './webhooks'
 import { messagesStore, messagesWrites } from './messages'
 import { tokensStore, tokensWrites } from './tokens'
+import { projectsStore, projectsWrites } from './projects'
 import { approvalsStore, approvalsWrites } from './approvals'
 
 export interface Backend {
@@ -77,6 +78,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       reservations: reservationsStore(r, d),
       messages,
       sessions: sessionsStore(r),
+      projects: projectsStore(r),
       approvals: approvalsStore(r),
     },
     writes: {
@@ -98,6 +100,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       reservations: reservationsWrites(w, d),
       messages: messagesWrites(w, d, unit, messages.changed),
       sessions: sessionsWrites(w),
+      projects: projectsWrites(w),
       approvals: approvalsWrites(w),
     },
   }
