@@ -136,8 +136,8 @@ export function hookAnswer(a: Approval): Record<string, unknown> {
 }
 
 /** Ends a pending approval in `tx` with its event; null when it was no longer pending. */
-export async function settle(tx: Tx, id: string, o: Outcome): Promise<Approval | null> {
-  const done = await tx.approvals.settle(id, o)
+export async function settle(tx: Tx, id: string, o: Outcome, decidableFrom?: string): Promise<Approval | null> {
+  const done = await tx.approvals.settle(id, o, decidableFrom)
   if (!done) return null
   if (o.status === 'allowed' || o.status === 'denied')
     await tx.emit('approval.decided', { id, behavior: o.status === 'allowed' ? 'allow' : 'deny', decided_by: done.decided_by, rule_id: done.rule_id }, SOURCE)

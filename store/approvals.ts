@@ -57,8 +57,12 @@ export interface Outcome {
 export interface ApprovalsWrites {
   get(id: string): Promise<Approval | null>
   create(a: Approval): Promise<void>
-  /** Ends a pending approval; null when it was not pending (someone else ended it first). */
-  settle(id: string, o: Outcome): Promise<Approval | null>
+  /**
+   * Ends a pending approval; null when it was not pending (someone else ended it first).
+   * With `decidableFrom`, only a permission request whose wait had not ended before then: a
+   * decision in one statement, its refusals read only when it changed nothing.
+   */
+  settle(id: string, o: Outcome, decidableFrom?: string): Promise<Approval | null>
   /** The session's pending "needs input" approvals. */
   pendingInputs(sessionId: string): Promise<string[]>
   /** Pending requests whose wait ended before `before` (their holder went away), at most `limit`. */
@@ -93,6 +97,10 @@ const INSERT = stmt(`INSERT INTO approvals (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?
 const SETTLE = stmt<Row>(
   `UPDATE approvals SET status = ?, rule_id = ?, decided_by = ?, message = ?, decided_at = ? WHERE id = ? AND status = 'pending' RETURNING ${COLUMNS}`,
 )
+const DECIDE = stmt<Row>(
+  `UPDATE approvals SET status = ?, rule_id = ?, decided_by = ?, message = ?, decided_at = ?
+   WHERE id = ? AND status = 'pending' AND kind = 'permission' AND (expires_at IS NULL OR expires_at >= ?) RETURNING ${COLUMNS}`,
+)
 const PENDING_INPUTS = stmt<{ id: string }>(`SELECT id FROM approvals WHERE session_id = ? AND status = 'pending' AND kind = 'input'`)
 const PENDING_INPUT_SESSIONS = stmt<{ session_id: string }>(`SELECT DISTINCT session_id FROM approvals WHERE status = 'pending' AND kind = 'input'`)
 const OVERDUE = stmt<{ id: string }>(`SELECT id FROM approvals WHERE status = 'pending' AND expires_at IS NOT NULL AND expires_at < ? LIMIT ?`)
@@ -126,7 +134,10 @@ export function approvalsWrites(w: Runner): ApprovalsWrites {
       await w.run(INSERT, a.id, a.kind, a.agent, a.name, a.instance_id, a.session_id, a.project, a.tool, input, a.input_truncated ? 1 : 0,
         a.summary, a.status, a.rule_id, a.decided_by, a.message, a.created_at, a.decided_at, a.expires_at)
     },
-    settle: async (id, o) => fromRow(await w.get(SETTLE, o.status, o.rule_id ?? null, o.decided_by ?? null, o.message ?? null, o.at, id)),
+    settle: async (id, o, decidableFrom) => {
+      const args = [o.status, o.rule_id ?? null, o.decided_by ?? null, o.message ?? null, o.at, id] as const
+      return fromRow(decidableFrom === undefined ? await w.get(SETTLE, ...args) : await w.get(DECIDE, ...args, decidableFrom))
+    },
     pendingInputs: async (sessionId) => (await w.all(PENDING_INPUTS, sessionId)).map((r) => r.id),
     overdue: async (before, limit) => (await w.all(OVERDUE, before, limit)).map((r) => r.id),
     rules: () => w.all(RULES),
