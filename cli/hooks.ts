@@ -16,7 +16,7 @@ import { api, authHeaders, resolveConfig } from './client'
 import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
-import { planInit, writeInit, type InitAgent } from './init'
+import { hookTokenProblem, planInit, writeInit, type InitAgent } from './init'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
@@ -144,6 +144,8 @@ export function hookCommands(program: Command): void {
     .option('--dry-run', 'print what would be written and write nothing')
     .action(async (agent: InitAgent | 'git', o: { reserve?: string; dryRun?: boolean }) => {
       if (agent === 'git') return initGit(o)
+      const tokenProblem = agent === 'claude-code' ? hookTokenProblem(resolveConfig().from.token) : null
+      if (tokenProblem) throw new UsageError(tokenProblem)
       const root = gitRoot() ?? process.cwd()
       const files = planInit({ agent, root, server: resolveConfig().server, reserve: o.reserve })
       // A repository on a case-insensitive filesystem (git's own core.ignorecase): its project matches paths so too.

@@ -41,7 +41,7 @@ export const APPROVAL_WAIT = '5m'
 const APPROVAL_HOOK_TIMEOUT_S = 5 * 60 + 30
 // The shell tools too: a command's writes are read from its text (lib/shell). Codex sends
 // every shell tool to hooks as `Bash`.
-const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|MultiEdit|NotebookEdit|Bash', codex: 'apply_patch|Write|Edit|Bash' }
+const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|NotebookEdit|Bash', codex: 'apply_patch|Write|Edit|Bash' }
 const BEGIN = '<!-- muster:begin -->'
 const END = '<!-- muster:end -->'
 
@@ -76,6 +76,17 @@ function ourHook(o: InitOptions, event: string): Hook {
   if (o.reserve) headers['X-Muster-Reserve'] = o.reserve
   if (approval) headers['X-Muster-Approval-Wait'] = APPROVAL_WAIT
   return { type: 'http', url: `${o.server}/api/hooks/claude-code`, headers, allowedEnvVars: [...HOOK_ENV], timeout }
+}
+
+/**
+ * Why `init claude-code` must not go on, or null: Claude Code's http hooks can send only
+ * `$SERVICE_TOKEN`. A token the CLI found elsewhere (`from`: MUSTER_TOKEN, a settings.json)
+ * would reach them as an empty bearer, a 401 that Claude Code treats as non-blocking, and
+ * no edit would ever be denied, without a word.
+ */
+export function hookTokenProblem(from: string | null, env: Record<string, string | undefined> = process.env): string | null {
+  if (!from || env.SERVICE_TOKEN) return null
+  return `the server token comes from ${from}, but Claude Code's http hooks can read it only from $SERVICE_TOKEN (without it every hook call is refused and no edit is ever denied): set SERVICE_TOKEN to the same token where you start claude, then run init again`
 }
 
 /** `settings.hooks` with our entries replaced (other groups and hooks kept where they are). */

@@ -134,7 +134,10 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
       case 'Stop': {
         if (event.stop_hook_active === true) return {}
         const text = await newMessages(tx, session)
-        return text ? { decision: 'block', reason: text } : {}
+        if (!text) return {}
+        // Claude Code takes another turn on a Stop's additionalContext, quietly; its
+        // `decision: block` shows the user a hook error. Codex keeps the block shape.
+        return agent === 'claude-code' ? context(name, text) : { decision: 'block', reason: text }
       }
       case 'SessionEnd': {
         const held = await endSession(ctx, tx, session, event.reason)
