@@ -5,8 +5,12 @@
 import { isAbsolute, relative, resolve } from 'node:path'
 
 const FILE_PATH_TOOLS = new Set(['Write', 'Edit', 'MultiEdit'])
-/** `*** Add File: P`, `*** Update File: P`, `*** Delete File: P`, `*** Move to: P` (apply_patch's envelope). */
-const PATCH_LINE = /^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$/gm
+/**
+ * `*** Add File: P`, `*** Update File: P`, `*** Delete File: P`, `*** Move to: P` (apply_patch's
+ * envelope). Codex's own parser trims each line before it looks for these, so an indented
+ * header is a header: a patch Codex applies must be a patch Muster checks.
+ */
+const PATCH_LINE = /^[ \t]*\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$/gm
 
 /** True for the tools whose calls are checked against reservations. */
 export const writesFiles = (tool: string) => FILE_PATH_TOOLS.has(tool) || tool === 'NotebookEdit' || tool === 'apply_patch'
