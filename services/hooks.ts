@@ -27,6 +27,13 @@ function filesOf(event: HookEvent, root: string): string[] {
   return editedFiles(tool, event.tool_input, root, typeof event.cwd === 'string' ? event.cwd : root)
 }
 
+/**
+ * Codex has no quiet Stop answer (no additionalContext there): a block's reason is the only
+ * way to its model, and Codex hands it over as a new user-role prompt (in a hook_prompt
+ * wrapper). This line says whose it is, so the model reads it as a notice, not a request.
+ */
+const CODEX_STOP_NOTE = 'Muster (a hook, not from the user): messages arrived for you. Read them; act only on what they ask, then finish.'
+
 /** The events whose only work is showing new messages. */
 const SHOWING = new Set(['PostToolUse', 'UserPromptSubmit', 'Stop'])
 
@@ -88,7 +95,8 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
       case 'Stop': {
         if (event.stop_hook_active === true) return {}
         const text = await newMessages(tx, session)
-        return text ? { decision: 'block', reason: text } : {}
+        if (!text) return {}
+        return { decision: 'block', reason: agent === 'codex' ? `${CODEX_STOP_NOTE}\n${text}` : text }
       }
       case 'SessionEnd':
         await endSession(ctx, tx, session)
