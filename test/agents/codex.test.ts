@@ -144,12 +144,13 @@ scenario('an apply_patch edit reserves its file (edit-reserve mode)', async () =
 
 scenario("a second agent's edit of a held file is denied, the file unchanged, the reason reaches its model", async () => {
   const repo = wired('--trust', '--reserve', '30m')
-  seed(repo, 'src/auth/login.ts', 'export const login = 1\n')
+  seed(repo, 'src/auth/login.ts', 'export const login = 1\nexport const logout = 1\n')
   const [ma, mb] = [marker('holder'), marker('denied')]
   let second: Awaited<ReturnType<typeof codexExec>> | null = null
   let during = ''
   // bob runs while ada's session holds the file: ada's second turn starts him and waits.
-  fake.script({ marker: mb, turns: [{ patch: patchUpdate('src/auth/login.ts', 'export const login = 1', 'export const login = 3') }, { text: 'denied, asking ada' }] })
+  // bob's patch applies cleanly over ada's edit: only the deny keeps it out.
+  fake.script({ marker: mb, turns: [{ patch: patchUpdate('src/auth/login.ts', 'export const logout = 1', 'export const logout = 3') }, { text: 'denied, asking ada' }] })
   fake.script({
     marker: ma,
     turns: [
@@ -164,7 +165,7 @@ scenario("a second agent's edit of a held file is denied, the file unchanged, th
   const first = await codexExec(w, repo, ma, { env: { MUSTER_AGENT: 'ada' } })
   expect(first.code, first.stderr).toBe(0)
   expect(second!.code, second!.stderr).toBe(0)
-  expect(during).toBe('export const login = 2\n') // ada's edit, not bob's
+  expect(during).toBe('export const login = 2\nexport const logout = 1\n') // ada's edit, not bob's
   const reason = outputs(fake.of(mb)[1]).join('\n')
   expect(reason).toContain('src/auth/login.ts')
   expect(reason).toContain('by ada (active)')
