@@ -252,6 +252,22 @@ scenario('a message that arrives before Stop reaches the model as a Muster notic
   expect(prompt).toContain('not from the user')
 })
 
+scenario('MCP connects (SERVICE_TOKEN set) and its tools are callable from the model', async () => {
+  const repo = wired('--trust')
+  const m = marker('mcp')
+  fake.script({ marker: m, turns: [{ search: 'discover instances' }, { call: 'discover_instances', namespace: 'mcp__muster', arguments: { name: 'mcq' } }, { text: 'found' }] })
+  // Codex starts no MCP server whose bearer_token_env_var is unset: a token is needed even with auth off.
+  const r = await codexExec(w, repo, m, { env: { MUSTER_AGENT: 'mcq', SERVICE_TOKEN: 'unused-auth-off' } })
+  expect(r.code, r.stderr).toBe(0)
+  const [, found, called] = fake.of(m)
+  const search = (found.body.input as any[]).find((i) => i.type === 'tool_search_output')
+  expect(search.tools[0]).toMatchObject({ type: 'namespace', name: 'mcp__muster' })
+  expect(search.tools[0].tools.map((t: any) => t.name)).toContain('discover_instances')
+  const out = outputs(called).join('\n')
+  expect(out).toContain('"name":"mcq"')
+  expect(out).toContain(repo)
+})
+
 scenario('the CLI in the model shell acts as the session', async () => {
   const repo = wired('--trust', '--allow-network')
   const m = marker('identity')

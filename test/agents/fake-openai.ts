@@ -14,7 +14,9 @@
 export type Turn =
   | { patch: string }
   | { shell: string; workdir?: string }
-  | { call: string; arguments: Record<string, unknown> }
+  | { call: string; arguments: Record<string, unknown>; namespace?: string }
+  /** Codex's client-side tool_search (MCP tools are deferred behind it). */
+  | { search: string }
   | { text: string }
 
 /** A turn decided when its request comes (it may act first: send a message, run another agent). */
@@ -67,7 +69,9 @@ export function requestText(body: any): string {
 function turnOf(input: unknown): number {
   if (!Array.isArray(input)) return 0
   return input.filter(
-    (i) => i && (i.type === 'function_call' || i.type === 'custom_tool_call' || i.type === 'local_shell_call' || (i.type === 'message' && i.role === 'assistant')),
+    (i) =>
+      i &&
+      (i.type === 'function_call' || i.type === 'custom_tool_call' || i.type === 'tool_search_call' || i.type === 'local_shell_call' || (i.type === 'message' && i.role === 'assistant')),
   ).length
 }
 
@@ -100,7 +104,11 @@ function itemOf(turn: Turn, tools: any[]): Record<string, unknown> {
     if (names.has('shell')) return fc('shell', { command: ['bash', '-lc', turn.shell], ...(turn.workdir ? { workdir: turn.workdir } : {}) })
     throw new Error(`Codex offered no shell tool (tools: ${[...names].join(', ')})`)
   }
-  return fc(turn.call, turn.arguments)
+  if ('search' in turn) {
+    if (!names.has('tool_search')) throw new Error(`Codex offered no tool_search (tools: ${[...names].join(', ')})`)
+    return { type: 'tool_search_call', id: id('tsc'), call_id: id('call'), execution: 'client', status: 'completed', arguments: { query: turn.search, limit: 8 } }
+  }
+  return { ...fc(turn.call, turn.arguments), ...(turn.namespace ? { namespace: turn.namespace } : {}) }
 }
 
 const fc = (name: string, args: Record<string, unknown>) => ({ type: 'function_call', id: id('fc'), call_id: id('call'), name, arguments: JSON.stringify(args), status: 'completed' })
