@@ -74,6 +74,19 @@ describe('Codex trust', () => {
     expect(Object.keys((Bun.TOML.parse(readFileSync(config, 'utf8')) as any).hooks.state).length).toBe(6)
   })
 
+  test("only Muster's hooks are trusted, each by its place in the file beside the user's own", async () => {
+    const dir = repo()
+    mkdirSync(join(dir, '.codex'))
+    writeFileSync(join(dir, '.codex/hooks.json'), JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command: 'notify-send done' }] }] } }))
+    const env = { SERVICE_SERVER: 'http://muster.test:9800', CODEX_HOME: join(workdir(), '.codex') }
+    const r = await runCli(['init', 'codex', '--trust'], { cwd: dir, env })
+    expect(r.code).toBe(0)
+    expect(r.json.trusted.hooks).toContain(`${dir}/.codex/hooks.json:stop:1:0`)
+    const state = (Bun.TOML.parse(readFileSync(join(env.CODEX_HOME, 'config.toml'), 'utf8')) as any).hooks.state
+    expect(Object.keys(state).length).toBe(6)
+    expect(state[`${dir}/.codex/hooks.json:stop:0:0`]).toBeUndefined() // the user's own: theirs to review
+  })
+
   test('--trust and --allow-network are for codex only', async () => {
     const r = await runCli(['init', 'claude-code', '--trust'], { cwd: repo(), env: { SERVICE_SERVER: 'http://muster.test:9800' } })
     expect(r.code).toBe(2)
