@@ -99,7 +99,7 @@ function itemOf(turn: Turn, tools: any[]): Record<string, unknown> {
   }
   if ('shell' in turn) {
     // Codex offers one shell tool per model family: the unified exec tool, `shell_command`, or `shell`.
-    if (names.has('exec_command')) return fc('exec_command', { cmd: turn.shell, ...(turn.workdir ? { workdir: turn.workdir } : {}), yield_time_ms: 10000 })
+    if (names.has('exec_command')) return fc('exec_command', { cmd: turn.shell, ...(turn.workdir ? { workdir: turn.workdir } : {}), yield_time_ms: 30000 })
     if (names.has('shell_command')) return fc('shell_command', { command: turn.shell, ...(turn.workdir ? { workdir: turn.workdir } : {}), timeout_ms: 30000 })
     if (names.has('shell')) return fc('shell', { command: ['bash', '-lc', turn.shell], ...(turn.workdir ? { workdir: turn.workdir } : {}) })
     throw new Error(`Codex offered no shell tool (tools: ${[...names].join(', ')})`)
