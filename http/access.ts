@@ -79,7 +79,7 @@ const isUpgrade = (request: Request, path: string) =>
   request.headers.has('sec-websocket-key')
 
 /** The bearer token a request presents (?token= on a WebSocket upgrade), or null. */
-function bearerOf(request: Request, path = pathOf(request.url)): string | null {
+export function bearerOf(request: Request, path = pathOf(request.url)): string | null {
   const given = /^Bearer\s+(.+)$/i.exec(request.headers.get('authorization') ?? '')?.[1]?.trim()
   if (given) return given
   return isUpgrade(request, path) ? (urlOf(request).searchParams.get('token') ?? null) : null

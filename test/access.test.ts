@@ -292,11 +292,13 @@ describe('agent', () => {
     expect(audit.find((e: { resource: string }) => e.resource === 'state/by-instance').actor).toBe(ada.id)
   })
 
-  test('register again with the instance token resumes it; without it, a new instance and a warning', async () => {
+  test('register again with the instance token, or the same agent token alone, resumes it; new: true makes another, with a warning', async () => {
     const again = await call(s.api, 'POST', '/api/instances/register', { name: 'ada', intent: 'back' }, { ...bearer(a.token), ...ada.h })
     expect(again.status).toBe(200)
     expect(again.body).toMatchObject({ id: ada.id, token: ada.token, resumed: true, intent: 'back', status: 'active' })
-    const fresh = await call(s.api, 'POST', '/api/instances/register', { name: 'ada' }, bearer(a.token))
+    const byName = await call(s.api, 'POST', '/api/instances/register', { name: 'ada' }, bearer(a.token))
+    expect(byName.body).toMatchObject({ id: ada.id, token: ada.token, resumed: true })
+    const fresh = await call(s.api, 'POST', '/api/instances/register', { name: 'ada', new: true }, bearer(a.token))
     expect(fresh.body.id).not.toBe(ada.id)
     expect(fresh.body.resumed).toBeUndefined()
     expect(fresh.body.warning).toContain('"ada"')
