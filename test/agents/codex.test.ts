@@ -15,8 +15,6 @@ import { codexExec, codexWorld, muster, type CodexWorld } from './codex'
  * failures without failing the run (and announced when they start to pass).
  */
 const awaiting: Record<string, string> = {
-  'the CLI in the model shell acts as the session': 'issue 46',
-  'the instance token never reaches the model': 'issue 46',
   'a shell write to a held file is refused, the file unchanged': 'issue 47',
 }
 
