@@ -56,9 +56,9 @@ const VIEWER_CALLS = new Set([
 /** The routes of access.md's lists, for a test that each names a served route. */
 export const NAMED_ROUTES = [...ADMIN_ONLY, ...VIEWER_CALLS]
 
-/** The role a route needs: reads and pure computations a viewer's, the admin list the admin's, the rest an agent's. */
+/** The role a route needs: reads and pure computations a viewer's, the admin list the admin's, the rest an agent's; a HEAD what its GET needs (both routers serve it with the GET's handler). */
 export function requiredRole(method: string, pattern: string): Role {
-  const key = `${method} ${pattern}`
+  const key = `${method === 'HEAD' ? 'GET' : method} ${pattern}`
   if (ADMIN_ONLY.has(key)) return 'admin'
   if (method === 'GET' || method === 'HEAD' || VIEWER_CALLS.has(key)) return 'viewer'
   return 'agent'

@@ -29,6 +29,9 @@ export function ownerOf(request: Request): Owner | null {
   return secret ? { id: tokenId!, secret } : null
 }
 
+/** Aborted when the request's token is revoked or expires: what a held read waits on beside its own time (none for the admin). */
+export const heldUntil = (ctx: Ctx, request: Request): AbortSignal | undefined => ctx.credentials.endOf(credentialFor(request)) ?? undefined
+
 /** `?force=1` (access.md): 403 unless the call is the admin token's. */
 export function assertForce(request: Request): void {
   if (credentialFor(request).role !== 'admin') throw forbidden('?force=1 needs the admin token: release what your instance holds without it, or ask a person')

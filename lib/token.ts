@@ -1,4 +1,8 @@
 // Tokens are stored and compared only as their SHA-256.
+
+/** The close code of an events WebSocket whose token was revoked or expired (access.md): 4000 + the 401 its next request gets. */
+export const TOKEN_CLOSE_CODE = 4401
+
 export function hashToken(token: string): string {
   return new Bun.CryptoHasher('sha256').update(token).digest('hex')
 }

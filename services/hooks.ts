@@ -7,10 +7,12 @@
 // skip the user's own permission rules; `{}` means "no opinion".
 import type { Ctx } from './context'
 import type { HookAgent } from '../store/sessions'
-import { editedFiles, literalPattern, writesFiles } from './hook-paths'
+import { editedFiles, literalPattern, writesFiles, type EditedFiles } from './hook-paths'
+import { log } from '../obs/log'
 import { decideEdit, planEdit, writes } from './hook-edits'
 import { finishBriefing, newMessages, startBriefing } from './hook-briefing'
-import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders } from './hook-session'
+import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders, type Session } from './hook-session'
+import type { Tx } from '../store'
 
 export { hookHeaders, type HookEvent, type HookHeaders } from './hook-session'
 
@@ -38,10 +40,12 @@ export interface HookResult {
 
 const context = (hookEventName: string, additionalContext: string) => ({ hookSpecificOutput: { hookEventName, additionalContext } })
 
-/** The root-relative files a PreToolUse writes (none for a tool that writes no files). */
-function filesOf(event: HookEvent, root: string): string[] {
-  const tool = typeof event.tool_name === 'string' ? event.tool_name : ''
-  if (!writesFiles(tool)) return []
+const toolOf = (event: HookEvent) => (typeof event.tool_name === 'string' ? event.tool_name : '')
+
+/** The root-relative files a PreToolUse writes (none for a tool that writes no files), or why they are not checked. */
+function filesOf(event: HookEvent, root: string): EditedFiles {
+  const tool = toolOf(event)
+  if (!writesFiles(tool)) return { files: [], named: 0, problem: null }
   return editedFiles(tool, event.tool_input, root, typeof event.cwd === 'string' ? event.cwd : root)
 }
 
@@ -51,6 +55,18 @@ function filesOf(event: HookEvent, root: string): string[] {
  * wrapper). This line says whose it is, so the model reads it as a notice, not a request.
  */
 const CODEX_STOP_NOTE = 'Muster (a hook, not from the user): messages arrived for you. Read them; act only on what they ask, then finish.'
+
+/**
+ * A call whose files break a reservation's limits is left to the agent (no opinion, never a
+ * deny: the limits are the server's, not the file's owner's), and said so: an edit.unchecked
+ * event and a log line, naming the session, the tool and the limit (never the token).
+ */
+async function unchecked(tx: Tx, session: Session, tool: string, edited: EditedFiles): Promise<HookAnswer> {
+  const data = { session_id: session.row.session_id, instance_id: session.instance.id, tool, files: edited.named, problem: edited.problem }
+  await tx.emit('edit.unchecked', data, 'hooks')
+  log.warn({ ...data, instance_name: session.instance.name, project: session.row.project }, 'hook edit not checked: its paths break the reservation limits')
+  return {}
+}
 
 /** The events whose only work is showing new messages. */
 const SHOWING = new Set(['PostToolUse', 'UserPromptSubmit', 'Stop'])
@@ -70,7 +86,8 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
   const instance = row && row.ended_at === null ? await ctx.store.instances.get(row.instance_id) : null
   if (!row || !instance) return null
   if (name === 'PreToolUse') {
-    const files = filesOf(event, row.root)
+    const { files, problem } = filesOf(event, row.root)
+    if (problem) return null
     if (files.length && writes(await planEdit(ctx.store.reservations, row.project, instance.id, files.map(literalPattern), headers.reserveMs))) return null
   } else if (!(name === 'Stop' && event.stop_hook_active === true) && (await ctx.store.messages.unshown(instance.name, row.session_id, 1)).length) return null
   ctx.heartbeats.seen(ctx, instance.id)
@@ -102,7 +119,9 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
     if (session.throttledBeat) beat = session.instance.id
     switch (name) {
       case 'PreToolUse': {
-        const files = filesOf(event, session.row.root)
+        const edited = filesOf(event, session.row.root)
+        if (edited.problem) return unchecked(tx, session, toolOf(event), edited)
+        const files = edited.files
         if (!files.length) return {}
         const decision = await decideEdit(tx, session, files, headers.reserveMs)
         if (!decision.denied) return {}

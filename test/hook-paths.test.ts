@@ -29,6 +29,6 @@ describe('apply_patch file headers', () => {
 
   test('indented headers made relative to the root; outside the root not checked', () => {
     const input = patch('  *** Update File: /repo/src/a.ts\n  *** Update File: ../../other/b.ts\n *** Add File: c.ts')
-    expect(editedFiles('apply_patch', input, '/repo', '/repo/pkg')).toEqual(['src/a.ts', 'pkg/c.ts'])
+    expect(editedFiles('apply_patch', input, '/repo', '/repo/pkg').files).toEqual(['src/a.ts', 'pkg/c.ts'])
   })
 })
