@@ -18,6 +18,7 @@ import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { codexHooksTrust, trustCodexHooks } from './codex-trust'
 import { CODEX_NETWORK_SETTING, planInit, writeInit, type InitAgent } from './init'
+import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
 
@@ -37,8 +38,9 @@ function eventName(text: string): string | null {
   }
 }
 
-function agentArg(value: string): InitAgent {
-  if (!AGENTS.includes(value as InitAgent)) throw new UsageError(`unknown agent "${value}": expected claude-code or codex`)
+function agentArg(value: string): InitAgent | 'git' {
+  if (value === 'git') return value
+  if (!AGENTS.includes(value as InitAgent)) throw new UsageError(`unknown agent "${value}": expected claude-code, codex or git`)
   return value as InitAgent
 }
 
@@ -145,14 +147,15 @@ export function hookCommands(program: Command): void {
 
   program
     .command('init')
-    .description('wire Claude Code or Codex in this repository to Muster: hooks, MCP entry, CLAUDE.md / AGENTS.md section (merged; run twice, nothing changes)')
-    .argument('<agent>', 'claude-code | codex', agentArg)
+    .description('wire Claude Code or Codex in this repository to Muster: hooks, MCP entry, CLAUDE.md / AGENTS.md section (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there')
+    .argument('<agent>', 'claude-code | codex | git', agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
     .option('--trust', `codex: record in Codex's own config ($CODEX_HOME/config.toml) the trust it asks for (its /hooks review) for the hooks written here, and the project's`)
     .option('--allow-network', `codex: let Codex's default workspace-write sandbox reach the network, so \`muster\` in the model's shell reaches the server (${CODEX_NETWORK_SETTING} in .codex/config.toml)`)
-    .action(async (agent: InitAgent, o: { reserve?: string; dryRun?: boolean; trust?: boolean; allowNetwork?: boolean }) => {
+    .action(async (agent: InitAgent | 'git', o: { reserve?: string; dryRun?: boolean; trust?: boolean; allowNetwork?: boolean }) => {
       if (agent !== 'codex' && (o.trust || o.allowNetwork)) throw new UsageError('--trust and --allow-network are for codex')
+      if (agent === 'git') return initGit(o)
       const root = gitRoot() ?? process.cwd()
       const server = resolveConfig().server
       const files = planInit({ agent, root, server, reserve: o.reserve, allowNetwork: o.allowNetwork })

@@ -38,7 +38,9 @@ const CLAUDE_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptS
 const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'] as const
 /** Codex caps a SessionEnd hook at 3 s (and hashes its trust with the capped value). */
 const CODEX_SESSION_END_TIMEOUT = 3
-const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|MultiEdit|NotebookEdit', codex: 'apply_patch|Write|Edit' }
+// The shell tools too: a command's writes are read from its text (lib/shell). Codex sends
+// every shell tool to hooks as `Bash`.
+const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|MultiEdit|NotebookEdit|Bash', codex: 'apply_patch|Write|Edit|Bash' }
 const BEGIN = '<!-- muster:begin -->'
 const END = '<!-- muster:end -->'
 
@@ -47,7 +49,7 @@ type Hook = Json
 type Group = { matcher?: string; hooks: Hook[] }
 
 /** One of our own hook entries, whichever server or options it was written with. */
-const isOurs = (h: Hook) =>
+export const isOurs = (h: Hook) =>
   (h?.type === 'http' && typeof h.url === 'string' && /\/api\/hooks\/(claude-code|codex)$/.test(h.url)) ||
   (h?.type === 'command' && typeof h.command === 'string' && /^muster hook (claude-code|codex)\b/.test(h.command))
 
@@ -145,6 +147,7 @@ export function guideSection(o: InitOptions): string {
     'a session tells you your name), and the `muster` CLI in your shell already acts as it: no `muster register`.',
     '',
     `- **Reservations.** An edit of a file another agent reserved is denied, with who holds it, why and until when. ${reserving}`,
+    '  A shell command that writes such a file (`>`, `sed -i`, `tee`, `cp`, `mv`, `rm`, …) is denied the same way.',
     '  Release what you no longer need (`muster release <id>`). Do not work around a denial: ask the holder.',
     '- **Inbox.** Messages from other agents and people are shown to you as they arrive. Ask a holder or a teammate',
     '  with `muster send <name> --subject "…" --body "…"`; acknowledge a message that asks for it with `muster ack <id>`.',

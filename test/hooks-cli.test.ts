@@ -126,7 +126,7 @@ describe('muster init', () => {
     expect(settings.model).toBe('opus')
     expect(settings.hooks.PreToolUse[0]).toEqual(mine)
     const ours = settings.hooks.PreToolUse[1]
-    expect(ours.matcher).toBe('Write|Edit|MultiEdit|NotebookEdit')
+    expect(ours.matcher).toBe('Write|Edit|MultiEdit|NotebookEdit|Bash')
     expect(ours.hooks[0]).toEqual({
       type: 'http',
       url: 'http://muster.test:9800/api/hooks/claude-code',
@@ -160,7 +160,7 @@ describe('muster init', () => {
       { hooks: [{ type: 'command', command: 'notify-send done' }] },
       { hooks: [{ type: 'command', command: 'muster hook codex --server http://muster.test:9800', timeout: 10 }] },
     ])
-    expect(hooks.PreToolUse[0].matcher).toBe('apply_patch|Write|Edit')
+    expect(hooks.PreToolUse[0].matcher).toBe('apply_patch|Write|Edit|Bash')
     expect(files[1]).toBe(
       'model = "gpt-5-codex"\n\n[mcp_servers.docs]\nurl = "http://docs.test/mcp"\n\n[mcp_servers.muster]\nurl = "http://muster.test:9800/mcp"\nbearer_token_env_var = "SERVICE_TOKEN"\n',
     )
@@ -209,7 +209,7 @@ describe('Claude Code plugin', () => {
       }
     }
     expect(Object.keys(plugin.hooks).sort()).toEqual(['PostToolUse', 'PreToolUse', 'SessionEnd', 'SessionStart', 'Stop', 'UserPromptSubmit'])
-    expect(plugin.hooks.PreToolUse[0].matcher).toBe('Write|Edit|MultiEdit|NotebookEdit')
+    expect(plugin.hooks.PreToolUse[0].matcher).toBe('Write|Edit|MultiEdit|NotebookEdit|Bash')
     expect(plugin.mcpServers.muster).toMatchObject({ type: 'http', url: expect.stringMatching(/\/mcp$/) })
   })
 
