@@ -326,7 +326,7 @@ describe('PreToolUse of a shell tool', () => {
       await c.send('SessionStart')
       const holder = await register(s, `hopper${n}`)
       await reserve(holder, c.project, ['src/auth/**'], { reason: 'auth rework', ttl_ms: 600_000 })
-      const edit = deny(await c.send('PreToolUse.Write', { tool_name: 'Write', tool_input: { file_path: `${c.root}/src/auth/login.ts`, content: '' } }))
+      const edit = deny(await c.send('PreToolUse.Bash', { tool_name: 'Write', tool_input: { file_path: `${c.root}/src/auth/login.ts`, content: '' } }))
       const shell = deny(await c.send('PreToolUse.Bash', bash("printf 'export const x = 1\\n' >> src/auth/login.ts")))
       expect(shell).toEqual(edit)
       expect(shell.permissionDecisionReason).toContain(`src/auth/login.ts: reserved as "src/auth/**" by ${holder.name} (active), reason "auth rework"`)
