@@ -4,8 +4,7 @@
 // and per hook `[hooks.state."<hooks.json path>:<event>:<group>:<handler>"] trusted_hash`,
 // the sha256 of the hook's normalized identity (what Codex's /hooks review records). This
 // file reads that trust for the hooks `muster init codex` wrote (`codexHooksTrust`, for
-// `muster doctor`) and records it (`trustCodexHooks`, for `muster init codex --trust`);
-// `codexSandboxNetwork` tells doctor whether the model's shell can reach the server.
+// `muster doctor`) and records it (`trustCodexHooks`, for `muster init codex --trust`).
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
@@ -168,25 +167,4 @@ export function trustCodexHooks(root: string, env: Record<string, string | undef
     renameSync(tmp, report.configFile)
   }
   return { configFile: report.configFile, project: !report.projectTrusted, hooks: todo }
-}
-
-/**
- * Whether the model's shell can reach the network under the sandbox Codex will use here
- * (the project's .codex/config.toml over the user's; `codex --sandbox` on a command line
- * is not seen). Codex's default `workspace-write` sandbox has none: `muster` fails with EPERM.
- */
-export function codexSandboxNetwork(root: string, env: Record<string, string | undefined> = process.env): { ok: boolean; problem: string | null; fix: string | null } {
-  const project = readToml(join(root, '.codex', 'config.toml'))
-  const user = readToml(join(codexHome(env), 'config.toml'))
-  const mode = project.sandbox_mode ?? user.sandbox_mode ?? 'workspace-write'
-  const network = project.sandbox_workspace_write?.network_access ?? user.sandbox_workspace_write?.network_access
-  if (mode === 'danger-full-access' || (mode === 'workspace-write' && network === true)) return { ok: true, problem: null, fix: null }
-  return {
-    ok: false,
-    problem: `Codex's ${mode} sandbox has no network: \`muster\` in the model's shell cannot reach the server (EPERM)`,
-    fix:
-      mode === 'workspace-write'
-        ? 'run `muster init codex --allow-network` (sets [sandbox_workspace_write] network_access = true in .codex/config.toml)'
-        : `set sandbox_mode = "workspace-write" and run \`muster init codex --allow-network\``,
-  }
 }

@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { codexHookHash, codexHooksTrust, codexSandboxNetwork } from '../cli/codex-trust'
+import { codexHookHash, codexHooksTrust } from '../cli/codex-trust'
 import { removeWorkdirs, runCli, workdir } from './cli-run'
 
 afterAll(() => removeWorkdirs())
@@ -98,14 +98,7 @@ describe('Codex hooks and sandbox', () => {
   test('SessionEnd wired with a 3 s timeout; --allow-network opens the workspace-write sandbox, kept on a second run', async () => {
     const dir = repo()
     const env = { SERVICE_SERVER: 'http://muster.test:9800', CODEX_HOME: join(workdir(), '.codex') }
-    expect((await runCli(['init', 'codex'], { cwd: dir, env })).code).toBe(0)
-    expect(codexSandboxNetwork(dir, env)).toEqual({
-      ok: false,
-      problem: "Codex's workspace-write sandbox has no network: `muster` in the model's shell cannot reach the server (EPERM)",
-      fix: 'run `muster init codex --allow-network` (sets [sandbox_workspace_write] network_access = true in .codex/config.toml)',
-    })
     expect((await runCli(['init', 'codex', '--allow-network'], { cwd: dir, env })).code).toBe(0)
-    expect(codexSandboxNetwork(dir, env).ok).toBe(true)
     const hooks = JSON.parse(readFileSync(join(dir, '.codex/hooks.json'), 'utf8')).hooks
     expect(hooks.SessionEnd).toEqual([{ hooks: [{ type: 'command', command: 'muster hook codex --server http://muster.test:9800', timeout: 3 }] }])
     const toml = readFileSync(join(dir, '.codex/config.toml'), 'utf8')
