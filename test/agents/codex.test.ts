@@ -14,9 +14,7 @@ import { codexExec, codexWorld, muster, type CodexWorld } from './codex'
  * Scenarios that fail only because another issue's work has not landed: reported as expected
  * failures without failing the run (and announced when they start to pass).
  */
-const awaiting: Record<string, string> = {
-  'a shell write to a held file is refused, the file unchanged': 'issue 47',
-}
+const awaiting: Record<string, string> = {}
 
 let s: TestServer
 let fake: FakeOpenAI
