@@ -17,7 +17,7 @@ import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { codexHooksTrust, trustCodexHooks } from './codex-trust'
-import { CODEX_NETWORK_SETTING, planInit, writeInit, type InitAgent } from './init'
+import { CODEX_NETWORK_SETTING, hookTokenProblem, planInit, writeInit, type InitAgent } from './init'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
@@ -156,6 +156,8 @@ export function hookCommands(program: Command): void {
     .action(async (agent: InitAgent | 'git', o: { reserve?: string; dryRun?: boolean; trust?: boolean; allowNetwork?: boolean }) => {
       if (agent !== 'codex' && (o.trust || o.allowNetwork)) throw new UsageError('--trust and --allow-network are for codex')
       if (agent === 'git') return initGit(o)
+      const tokenProblem = agent === 'claude-code' ? hookTokenProblem(resolveConfig().from.token) : null
+      if (tokenProblem) throw new UsageError(tokenProblem)
       const root = gitRoot() ?? process.cwd()
       const server = resolveConfig().server
       const files = planInit({ agent, root, server, reserve: o.reserve, allowNetwork: o.allowNetwork })

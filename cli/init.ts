@@ -40,7 +40,7 @@ const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSu
 const CODEX_SESSION_END_TIMEOUT = 3
 // The shell tools too: a command's writes are read from its text (lib/shell). Codex sends
 // every shell tool to hooks as `Bash`.
-const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|MultiEdit|NotebookEdit|Bash', codex: 'apply_patch|Write|Edit|Bash' }
+const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|NotebookEdit|Bash', codex: 'apply_patch|Write|Edit|Bash' }
 const BEGIN = '<!-- muster:begin -->'
 const END = '<!-- muster:end -->'
 
@@ -72,6 +72,17 @@ function ourHook(o: InitOptions, event: string): Hook {
   }
   if (o.reserve) headers['X-Muster-Reserve'] = o.reserve
   return { type: 'http', url: `${o.server}/api/hooks/claude-code`, headers, allowedEnvVars: [...HOOK_ENV], timeout: 10 }
+}
+
+/**
+ * Why `init claude-code` must not go on, or null: Claude Code's http hooks can send only
+ * `$SERVICE_TOKEN`. A token the CLI found elsewhere (`from`: MUSTER_TOKEN, a settings.json)
+ * would reach them as an empty bearer, a 401 that Claude Code treats as non-blocking, and
+ * no edit would ever be denied, without a word.
+ */
+export function hookTokenProblem(from: string | null, env: Record<string, string | undefined> = process.env): string | null {
+  if (!from || env.SERVICE_TOKEN) return null
+  return `the server token comes from ${from}, but Claude Code's http hooks can read it only from $SERVICE_TOKEN (without it every hook call is refused and no edit is ever denied): set SERVICE_TOKEN to the same token where you start claude, then run init again`
 }
 
 /** `settings.hooks` with our entries replaced (other groups and hooks kept where they are). */

@@ -137,7 +137,10 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
         if (event.stop_hook_active === true) return {}
         const text = await newMessages(tx, session)
         if (!text) return {}
-        return { decision: 'block', reason: agent === 'codex' ? `${CODEX_STOP_NOTE}\n${text}` : text }
+        // Claude Code takes another turn on a Stop's additionalContext, quietly; its
+        // `decision: block` shows the user a hook error. Codex has no quieter shape: the block,
+        // its reason saying whose it is.
+        return agent === 'claude-code' ? context(name, text) : { decision: 'block', reason: `${CODEX_STOP_NOTE}\n${text}` }
       }
       case 'SessionEnd': {
         const held = await endSession(ctx, tx, session, event.reason)

@@ -126,7 +126,7 @@ describe('muster init', () => {
     expect(settings.model).toBe('opus')
     expect(settings.hooks.PreToolUse[0]).toEqual(mine)
     const ours = settings.hooks.PreToolUse[1]
-    expect(ours.matcher).toBe('Write|Edit|MultiEdit|NotebookEdit|Bash')
+    expect(ours.matcher).toBe('Write|Edit|NotebookEdit|Bash')
     expect(ours.hooks[0]).toEqual({
       type: 'http',
       url: 'http://muster.test:9800/api/hooks/claude-code',
@@ -209,7 +209,7 @@ describe('Claude Code plugin', () => {
       }
     }
     expect(Object.keys(plugin.hooks).sort()).toEqual(['PostToolUse', 'PreToolUse', 'SessionEnd', 'SessionStart', 'Stop', 'UserPromptSubmit'])
-    expect(plugin.hooks.PreToolUse[0].matcher).toBe('Write|Edit|MultiEdit|NotebookEdit|Bash')
+    expect(plugin.hooks.PreToolUse[0].matcher).toBe('Write|Edit|NotebookEdit|Bash')
     expect(plugin.mcpServers.muster).toMatchObject({ type: 'http', url: expect.stringMatching(/\/mcp$/) })
   })
 

@@ -277,7 +277,7 @@ describe('messages', () => {
       return r.body
     })
 
-  test('UserPromptSubmit and PostToolUse add new messages once; Stop blocks once unless stop_hook_active; SessionStart shows them', async () => {
+  test('UserPromptSubmit and PostToolUse add new messages once; Stop adds them once unless stop_hook_active; SessionStart shows them', async () => {
     const name = `mia${n}`
     const c = session('claude-code', { 'x-muster-agent': name })
     const m1 = await send(name, 'first', { ack_required: true })
@@ -301,7 +301,7 @@ describe('messages', () => {
     const m4 = await send(name, 'before stopping')
     expect(await c.send('Stop', { stop_hook_active: true })).toEqual({})
     const stop = await c.send('Stop')
-    expect(stop).toEqual({ decision: 'block', reason: expect.stringContaining(`Message ${m4.id}`) })
+    expect(stop).toEqual({ hookSpecificOutput: { hookEventName: 'Stop', additionalContext: expect.stringContaining(`Message ${m4.id}`) } })
     expect(await c.send('Stop')).toEqual({})
 
     // Acked messages stay away; a new session under the same name shows the unacked ones again.

@@ -6,45 +6,18 @@
 // - commands run through `bash -lc`, which resets PATH from the login profile: `muster` must
 //   be on the PATH a login shell gets (here: the scratch HOME's .bash_profile);
 // - scratch HOME and CODEX_HOME, no inherited keys, no telemetry, no update check.
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { cacheDir, ensureAgent } from './lib/install'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 const ROOT = join(import.meta.dir, '..', '..')
 
-/** The pinned Codex CLI: its npm package ships the binary as a platform optional dependency. */
-export const CODEX = { package: '@openai/codex', version: '0.169.0', bin: 'codex' } as const
 /** A model slug Codex 0.169 has metadata for (so it offers the apply_patch tool). */
 export const CODEX_MODEL = 'gpt-5.5'
 
-/** Where agent CLIs are installed: $MUSTER_AGENTS_CACHE, else <repo>/.cache/agents (ignored by git). */
-export const agentsCache = () => process.env.MUSTER_AGENTS_CACHE || join(ROOT, '.cache', 'agents')
-
-/**
- * The pinned Codex, installed once into the cache (npm into a temp dir, then renamed into
- * place, so a half-done install is never used). Returns the path of its `codex` binary.
- */
-export async function installCodex(): Promise<string> {
-  const cache = agentsCache()
-  const dir = join(cache, `codex-${CODEX.version}`)
-  const bin = join(dir, 'node_modules', '.bin', CODEX.bin)
-  if (existsSync(bin)) return bin
-  mkdirSync(cache, { recursive: true })
-  const tmp = mkdtempSync(join(cache, `tmp-codex-`))
-  writeFileSync(join(tmp, 'package.json'), JSON.stringify({ name: 'muster-agent-codex', private: true }))
-  const npm = Bun.spawn(['npm', 'install', '--no-audit', '--no-fund', '--no-save', `${CODEX.package}@${CODEX.version}`], { cwd: tmp, stdout: 'pipe', stderr: 'pipe' })
-  const [code, err] = [await npm.exited, await new Response(npm.stderr).text()]
-  if (code !== 0 || !existsSync(join(tmp, 'node_modules', '.bin', CODEX.bin))) {
-    rmSync(tmp, { recursive: true, force: true })
-    throw new Error(`npm install ${CODEX.package}@${CODEX.version} failed (${code}):\n${err}`)
-  }
-  try {
-    renameSync(tmp, dir)
-  } catch {
-    rmSync(tmp, { recursive: true, force: true }) // another run installed it first
-  }
-  return bin
-}
+/** The pinned Codex (lib/install.ts's table), installed into the agents cache when missing. */
+export const installCodex = () => ensureAgent('codex')
 
 export interface CodexWorld {
   bin: string
@@ -63,7 +36,8 @@ export interface CodexWorld {
 export async function codexWorld(o: { modelUrl: string; server: string }): Promise<CodexWorld> {
   const bin = await installCodex()
   // Not under /tmp: Codex refuses to put its helper binaries in a temporary directory.
-  const base = mkdtempSync(join(agentsCache(), 'world-'))
+  mkdirSync(cacheDir(), { recursive: true })
+  const base = mkdtempSync(join(cacheDir(), 'codex-world-'))
   const home = join(base, 'home')
   const codexHome = join(home, '.codex')
   const binDir = join(base, 'bin')
