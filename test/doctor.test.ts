@@ -112,7 +112,7 @@ describe('muster doctor', () => {
     writeFileSync(join(dir, '.codex/hooks.json'), '{ not json')
     const d = await doctor(dir, env)
     expect(d.line('hooks claude-code')).toBe(
-      'FAIL hooks claude-code: .claude/settings.json lacks PreToolUse of MultiEdit, NotebookEdit, Bash (without Bash, writes through the shell are not checked) -- fix: `muster init claude-code` (merges, keeps your other hooks)',
+      'FAIL hooks claude-code: .claude/settings.json lacks PreToolUse of NotebookEdit, Bash (without Bash, writes through the shell are not checked) -- fix: `muster init claude-code` (merges, keeps your other hooks)',
     )
     expect(d.line('hooks codex')).toStartWith('FAIL hooks codex: .codex/hooks.json is not a JSON object')
 
