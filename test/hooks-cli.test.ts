@@ -50,7 +50,7 @@ describe('muster hook', () => {
     const denied = await runCli(['hook', 'codex'], {
       cwd: sub,
       env,
-      stdin: event('PreToolUse.Write', root, session, { tool_input: { file_path: join(root, 'lib/x.ts'), content: '' } }),
+      stdin: event('PreToolUse.apply_patch', root, session, { tool_input: { command: `*** Begin Patch\n*** Add File: ${join(root, 'lib/x.ts')}\n+x\n*** End Patch\n` } }),
     })
     expect(denied.code).toBe(0)
     expect(denied.json.hookSpecificOutput).toMatchObject({ hookEventName: 'PreToolUse', permissionDecision: 'deny' })
