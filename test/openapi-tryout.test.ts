@@ -117,6 +117,7 @@ const EXPECTED: [operation: string, answer: number | string][] = [
   ['post /api/reservations', 201],
   ['post /api/reservations/check', 200],
   ['post /api/reservations/{id}/renew', 200],
+  ['put /api/projects/{project}', 200],
   ['post /api/hooks/{agent}', 200],
   ['post /api/messages', 201],
   ['post /api/tokens', 201],
