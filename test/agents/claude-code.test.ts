@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { eventually } from '../helpers'
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic'
-import { ClaudeSession } from './lib/claude'
+import { bash, ClaudeSession, readAndEdit } from './lib/claude'
 import type { Turn } from './lib/script'
 import { ensureAgent } from './lib/install'
 import { startWorld, type World } from './lib/world'
@@ -87,11 +87,6 @@ scenario('a session registers and its briefing reaches the model', async () => {
   await ada.end()
 })
 
-const read = (file: string) => ({ tool: { name: 'Read', input: { file_path: file } } })
-const edit = (file: string, from: string, to: string) => ({ tool: { name: 'Edit', input: { file_path: file, old_string: from, new_string: to } } })
-/** Claude Code edits only a file the model has read in this session: a read, then the edit. */
-const readAndEdit = (file: string, from: string, to: string) => [read(file), edit(file, from, to)]
-const bash = (command: string) => ({ tool: { name: 'Bash', input: { command, description: 'run a command' } } })
 /** A session in a fresh wired repository that has edited src/app.ts (41 → 42), so holds it in edit-reserve mode. */
 async function editedBy(label: string, name: string): Promise<{ repo: string; file: string; session: ClaudeSession }> {
   const repo = await wiredRepo(label)

@@ -10,6 +10,7 @@ import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync 
 import { cacheDir, ensureAgent } from './lib/install'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { LoggedRequest } from './lib/script'
 
 const ROOT = join(import.meta.dir, '..', '..')
 
@@ -124,3 +125,11 @@ export async function codexExec(w: CodexWorld, cwd: string, prompt: string, o: {
   clearTimeout(timer)
   return { code, stdout, stderr }
 }
+
+/** The tool outputs Codex sent back to the model in a request (function and custom tools). */
+export const outputs = (r: LoggedRequest | undefined): string[] =>
+  ((r?.body?.input ?? []) as any[]).filter((i) => i?.type === 'function_call_output' || i?.type === 'custom_tool_call_output').map((i) => (typeof i.output === 'string' ? i.output : JSON.stringify(i.output)))
+
+export const patchAdd = (path: string, line: string) => `*** Begin Patch\n*** Add File: ${path}\n+${line}\n*** End Patch\n`
+/** An update whose header is indented: Codex's parser trims it and applies the patch. */
+export const patchUpdate = (path: string, from: string, to: string) => `*** Begin Patch\n  *** Update File: ${path}\n@@\n-${from}\n+${to}\n*** End Patch\n`

@@ -1,54 +1,31 @@
-// A fake OpenAI Responses API for driving the real Codex CLI. Each request is answered
-// from a scripted conversation picked by a marker that appears in the request's input
-// (the user's prompt); the turn is the number of model outputs already in that input, so
-// a conversation replays the same whatever Codex resends. Every request is logged, so a
-// test asserts what reached the model: the briefing in the developer/user context, a deny
+// A fake OpenAI Responses API for driving the real Codex CLI. The model's turns come from
+// scripts (lib/script.ts) picked by a marker in the user's prompt; which turn is next is
+// the number of model outputs after that prompt, so a conversation replays the same
+// whatever Codex resends. Every request is logged (lib/script.ts's RequestLog), so a test
+// asserts what reached the model: the briefing in the developer/user context, a deny
 // reason in a function_call_output, a message in hook context.
 //
 // Shapes follow what Codex reads from a `wire_api = "responses"` provider: SSE events
 // `response.created`, `response.output_item.added` / `.done` (a `function_call`, a
 // `custom_tool_call` for the freeform `apply_patch` tool, or a `message`),
 // `response.completed` with usage.
+import { readRequest, RequestLog, ScriptBook, type Exchange, type Said } from './lib/script'
 
-/** One model turn: a tool call, an apply_patch, a shell command, or a final text. */
-export type Turn =
+/** One model turn of Codex: an apply_patch, a shell command, a tool call, or a final text. */
+export type CodexTurn =
   | { patch: string }
   | { shell: string; workdir?: string }
   | { call: string; arguments: Record<string, unknown>; namespace?: string }
   /** Codex's client-side tool_search (MCP tools are deferred behind it). */
   | { search: string }
-  | { text: string }
-
-/** A turn decided when its request comes (it may act first: send a message, run another agent). */
-export type Step = Turn | ((req: LoggedRequest) => Turn | Promise<Turn>)
-
-export interface Script {
-  /** A string that appears in the prompt: picks this script. */
-  marker: string
-  turns: Step[]
-}
-
-export interface LoggedRequest {
-  method: string
-  path: string
-  body: any
-  /** Every piece of text in the body's input and instructions, joined: what the model saw. */
-  text: string
-  /** The script and turn it was answered from, or null (unknown path, no marker). */
-  marker: string | null
-  turn: number | null
-}
+  | Said
 
 export interface FakeOpenAI {
   url: string
   /** `base_url` for Codex: ends in /v1. */
   baseUrl: string
-  requests: LoggedRequest[]
-  /** Requests to paths this fake does not know (logged, answered 404). */
-  unknown: LoggedRequest[]
-  script(s: Script): void
-  /** The model requests of one script, in order. */
-  of(marker: string): LoggedRequest[]
+  log: RequestLog
+  scripts: ScriptBook<CodexTurn>
   stop(): void
 }
 
@@ -65,30 +42,28 @@ export function requestText(body: any): string {
   return out.join('\n')
 }
 
-/** The model outputs already in the input: which turn of the script comes next. */
-function turnOf(input: unknown): number {
-  if (!Array.isArray(input)) return 0
-  return input.filter(
-    (i) =>
-      i &&
-      (i.type === 'function_call' || i.type === 'custom_tool_call' || i.type === 'tool_search_call' || i.type === 'local_shell_call' || (i.type === 'message' && i.role === 'assistant')),
-  ).length
-}
+/** Input items the model produced. */
+const MODEL_ITEMS = new Set(['function_call', 'custom_tool_call', 'tool_search_call', 'local_shell_call'])
+/** Input items that carry what a tool gave back to the model. */
+const OUTPUT_ITEMS = new Set(['function_call_output', 'custom_tool_call_output', 'tool_search_output', 'local_shell_call_output'])
 
-/** The user-typed text of the input (user messages), where markers are looked for. */
-function userText(input: unknown): string {
-  if (!Array.isArray(input)) return ''
-  return input
-    .filter((i) => i && i.type === 'message' && i.role === 'user')
-    .map((i) => requestText({ input: i.content }))
-    .join('\n')
+/** The input as a conversation: user messages and tool outputs from the user side, the model's items and messages from the model. */
+function conversation(input: unknown): Exchange[] {
+  if (!Array.isArray(input)) return []
+  const out: Exchange[] = []
+  for (const i of input) {
+    if (!i || typeof i !== 'object') continue
+    if (MODEL_ITEMS.has(i.type) || (i.type === 'message' && i.role === 'assistant')) out.push({ role: 'model', text: requestText({ input: i }) })
+    else if ((i.type === 'message' && i.role === 'user') || OUTPUT_ITEMS.has(i.type)) out.push({ role: 'user', text: requestText({ input: i }) })
+  }
+  return out
 }
 
 let ids = 0
 const id = (p: string) => `${p}_${Date.now().toString(36)}${(++ids).toString(36)}`
 
 /** The output item for a turn, given the tools Codex offered in this request. */
-function itemOf(turn: Turn, tools: any[]): Record<string, unknown> {
+function itemOf(turn: CodexTurn, tools: any[]): Record<string, unknown> {
   const names = new Set(tools.map((t) => t?.name ?? t?.type))
   if ('text' in turn) return { type: 'message', id: id('msg'), role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: turn.text, annotations: [] }] }
   if ('patch' in turn) {
@@ -132,54 +107,34 @@ function responseOf(item: Record<string, unknown> | null, model: string): Respon
 }
 
 export function startFakeOpenAI(): FakeOpenAI {
-  const scripts: Script[] = []
-  const requests: LoggedRequest[] = []
-  const unknown: LoggedRequest[] = []
+  const log = new RequestLog()
+  const scripts = new ScriptBook<CodexTurn>()
   const server = Bun.serve({
     hostname: '127.0.0.1',
     port: 0,
     // A scripted step may run another agent before it answers: no idle cut-off.
     idleTimeout: 0,
     async fetch(req) {
-      const path = new URL(req.url).pathname
-      const raw = req.method === 'POST' ? await req.text() : ''
-      let body: any = null
-      try {
-        body = raw ? JSON.parse(raw) : null
-      } catch {
-        body = raw
+      const { method, path, raw, body } = await readRequest(req)
+      if (method === 'GET' && /\/models$/.test(path)) {
+        log.add({ method, path, body, raw, text: '', script: null, step: null })
+        return Response.json({ object: 'list', data: [], models: [] })
       }
-      const entry: LoggedRequest = { method: req.method, path, body, text: requestText(body), marker: null, turn: null }
-      requests.push(entry)
-      if (req.method === 'GET' && /\/models$/.test(path)) return Response.json({ object: 'list', data: [], models: [] })
-      if (req.method !== 'POST' || !/\/responses$/.test(path)) {
-        unknown.push(entry)
-        return Response.json({ error: { message: `fake-openai: no ${req.method} ${path}` } }, { status: 404 })
+      if (method !== 'POST' || !/\/responses$/.test(path)) {
+        log.stray({ method, path, body, raw })
+        return Response.json({ error: { message: `fake-openai: no ${method} ${path}` } }, { status: 404 })
       }
-      const said = userText(body?.input)
-      const script = scripts.find((s) => said.includes(s.marker))
+      const picked = scripts.select(conversation(body?.input))
+      log.add({ method, path, body, raw, text: requestText(body), script: picked?.script.name ?? null, step: picked?.step ?? null })
       const model = typeof body?.model === 'string' ? body.model : 'gpt-5-codex'
-      if (!script) return responseOf({ type: 'message', id: id('msg'), role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done', annotations: [] }] }, model)
-      const turn = turnOf(body?.input)
-      entry.marker = script.marker
-      entry.turn = turn
-      const step = script.turns[turn] ?? { text: 'done' }
       try {
-        const next = typeof step === 'function' ? await step(entry) : step
-        return responseOf(itemOf(next, Array.isArray(body?.tools) ? body.tools : []), model)
+        const turn: CodexTurn = picked ? await scripts.turn(picked.script, picked.step, log) : { text: 'done' }
+        return responseOf(itemOf(turn, Array.isArray(body?.tools) ? body.tools : []), model)
       } catch (err) {
         return Response.json({ error: { message: (err as Error).message } }, { status: 400 })
       }
     },
   })
   const url = `http://127.0.0.1:${server.port}`
-  return {
-    url,
-    baseUrl: `${url}/v1`,
-    requests,
-    unknown,
-    script: (s) => void scripts.unshift(s),
-    of: (marker) => requests.filter((r) => r.marker === marker),
-    stop: () => server.stop(true),
-  }
+  return { url, baseUrl: `${url}/v1`, log, scripts, stop: () => server.stop(true) }
 }
