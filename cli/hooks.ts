@@ -16,7 +16,8 @@ import { api, authHeaders, resolveConfig } from './client'
 import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
-import { hookTokenProblem, planInit, writeInit, type InitAgent } from './init'
+import { codexHooksTrust, trustCodexHooks } from './codex-trust'
+import { CODEX_NETWORK_SETTING, hookTokenProblem, planInit, writeInit, type InitAgent } from './init'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
@@ -24,6 +25,20 @@ import { setProjectCase } from './project-case'
 const AGENTS = ['claude-code', 'codex'] as const
 /** Hooks run on every tool call: a server that does not answer in this long counts as unreachable. */
 const HOOK_TIMEOUT_MS = 8000
+/** A PermissionRequest waits for a person (at most the server's 10m): the request may take that long, and a little more. */
+const APPROVAL_TIMEOUT_MS = 10 * 60_000 + 15_000
+/** Codex kills a SessionEnd hook after 3 s: answer (or give up) well inside that, start-up included. */
+const SESSION_END_MS: Partial<Record<InitAgent, number>> = { codex: 2000 }
+
+/** The event's name, read cheaply (the server validates the event). */
+function eventName(text: string): string | null {
+  try {
+    const name = JSON.parse(text)?.hook_event_name
+    return typeof name === 'string' ? name : null
+  } catch {
+    return null
+  }
+}
 
 function agentArg(value: string): InitAgent | 'git' {
   if (value === 'git') return value
@@ -40,7 +55,7 @@ function gitRootOf(event: string): string | null {
   return typeof cwd === 'string' && cwd !== '' && existsSync(cwd) ? gitRoot(cwd) : gitRoot()
 }
 
-async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string }): Promise<void> {
+async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }): Promise<void> {
   // Whatever goes wrong here must not stop the agent unless asked: exit 2 blocks its tool call.
   const fail = (why: string): never => {
     process.stderr.write(`muster hook: ${why}; ${o.failClosed ? 'blocking (--fail-closed)' : 'the agent goes on without coordination'}\n`)
@@ -68,9 +83,12 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   const root = gitRootOf(event)
   set('x-muster-root', root)
   set('x-muster-git-root', root)
+  set('x-muster-approval-wait', o.approvalWait)
   let res: Response
   try {
-    res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(HOOK_TIMEOUT_MS) })
+    const name = eventName(event)
+    const budget = name === 'PermissionRequest' ? APPROVAL_TIMEOUT_MS : name === 'SessionEnd' ? (SESSION_END_MS[agent] ?? HOOK_TIMEOUT_MS) : HOOK_TIMEOUT_MS
+    res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(budget) })
   } catch (err) {
     return fail(`cannot reach ${cfg.server} (${(err as Error).message})`)
   }
@@ -123,7 +141,8 @@ export function hookCommands(program: Command): void {
     .argument('<agent>', 'claude-code | codex')
     .option('--fail-closed', 'exit 2 (the tool call is blocked) when the server cannot be reached; default: exit 0 and go on')
     .option('--reserve <duration>', 'edit-reserve mode: reserve each edited file for this long (beats MUSTER_RESERVE)')
-    .action((agent: string, o: { failClosed?: boolean; reserve?: string }) => forward(agent, o))
+    .option('--approval-wait <duration>', 'how long a PermissionRequest waits for a person in Muster (1s … 10m; default 5m)')
+    .action((agent: string, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }) => forward(agent, o))
 
   program
     .command('sessions')
@@ -137,16 +156,33 @@ export function hookCommands(program: Command): void {
     .argument('<agent>', 'claude-code | codex | git', agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
-    .action(async (agent: InitAgent | 'git', o: { reserve?: string; dryRun?: boolean }) => {
+    .option('--trust', `codex: record in Codex's own config ($CODEX_HOME/config.toml) the trust it asks for (its /hooks review) for the hooks written here, and the project's`)
+    .option('--allow-network', `codex: let Codex's default workspace-write sandbox reach the network, so \`muster\` in the model's shell reaches the server (${CODEX_NETWORK_SETTING} in .codex/config.toml)`)
+    .action(async (agent: InitAgent | 'git', o: { reserve?: string; dryRun?: boolean; trust?: boolean; allowNetwork?: boolean }) => {
+      if (agent !== 'codex' && (o.trust || o.allowNetwork)) throw new UsageError('--trust and --allow-network are for codex')
       if (agent === 'git') return initGit(o)
       const tokenProblem = agent === 'claude-code' ? hookTokenProblem(resolveConfig().from.token) : null
       if (tokenProblem) throw new UsageError(tokenProblem)
       const root = gitRoot() ?? process.cwd()
-      const files = planInit({ agent, root, server: resolveConfig().server, reserve: o.reserve })
+      const server = resolveConfig().server
+      const files = planInit({ agent, root, server, reserve: o.reserve, allowNetwork: o.allowNetwork })
       // A repository on a case-insensitive filesystem (git's own core.ignorecase): its project matches paths so too.
       const project = await setProjectCase(root, undefined, o.dryRun)
       if (o.dryRun) return printJson({ dry_run: true, root, files, project })
       writeInit(root, files)
-      printJson({ root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })), project })
+      const out: Record<string, unknown> = { root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })), project }
+      if (agent === 'codex') {
+        const notes: string[] = []
+        if (o.trust) {
+          const t = trustCodexHooks(root)
+          out.trusted = { config: t.configFile, project: t.project, hooks: t.hooks.map((h) => h.key) }
+        } else if (!codexHooksTrust(root).ok) {
+          notes.push(`Codex runs these hooks only once you trust them, and says nothing otherwise: run \`muster init codex --trust\` (or review them in Codex's /hooks)`)
+        }
+        if (!o.allowNetwork)
+          notes.push(`Codex's default workspace-write sandbox has no network: \`muster\` in the model's shell cannot reach ${server}. Run \`muster init codex --allow-network\` (${CODEX_NETWORK_SETTING} in .codex/config.toml), or run Codex with another sandbox`)
+        if (notes.length) out.notes = notes
+      }
+      printJson(out)
     })
 }

@@ -3,10 +3,12 @@
 // environment through allowedEnvVars; SessionStart and SessionEnd as command hooks) and
 // the MCP server in .mcp.json; Codex gets command
 // hooks running `muster hook codex` in .codex/hooks.json and the MCP server in
-// .codex/config.toml; both a short CLAUDE.md / AGENTS.md section. Each file is merged
+// .codex/config.toml (with --allow-network, the sandbox setting that lets the model's shell
+// reach the server); both a short CLAUDE.md / AGENTS.md section. Each file is merged
 // into what is there (other hooks and settings kept), and a second run writes nothing.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import { setTomlValue } from './codex-trust'
 import { UsageError } from './output'
 
 export type InitAgent = 'claude-code' | 'codex'
@@ -19,6 +21,8 @@ export interface InitOptions {
   server: string
   /** Edit-reserve mode: each edited file reserved for this long (a duration like 30m). */
   reserve?: string
+  /** Codex: let the default workspace-write sandbox reach the network (the CLI calls the server). */
+  allowNetwork?: boolean
 }
 
 export interface PlannedFile {
@@ -29,9 +33,18 @@ export interface PlannedFile {
 
 /** The environment variables a Claude Code http hook may put in its headers. */
 export const HOOK_ENV = ['SERVICE_TOKEN', 'MUSTER_AGENT', 'MUSTER_PROJECT'] as const
-const CLAUDE_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'] as const
-// Codex has no SessionEnd hook: its instances go stale and are released by the liveness check.
-const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop'] as const
+const CLAUDE_EVENTS = ['SessionStart', 'PreToolUse', 'PermissionRequest', 'PostToolUse', 'UserPromptSubmit', 'Notification', 'Stop', 'SessionEnd'] as const
+// Codex has SessionEnd since 0.145: `codex exec` ending releases the session's files at once.
+const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PermissionRequest', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'] as const
+/** Codex caps a SessionEnd hook at 3 s (and hashes its trust with the capped value). */
+const CODEX_SESSION_END_TIMEOUT = 3
+/**
+ * A PermissionRequest's answer waits for a person in Muster (docs/api/approvals.md): this
+ * long, sent as X-Muster-Approval-Wait, and the hook's own timeout is longer, so the agent
+ * hears "expired" ({}: it asks at its terminal) rather than cutting the request off.
+ */
+export const APPROVAL_WAIT = '5m'
+const APPROVAL_HOOK_TIMEOUT_S = 5 * 60 + 30
 // The shell tools too: a command's writes are read from its text (lib/shell). Codex sends
 // every shell tool to hooks as `Bash`.
 const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|NotebookEdit|Bash', codex: 'apply_patch|Write|Edit|Bash' }
@@ -54,9 +67,13 @@ export const isOurs = (h: Hook) =>
 const COMMAND_ONLY = new Set(['SessionStart', 'SessionEnd'])
 
 function ourHook(o: InitOptions, event: string): Hook {
+  const approval = event === 'PermissionRequest'
+  const timeout = approval ? APPROVAL_HOOK_TIMEOUT_S : 10
   if (o.agent === 'codex' || COMMAND_ONLY.has(event)) {
     const reserve = o.reserve ? ` --reserve ${o.reserve}` : ''
-    return { type: 'command', command: `muster hook ${o.agent} --server ${o.server}${reserve}`, timeout: 10 }
+    const wait = approval ? ` --approval-wait ${APPROVAL_WAIT}` : ''
+    const commandTimeout = o.agent === 'codex' && event === 'SessionEnd' ? CODEX_SESSION_END_TIMEOUT : timeout
+    return { type: 'command', command: `muster hook ${o.agent} --server ${o.server}${reserve}${wait}`, timeout: commandTimeout }
   }
   const headers: Record<string, string> = {
     Authorization: 'Bearer $SERVICE_TOKEN',
@@ -64,7 +81,8 @@ function ourHook(o: InitOptions, event: string): Hook {
     'X-Muster-Project': '$MUSTER_PROJECT',
   }
   if (o.reserve) headers['X-Muster-Reserve'] = o.reserve
-  return { type: 'http', url: `${o.server}/api/hooks/claude-code`, headers, allowedEnvVars: [...HOOK_ENV], timeout: 10 }
+  if (approval) headers['X-Muster-Approval-Wait'] = APPROVAL_WAIT
+  return { type: 'http', url: `${o.server}/api/hooks/claude-code`, headers, allowedEnvVars: [...HOOK_ENV], timeout }
 }
 
 /**
@@ -130,6 +148,13 @@ export function mergeCodexConfig(text: string, server: string): string {
   return (before ? `${before}\n` : '') + table + (after.trim() ? `\n${after.replace(/^\n+/, '')}` : '')
 }
 
+/**
+ * Codex's default `workspace-write` sandbox has no network, so `muster` in the model's shell
+ * cannot reach the server (EPERM): this is the setting that opens it, for this project.
+ */
+export const CODEX_NETWORK_SETTING = '[sandbox_workspace_write] network_access = true'
+export const allowSandboxNetwork = (text: string) => setTomlValue(text, '[sandbox_workspace_write]', 'network_access', 'true')
+
 /** The coordination section of CLAUDE.md / AGENTS.md. */
 export function guideSection(o: InitOptions): string {
   const reserving = o.reserve
@@ -183,7 +208,7 @@ export function planInit(o: InitOptions): PlannedFile[] {
         ]
       : [
           { path: '.codex/hooks.json', content: () => jsonText(mergeHooks(readJson(join(o.root, '.codex/hooks.json')), o)) },
-          { path: '.codex/config.toml', content: (t) => mergeCodexConfig(t, o.server) },
+          { path: '.codex/config.toml', content: (t) => (o.allowNetwork ? allowSandboxNetwork(mergeCodexConfig(t, o.server)) : mergeCodexConfig(t, o.server)) },
           { path: 'AGENTS.md', content: (t) => mergeGuide(t, guideSection(o)) },
         ]
   return files.map(({ path, content }) => {

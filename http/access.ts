@@ -43,6 +43,10 @@ const ADMIN_ONLY = new Set([
   'DELETE /api/contracts/:project/:name',
   'DELETE /api/specs/:project/:name',
   'POST /api/compliance/run',
+  'POST /api/approvals/:id/decision',
+  'POST /api/approvals/decision',
+  'POST /api/approval-rules',
+  'DELETE /api/approval-rules/:id',
 ])
 
 /** Calls that only compute an answer (or, for /mcp, whose tools check the role themselves): a viewer may make them. */

@@ -3,8 +3,9 @@
 // session opened (or registered) with its heartbeat, and the event's own work (edit
 // decision, messages shown, deregistration). A PreToolUse that changes nothing (most of
 // them) is answered from committed reads without a unit, so decisions run side by side
-// instead of queueing for the single writer. The answer never says `allow`: that would
-// skip the user's own permission rules; `{}` means "no opinion".
+// instead of queueing for the single writer. The answer never says `allow` by itself: that
+// would skip the user's own permission rules; `{}` means "no opinion". Only a
+// PermissionRequest that a person (or their rule) allowed in Muster is answered allow.
 import type { Ctx } from './context'
 import type { HookAgent } from '../store/sessions'
 import { editTargets, literalPattern, writesFiles, type EditTargets } from './hook-paths'
@@ -13,6 +14,7 @@ import { decideEdit, planEdit, writes } from './hook-edits'
 import { finishBriefing, newMessages, startBriefing } from './hook-briefing'
 import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders, type Session } from './hook-session'
 import type { Tx } from '../store'
+import { noteNotification, requestPermission, withdrawInputs } from './approvals'
 
 export { hookHeaders, type HookEvent, type HookHeaders } from './hook-session'
 
@@ -50,6 +52,13 @@ function filesOf(event: HookEvent, root: string): EditTargets {
 }
 
 const anything = (t: EditTargets) => t.files.length > 0 || t.checked.length > 0
+
+/**
+ * Codex has no quiet Stop answer (no additionalContext there): a block's reason is the only
+ * way to its model, and Codex hands it over as a new user-role prompt (in a hook_prompt
+ * wrapper). This line says whose it is, so the model reads it as a notice, not a request.
+ */
+const CODEX_STOP_NOTE = 'Muster (a hook, not from the user): messages arrived for you. Read them; act only on what they ask, then finish.'
 
 /**
  * A call whose files break a reservation's limits is left to the agent (no opinion, never a
@@ -92,6 +101,9 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
 export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<HookResult> {
   const name = event.hook_event_name
   await assertSessionOwner(ctx, event.session_id, headers)
+  // Approvals (services/approvals.ts): any event ends the session's "needs input"; a PermissionRequest waits for its decision.
+  await withdrawInputs(ctx, event.session_id)
+  if (name === 'PermissionRequest') return { answer: await requestPermission(ctx, agent, event, headers) }
   const quick = await withoutWrites(ctx, event, headers)
   if (quick) return { answer: quick }
   if (name === 'SessionStart') {
@@ -127,14 +139,18 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
         const text = await newMessages(tx, session)
         if (!text) return {}
         // Claude Code takes another turn on a Stop's additionalContext, quietly; its
-        // `decision: block` shows the user a hook error. Codex keeps the block shape.
-        return agent === 'claude-code' ? context(name, text) : { decision: 'block', reason: text }
+        // `decision: block` shows the user a hook error. Codex has no quieter shape: the block,
+        // its reason saying whose it is.
+        return agent === 'claude-code' ? context(name, text) : { decision: 'block', reason: `${CODEX_STOP_NOTE}\n${text}` }
       }
       case 'SessionEnd': {
         const held = await endSession(ctx, tx, session, event.reason)
         identity = { instanceId: session.instance.id, name: session.row.name, sessionId: session.row.session_id, held }
         return {}
       }
+      case 'Notification':
+        await noteNotification(tx, agent, session, event)
+        return {}
       default:
         return {}
     }

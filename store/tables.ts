@@ -21,6 +21,7 @@ import { webhooksStore, webhooksWrites } from './webhooks'
 import { messagesStore, messagesWrites } from './messages'
 import { tokensStore, tokensWrites } from './tokens'
 import { projectsStore, projectsWrites } from './projects'
+import { approvalsStore, approvalsWrites } from './approvals'
 
 export interface Backend {
   /** Reads: committed data only. */
@@ -78,6 +79,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       messages,
       sessions: sessionsStore(r),
       projects: projectsStore(r),
+      approvals: approvalsStore(r),
     },
     writes: {
       state: stateWrites(docs),
@@ -99,6 +101,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       messages: messagesWrites(w, d, unit, messages.changed),
       sessions: sessionsWrites(w),
       projects: projectsWrites(w),
+      approvals: approvalsWrites(w),
     },
   }
 }

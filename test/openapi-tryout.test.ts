@@ -78,6 +78,7 @@ const OWN_PARAMS: Record<string, Record<string, string>> = {
   // The webhook the create example makes.
   'patch /api/webhooks/{id}': { id: 'ci' },
   'post /api/webhooks/{id}/redeliver': { id: 'ci' },
+  'post /api/approvals/{id}/decision': { id: 'nope' },
 }
 
 /**
@@ -116,12 +117,17 @@ const EXPECTED: [operation: string, answer: number | string][] = [
   ['post /api/reservations', 201],
   ['post /api/reservations/check', 200],
   ['post /api/reservations/{id}/renew', 200],
+  ['put /api/projects/{project}', 200],
   ['post /api/hooks/{agent}', 200],
   ['post /api/messages', 201],
   ['post /api/tokens', 201],
   ['post /api/webhooks', 200],
   ['patch /api/webhooks/{id}', 200],
   ['post /api/webhooks/{id}/redeliver', 200],
+  // No request is waiting: the decision finds none, the batch skips its ids.
+  ['post /api/approvals/{id}/decision', '404 approval nope not found'],
+  ['post /api/approvals/decision', 200],
+  ['post /api/approval-rules', 201],
   ['post /mcp', 200],
 ]
 /** Left out, and why. */

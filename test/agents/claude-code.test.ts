@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { eventually } from '../helpers'
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic'
-import { ClaudeSession } from './lib/claude'
+import { bash, ClaudeSession, readAndEdit } from './lib/claude'
 import type { Turn } from './lib/script'
 import { ensureAgent } from './lib/install'
 import { startWorld, type World } from './lib/world'
@@ -87,11 +87,6 @@ scenario('a session registers and its briefing reaches the model', async () => {
   await ada.end()
 })
 
-const read = (file: string) => ({ tool: { name: 'Read', input: { file_path: file } } })
-const edit = (file: string, from: string, to: string) => ({ tool: { name: 'Edit', input: { file_path: file, old_string: from, new_string: to } } })
-/** Claude Code edits only a file the model has read in this session: a read, then the edit. */
-const readAndEdit = (file: string, from: string, to: string) => [read(file), edit(file, from, to)]
-const bash = (command: string) => ({ tool: { name: 'Bash', input: { command, description: 'run a command' } } })
 /** A session in a fresh wired repository that has edited src/app.ts (41 → 42), so holds it in edit-reserve mode. */
 async function editedBy(label: string, name: string): Promise<{ repo: string; file: string; session: ClaudeSession }> {
   const repo = await wiredRepo(label)
@@ -294,3 +289,38 @@ scenario("a second agent's write through the shell to a reserved file is refused
   expect(fake.log.of('shell-bob')[1]?.raw ?? '').toContain('ada-shell')
   await Promise.all([ada.end(), bob.end()])
 })
+
+/** A session whose Bash is not allowed by rule: each shell command asks, and Muster's PermissionRequest hook holds it for a person. */
+async function askingForBash(label: string, name: string, command: string, finale: string) {
+  const repo = await wiredRepo(label)
+  const prompt = fake.scripts.add({ name: label, steps: [bash(command)], finally: finale })
+  const session = await ClaudeSession.start({ world, model: fake.url, cwd: repo, name, allowedTools: ['Read', 'Edit', 'Write', 'mcp__muster'] })
+  sessions.push(session)
+  return { repo, prompt, session }
+}
+const pendingOf = (name: string) =>
+  eventually(async () => ((await world.api('GET', `/api/approvals?status=pending&name=${name}`)).body as any[])[0], 30_000, 100)
+
+scenario('in -p mode with Bash not allowed, a command runs once a person allows it in Muster', async () => {
+  const { repo, prompt, session: ada } = await askingForBash('approve', 'ada-approve', `sh -c 'echo approved > ran.txt'`, 'Ran it.')
+  const turn = ada.prompt(`Run the command. ${prompt}`, 90_000)
+  const asked = await pendingOf('ada-approve')
+  expect([asked.tool, asked.summary]).toEqual(['Bash', `sh -c 'echo approved > ran.txt'`])
+  expect(existsSync(join(repo, 'ran.txt'))).toBe(false)
+  expect((await world.api('POST', `/api/approvals/${asked.id}/decision`, { behavior: 'allow' })).status).toBe(200)
+  await turn
+  expect(readFileSync(join(repo, 'ran.txt'), 'utf8')).toBe('approved\n')
+  await ada.end()
+}, 120_000)
+
+scenario("in -p mode a person's deny keeps the command from running, and the model reads their words", async () => {
+  const { repo, prompt, session: bob } = await askingForBash('refuse', 'bob-refuse', `sh -c 'echo refused > ran.txt'`, 'Understood.')
+  const turn = bob.prompt(`Run the command. ${prompt}`, 90_000)
+  const asked = await pendingOf('bob-refuse')
+  const words = 'not on this branch: open a pull request instead'
+  expect((await world.api('POST', `/api/approvals/${asked.id}/decision`, { behavior: 'deny', message: words })).status).toBe(200)
+  await turn
+  expect(existsSync(join(repo, 'ran.txt'))).toBe(false)
+  expect(fake.log.of('refuse')[1]?.raw ?? '').toContain(words)
+  await bob.end()
+}, 120_000)

@@ -6,7 +6,7 @@
 // (Claude Code's own side requests: titles, summaries), gets a short text. Every request
 // is logged; a path this fake does not know is logged too and answered 404 in the API's
 // error shape, which Claude Code treats as "not available here".
-import { RequestLog, ScriptBook, type Exchange, type Turn } from './lib/script'
+import { readRequest, RequestLog, ScriptBook, type Exchange, type Turn } from './lib/script'
 
 export interface FakeAnthropic {
   url: string
@@ -33,6 +33,9 @@ function conversation(body: any): Exchange[] {
   const messages: any[] = Array.isArray(body?.messages) ? body.messages : []
   return messages.map((m) => ({ role: m.role === 'assistant' ? 'model' : 'user', text: textOf(m.content) }))
 }
+
+/** What the model reads: the system prompt and the conversation. */
+const seen = (body: any) => [textOf(body?.system), ...conversation(body).map((m) => m.text)].join('\n')
 
 let ids = 0
 const id = (prefix: string) => `${prefix}_fake${(++ids).toString().padStart(6, '0')}`
@@ -82,29 +85,22 @@ export async function startFakeAnthropic(): Promise<FakeAnthropic> {
     hostname: '127.0.0.1',
     port: 0,
     async fetch(req) {
-      const url = new URL(req.url)
-      const raw = req.method === 'GET' || req.method === 'HEAD' ? '' : await req.text()
-      let body: any = null
-      try {
-        body = raw ? JSON.parse(raw) : null
-      } catch {}
-      const path = url.pathname
-      if (req.method === 'POST' && path === '/v1/messages/count_tokens') {
-        log.add({ method: req.method, path, body, raw, script: null, step: null })
+      const { method, path, raw, body } = await readRequest(req)
+      if (method === 'POST' && path === '/v1/messages/count_tokens') {
+        log.add({ method, path, body, raw, text: seen(body), script: null, step: null })
         return Response.json({ input_tokens: usage(body).input_tokens })
       }
-      if (req.method === 'POST' && path === '/v1/messages') {
+      if (method === 'POST' && path === '/v1/messages') {
         const hasTools = Array.isArray(body?.tools) && body.tools.length > 0
         const picked = hasTools ? scripts.select(conversation(body)) : null
-        log.add({ method: req.method, path, body, raw, script: picked?.script.name ?? null, step: picked?.step ?? null })
+        log.add({ method, path, body, raw, text: seen(body), script: picked?.script.name ?? null, step: picked?.step ?? null })
         const turn: Turn = picked ? await scripts.turn(picked.script, picked.step, log) : { text: 'OK' }
         const msg = message(body, blocks(turn))
         if (body?.stream) return new Response(events(msg), { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' } })
         return Response.json(msg)
       }
-      log.add({ method: req.method, path, body, raw, script: null, step: null })
-      log.unknown.set(`${req.method} ${path}`, (log.unknown.get(`${req.method} ${path}`) ?? 0) + 1)
-      return Response.json({ type: 'error', error: { type: 'not_found_error', message: `the fake Anthropic API does not serve ${req.method} ${path}` } }, { status: 404 })
+      log.stray({ method, path, body, raw })
+      return Response.json({ type: 'error', error: { type: 'not_found_error', message: `the fake Anthropic API does not serve ${method} ${path}` } }, { status: 404 })
     },
   })
   return { url: `http://127.0.0.1:${server.port}`, log, scripts, stop: async () => void server.stop(true) }

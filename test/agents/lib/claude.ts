@@ -5,6 +5,7 @@
 // `--dangerously-skip-permissions`, which Claude Code refuses as root.
 import type { Subprocess } from 'bun'
 import { ensureAgent } from './install'
+import type { Turn } from './script'
 import type { World } from './world'
 
 export interface ClaudeOptions {
@@ -141,3 +142,10 @@ export class ClaudeSession {
       .map((b: any) => (typeof b.content === 'string' ? b.content : JSON.stringify(b.content)))
   }
 }
+
+/** The model's turns in Claude Code's own tools. */
+export const read = (file: string): Turn => ({ tool: { name: 'Read', input: { file_path: file } } })
+export const edit = (file: string, from: string, to: string): Turn => ({ tool: { name: 'Edit', input: { file_path: file, old_string: from, new_string: to } } })
+/** Claude Code edits only a file the model has read in this session: a read, then the edit. */
+export const readAndEdit = (file: string, from: string, to: string) => [read(file), edit(file, from, to)]
+export const bash = (command: string): Turn => ({ tool: { name: 'Bash', input: { command, description: 'run a command' } } })

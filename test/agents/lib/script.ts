@@ -11,10 +11,15 @@ export interface ToolCall {
   input: Record<string, unknown>
 }
 
-/** What the model says in one turn: some text, a tool call, or both (text first). */
+/** What the model says in one turn: some text, a tool call, or both (text first). The Messages API's turn, and the default. */
 export interface Turn {
   text?: string
   tool?: ToolCall
+}
+
+/** The closing turn every wire format can say: text only. */
+export interface Said {
+  text: string
 }
 
 /**
@@ -22,12 +27,13 @@ export interface Turn {
  * reached the model so far, or to act at that moment (send a message while the agent is
  * between a prompt and its tool call).
  */
-export type Step = Turn | ((log: RequestLog) => Turn | Promise<Turn>)
+export type Step<T = Turn> = T | ((log: RequestLog) => T | Promise<T>)
 
-export interface Script {
+/** A script of turns of type `T`: each fake says what its model turns can be (a tool_use, an apply_patch, …). */
+export interface Script<T = Turn> {
   /** The word in the prompt that picks this script: the prompt holds `marker(name)`. */
   name: string
-  steps: Step[]
+  steps: Step<T>[]
   /** Said once the steps are played. */
   finally?: string
 }
@@ -51,6 +57,8 @@ export interface LoggedRequest {
   body: any
   /** The body as text: what a test searches for what reached the model. */
   raw: string
+  /** Every piece of text the model reads (system prompt or instructions, the conversation; not the tool list), unescaped. */
+  text: string
   /** The script this request played, and the step's index (null: no script). */
   script: string | null
   step: number | null
@@ -65,6 +73,13 @@ export class RequestLog {
     const e = { ...entry, seq: this.entries.length + 1 }
     this.entries.push(e)
     return e
+  }
+
+  /** Logs a request to a path the fake does not serve, and counts it under its method and path. */
+  stray(entry: Pick<LoggedRequest, 'method' | 'path' | 'body' | 'raw'>): LoggedRequest {
+    const key = `${entry.method} ${entry.path}`
+    this.unknown.set(key, (this.unknown.get(key) ?? 0) + 1)
+    return this.add({ ...entry, text: '', script: null, step: null })
   }
 
   /** The requests that played `name`'s script, in order. */
@@ -83,10 +98,20 @@ export class RequestLog {
   }
 }
 
-export class ScriptBook {
-  private scripts = new Map<string, Script>()
+/** A request as both fakes read it: the body's text, and its JSON (null when none or not JSON). */
+export async function readRequest(req: Request): Promise<{ method: string; path: string; raw: string; body: any }> {
+  const raw = req.method === 'GET' || req.method === 'HEAD' ? '' : await req.text()
+  let body: any = null
+  try {
+    body = raw ? JSON.parse(raw) : null
+  } catch {}
+  return { method: req.method, path: new URL(req.url).pathname, raw, body }
+}
 
-  add(script: Script): string {
+export class ScriptBook<T = Turn> {
+  private scripts = new Map<string, Script<T>>()
+
+  add(script: Script<T>): string {
     this.scripts.set(script.name, script)
     return marker(script.name)
   }
@@ -96,7 +121,7 @@ export class ScriptBook {
    * marker picks the script; the model turns after it say which step comes next. Null when
    * no message carries a known marker.
    */
-  select(conversation: Exchange[]): { script: Script; step: number } | null {
+  select(conversation: Exchange[]): { script: Script<T>; step: number } | null {
     for (let i = conversation.length - 1; i >= 0; i--) {
       const m = conversation[i]
       if (m.role !== 'user') continue
@@ -110,9 +135,9 @@ export class ScriptBook {
   }
 
   /** The turn to answer with: the step's, or the closing text once the steps are played. */
-  async turn(script: Script, step: number, log: RequestLog): Promise<Turn> {
+  async turn(script: Script<T>, step: number, log: RequestLog): Promise<T | Said> {
     const s = script.steps[step]
     if (s === undefined) return { text: script.finally ?? `Done (${script.name}).` }
-    return typeof s === 'function' ? s(log) : s
+    return typeof s === 'function' ? (s as (log: RequestLog) => T | Promise<T>)(log) : s
   }
 }
