@@ -358,6 +358,8 @@ async function main() {
   const cpuSteady = pids.map(cpuMs)
   const steadyMs = performance.now() - s0
   const rssSteady = rssNow()
+  // What the dashboards' subscriptions sent and dropped (a slow subscriber's overflow), per replica.
+  const subs = (await Promise.all(urls.map((u) => fetch(`${u}/api/events/subscriptions`).then((r) => r.json() as Promise<{ sent: number; dropped: number }[]>)))).flat()
 
   for (const c of children) c.proc.send({ end: true })
   const ends = await all<{ ended: { ops: Record<string, Op>; frames: number; cpuMs: number } }>('ended')
@@ -390,7 +392,9 @@ async function main() {
       `${name.padEnd(18)} ${String(o.count).padStart(8)} ${rate.padStart(7)} ${pct(o, 0.5).toFixed(2).padStart(8)} ${pct(o, 0.99).toFixed(2).padStart(8)} ${o.max.toFixed(2).padStart(9)} ${o.errors}${o.samples.length ? `  e.g. ${o.samples.join(' | ')}` : ''}`,
     )
   }
-  console.log(`dashboard frames received: ${frames} on ${Math.ceil(agents / WS_EVERY)} sockets`)
+  console.log(
+    `dashboard frames received: ${frames} on ${Math.ceil(agents / WS_EVERY)} sockets; the server sent ${sum(subs.map((x) => x.sent))}, dropped ${sum(subs.map((x) => x.dropped))} (a subscriber too slow)`,
+  )
   console.log(`server RSS: ${rssStarted.toFixed(0)} MB after the starts, ${rssSteady.toFixed(0)} MB after the steady phase, ${peak.toFixed(0)} MB peak${pg ? ' (replicas summed; PostgreSQL not counted)' : ''}`)
   console.log(
     `server CPU: ${((serverSteadyCpu / steadyMs) * 100).toFixed(0)}% of a core in the steady phase, ${(serverAll / 1000).toFixed(1)} s in all; clients ${(clientCpu / 1000).toFixed(1)} s in all`,
