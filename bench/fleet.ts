@@ -30,6 +30,7 @@ const HEARTBEAT_MS = 30_000
 const TASK_MS = 120_000
 const PROJECT_SIZE = 20
 const WAKE_GRACE_MS = 10_000
+const IN_FLIGHT = 128
 /** The steady phase's hard bound beyond --seconds: starts and ends that take longer than this are an error, not a hang. */
 const PHASE_LIMIT_MS = 600_000
 
@@ -88,15 +89,31 @@ async function worker(plan: Plan) {
     o.errors++
     addSample(o, why.slice(0, 200))
   }
+  // Requests in flight per client process (held inbox reads aside), as a client's connection pool
+  // would hold them: an open loop of thousands of agents otherwise opens a connection per request
+  // and runs the loopback out of ports (TIME_WAIT). Timed from the moment a request goes out.
+  let free = IN_FLIGHT
+  const queued: (() => void)[] = []
+  const acquire = () => (free > 0 ? (free--, Promise.resolve()) : new Promise<void>((r) => queued.push(r)))
+  const release = () => (queued.length ? queued.shift()!() : free++)
+
   /** One timed request: its answer (status and parsed body), or null after counting an error. */
-  async function timed(name: string, url: string, init: RequestInit, ok: number[] = [200]): Promise<{ status: number; headers: Headers; body: any } | null> {
+  async function timed(name: string, url: string, init: RequestInit, ok: number[] = [200]): Promise<{ status: number; headers: Headers; body: any; at: number } | null> {
+    await acquire()
+    try {
+      return await timedNow(name, url, init, ok)
+    } finally {
+      release()
+    }
+  }
+  async function timedNow(name: string, url: string, init: RequestInit, ok: number[]): Promise<{ status: number; headers: Headers; body: any; at: number } | null> {
     const t0 = performance.now()
     try {
       const r = await fetch(url, init)
       const text = await r.text()
       if (!ok.includes(r.status)) return fail(name, `${r.status} ${text}`), null
       record(name, performance.now() - t0)
-      return { status: r.status, headers: r.headers, body: text ? JSON.parse(text) : null }
+      return { status: r.status, headers: r.headers, body: text ? JSON.parse(text) : null, at: t0 }
     } catch (e) {
       return fail(name, String(e)), null
     }
@@ -227,9 +244,8 @@ async function worker(plan: Plan) {
       every(MESSAGE_MS, rand(MESSAGE_MS), async () => {
         const to = holders[Math.floor(rand(holders.length))]
         if (!to?.name || to === a) return
-        const t0 = performance.now()
         const r = await timed('message.send', `${a.url}/api/messages`, post({ to: [to.name], subject: 'fleet', body: `from ${a.name}` }, { 'x-instance-token': a.token }), [201])
-        if (r) sentAt.set(r.body.id, t0)
+        if (r) sentAt.set(r.body.id, r.at)
       })
       every(TASK_MS, rand(TASK_MS), async () => {
         const h = { 'x-instance-token': a.token }
@@ -272,7 +288,8 @@ async function worker(plan: Plan) {
   process.on('message', async (m: ToWorker) => {
     if ('start' in m) send({ started: await sessionsStart() })
     else if ('steady' in m) steady(), send({ steadied: true })
-    else await end(), process.exit(0)
+    // No exit here: it could drop the report still in the IPC pipe; the main process ends this one.
+    else await end()
   })
   send({ ready: true })
 }
@@ -309,7 +326,7 @@ async function main() {
   const pids = servers.map((s) => s.pid)
   const run = `fleet-${process.pid}`
 
-  // Children: their share of the agents each; Bun's fetch limits requests in flight to 256 unless told.
+  // Children: their share of the agents each; Bun's fetch limits requests in flight to 256 unless told (the held inbox reads are more).
   const share = Math.ceil(agents / workers)
   const children: { proc: ReturnType<typeof Bun.spawn>; inbox: FromWorker[]; waiters: (() => void)[] }[] = []
   for (let w = 0; w < workers; w++) {
@@ -318,7 +335,7 @@ async function main() {
     child.proc = spawnChild([process.execPath, import.meta.path, '--worker', JSON.stringify(plan)], {
       stdout: 'inherit',
       stderr: 'inherit',
-      env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: '65000' },
+      env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: '8192' },
       ipc(m: FromWorker) {
         child.inbox.push(m)
         child.waiters.splice(0).forEach((f) => f())
@@ -331,7 +348,7 @@ async function main() {
     for (;;) {
       const i = c.inbox.findIndex((m) => key in m)
       if (i >= 0) return c.inbox.splice(i, 1)[0] as T
-      if (Date.now() > limit || c.proc.exitCode !== null) throw new Error(`client process: no ${key} in time`)
+      if (Date.now() > limit || c.proc.exitCode !== null) throw new Error(`client process: no ${key} in time (exit ${c.proc.exitCode}, signal ${c.proc.signalCode})`)
       await new Promise<void>((r) => (c.waiters.push(r), setTimeout(r, 1000)))
     }
   }
