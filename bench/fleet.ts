@@ -14,9 +14,10 @@
 // main process only starts the server, samples /proc and prints. Loopback only; it stops
 // by itself after the run, and every child and temp dir goes with it (bench/lib.ts).
 //
-// Run: bun bench/fleet.ts [agents, default 1000] [--seconds S, default 60] [--pg] [--root <other checkout>]
+// Run: bun bench/fleet.ts [agents, default 1000] [--seconds S, default 60] [--pg] [--root <other checkout>] [--no-dashboards]
 //   --pg: PostgreSQL, 2 replicas on a throwaway cluster (agents split between them).
 //   --root: the server of another checkout (an A/B of a change, e.g. a `git worktree` of the base).
+//   --no-dashboards: no dashboard sockets, so the other figures are apart from the event fan-out.
 import { readFileSync } from 'node:fs'
 import { spawnChild, startMuster, startPg, type Proc } from './lib'
 
@@ -72,7 +73,7 @@ function pct(o: Op, p: number): number {
 
 // ---- client process ---------------------------------------------------------------
 
-type Plan = { urls: string[]; first: number; count: number; run: string; seconds: number }
+type Plan = { urls: string[]; first: number; count: number; run: string; seconds: number; dashboards: boolean }
 type ToWorker = { start: true } | { steady: true } | { end: true }
 type FromWorker = { ready: true } | { started: number } | { steadied: true } | { ended: { ops: Record<string, Op>; frames: number; cpuMs: number } }
 
@@ -156,7 +157,7 @@ async function worker(plan: Plan) {
   let frames = 0
   const sockets: WebSocket[] = []
   for (const a of agents)
-    if (a.k % WS_EVERY === 0) {
+    if (plan.dashboards && a.k % WS_EVERY === 0) {
       const ws = new WebSocket(`${a.url.replace(/^http/, 'ws')}/api/events/subscribe?pattern=*`)
       ws.onmessage = () => void frames++
       ws.onclose = () => running && fail('dashboard.ws', 'closed during the run')
@@ -166,6 +167,7 @@ async function worker(plan: Plan) {
 
   // Holds go on after the load stops, until every message sent has woken its holder (or WAKE_GRACE_MS).
   let holding = false
+  const holds = new AbortController()
   const inflight = new Set<Promise<unknown>>()
   const track = (p: Promise<unknown>) => (inflight.add(p), void p.finally(() => inflight.delete(p)))
   const holders = agents.filter((a) => a.holder)
@@ -185,7 +187,7 @@ async function worker(plan: Plan) {
     while (holding) {
       const t0 = performance.now()
       try {
-        const r = await fetch(`${a.url}/api/inbox?wait=30s&after=${a.cursor}`, { headers: { 'x-instance-token': a.token } })
+        const r = await fetch(`${a.url}/api/inbox?wait=30s&after=${a.cursor}`, { headers: { 'x-instance-token': a.token }, signal: holds.signal })
         const body: any = await r.json()
         if (r.status !== 200) {
           fail('inbox.wake', `${r.status} ${JSON.stringify(body)}`)
@@ -264,6 +266,7 @@ async function worker(plan: Plan) {
     for (const t of timers) clearTimeout(t), clearInterval(t)
     for (const end = Date.now() + WAKE_GRACE_MS; sentAt.size && Date.now() < end; ) await Bun.sleep(50)
     holding = false
+    holds.abort()
     for (const ws of sockets) ws.close()
     let next = 0
     await Promise.all(
@@ -316,6 +319,8 @@ async function main() {
   const workers = Number(flag('--workers') ?? 2)
   const root = flag('--root')
   const usePg = args.includes('--pg')
+  // Without the dashboards' sockets: the hooks and the rest measured apart from the event fan-out.
+  const dashboards = !args.includes('--no-dashboards')
 
   const pg = usePg ? await startPg() : null
   if (usePg && !pg) throw new Error('--pg: PostgreSQL is not installed')
@@ -330,7 +335,7 @@ async function main() {
   const share = Math.ceil(agents / workers)
   const children: { proc: ReturnType<typeof Bun.spawn>; inbox: FromWorker[]; waiters: (() => void)[] }[] = []
   for (let w = 0; w < workers; w++) {
-    const plan: Plan = { urls, first: w * share, count: Math.max(0, Math.min(share, agents - w * share)), run, seconds }
+    const plan: Plan = { urls, first: w * share, count: Math.max(0, Math.min(share, agents - w * share)), run, seconds, dashboards }
     const child = { inbox: [] as FromWorker[], waiters: [] as (() => void)[] } as (typeof children)[number]
     child.proc = spawnChild([process.execPath, import.meta.path, '--worker', JSON.stringify(plan)], {
       stdout: 'inherit',
@@ -410,7 +415,7 @@ async function main() {
     )
   }
   console.log(
-    `dashboard frames received: ${frames} on ${Math.ceil(agents / WS_EVERY)} sockets; the server sent ${sum(subs.map((x) => x.sent))}, dropped ${sum(subs.map((x) => x.dropped))} (a subscriber too slow)`,
+    `dashboard frames received: ${frames} on ${dashboards ? Math.ceil(agents / WS_EVERY) : 0} sockets; the server sent ${sum(subs.map((x) => x.sent))}, dropped ${sum(subs.map((x) => x.dropped))} (a subscriber too slow)`,
   )
   console.log(`server RSS: ${rssStarted.toFixed(0)} MB after the starts, ${rssSteady.toFixed(0)} MB after the steady phase, ${peak.toFixed(0)} MB peak${pg ? ' (replicas summed; PostgreSQL not counted)' : ''}`)
   console.log(
