@@ -31,6 +31,7 @@ import { specsCommands } from './cli/specs'
 import { stateCommands } from './cli/state'
 import { taskCommands } from './cli/tasks'
 import { tokenCommands } from './cli/tokens'
+import { projectCommands } from './cli/projects'
 import { templateCommands } from './cli/templates'
 import { webhookCommands } from './cli/webhooks'
 import { VERSION } from './lib/version'
@@ -80,6 +81,7 @@ export function buildProgram(): Command {
     doctorCommand,
     messageCommands,
     tokenCommands,
+    projectCommands,
     approvalCommands,
   ])
     register(program)

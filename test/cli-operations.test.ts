@@ -125,6 +125,16 @@ const COMMAND_OF: Record<string, string> = {
   'GET /api/tokens': 'token list',
   'DELETE /api/tokens/{id}': 'token revoke',
   'GET /api/whoami': 'whoami',
+  'GET /api/projects': 'project list',
+  'GET /api/projects/{project}': 'project get',
+  'PUT /api/projects/{project}': 'project set',
+  'GET /api/approvals': 'approvals',
+  'GET /api/approvals/{id}': 'approval',
+  'POST /api/approvals/{id}/decision': 'approve',
+  'POST /api/approvals/decision': 'approve',
+  'POST /api/approval-rules': 'approval-rules add',
+  'GET /api/approval-rules': 'approval-rules list',
+  'DELETE /api/approval-rules/{id}': 'approval-rules delete',
 }
 /** MCP is the agents' discovery door and /metrics is for Prometheus to scrape, not data operations: no command. */
 // For machines, not people: MCP clients, Prometheus, and the probes of an orchestrator (a person runs `muster status`).
