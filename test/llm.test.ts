@@ -28,6 +28,7 @@ describe('recording usage', () => {
       cost_usd: 0,
       request_type: 'completion',
       session_tag: '',
+      task_id: null,
       created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
     })
     expect(await lastAudit()).toMatchObject({ action: 'llm.usage', resource: 'llm/usage', outcome: 'success' })
@@ -145,6 +146,7 @@ describe('listing and summaries', () => {
         beta: totals(40, 60, 0.2, 1),
       },
       total: totals(1447, 313, 1.05, 5),
+      unpriced_models: {},
     })
   })
 
