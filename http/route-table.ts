@@ -39,8 +39,9 @@ const MAX_PATHS = 4096
 
 const PLAIN: BodyRule = { limit: MAX_BODY, raw: false }
 
+// A trailing slash is allowed: the router serves `/a/:id/` on `/a/:id`, so its role must be that route's too.
 const patternRe = (path: string) =>
-  new RegExp(`^${path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}$`)
+  new RegExp(`^${path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}/?$`)
 
 export class RouteTable {
   private routes: Route[]
