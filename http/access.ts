@@ -43,6 +43,8 @@ const ADMIN_ONLY = new Set([
   'DELETE /api/contracts/:project/:name',
   'DELETE /api/specs/:project/:name',
   'POST /api/compliance/run',
+  'PUT /api/budgets/:name',
+  'DELETE /api/budgets/:name',
 ])
 
 /** Calls that only compute an answer (or, for /mcp, whose tools check the role themselves): a viewer may make them. */

@@ -11,6 +11,7 @@ import { editedFiles, literalPattern, writesFiles } from './hook-paths'
 import { decideEdit, planEdit, writes } from './hook-edits'
 import { finishBriefing, newMessages, startBriefing } from './hook-briefing'
 import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders } from './hook-session'
+import { budgetDenial, pendingWarnings, warningLines } from './budgets'
 
 export { hookHeaders, type HookEvent, type HookHeaders } from './hook-session'
 
@@ -19,6 +20,8 @@ export const HOOK_AGENTS: readonly HookAgent[] = ['claude-code', 'codex']
 export type HookAnswer = Record<string, unknown>
 
 const context = (hookEventName: string, additionalContext: string) => ({ hookSpecificOutput: { hookEventName, additionalContext } })
+const deny = (reason: string) => ({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason } })
+const joined = (...parts: (string | null)[]) => parts.filter(Boolean).join('\n\n')
 
 /** The root-relative files a PreToolUse writes (none for a tool that writes no files). */
 function filesOf(event: HookEvent, root: string): string[] {
@@ -44,6 +47,10 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
   const row = await ctx.store.sessions.get(event.session_id)
   const instance = row && row.ended_at === null ? await ctx.store.instances.get(row.instance_id) : null
   if (!row || !instance) return null
+  // A deny budget over its limit stops every tool call of the sessions in its scope (services/budgets.ts).
+  const denied = name === 'PreToolUse' ? await budgetDenial(ctx, instance, row.project) : null
+  if (denied) return deny(denied)
+  if (name !== 'PreToolUse' && name !== 'Stop' && (await pendingWarnings(ctx, instance, row.project, row.session_id)).length) return null
   if (name === 'PreToolUse') {
     const files = filesOf(event, row.root)
     if (files.length && writes(await planEdit(ctx.store.reservations, row.project, instance.id, files.map(literalPattern), headers.reserveMs))) return null
@@ -74,15 +81,17 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
     if (session.throttledBeat) beat = session.instance.id
     switch (name) {
       case 'PreToolUse': {
+        const denied = await budgetDenial(ctx, session.instance, session.row.project)
+        if (denied) return deny(denied)
         const files = filesOf(event, session.row.root)
         if (!files.length) return {}
         const decision = await decideEdit(tx, session, files, headers.reserveMs)
         if (!decision.denied) return {}
-        return { hookSpecificOutput: { hookEventName: name, permissionDecision: 'deny', permissionDecisionReason: decision.reason } }
+        return deny(decision.reason)
       }
       case 'PostToolUse':
       case 'UserPromptSubmit': {
-        const text = await newMessages(tx, session)
+        const text = joined(await warningLines(ctx, tx, session.instance, session.row.project, session.row.session_id), await newMessages(tx, session))
         return text ? context(name, text) : {}
       }
       case 'Stop': {
