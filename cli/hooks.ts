@@ -82,14 +82,27 @@ export function hookCommands(program: Command): void {
     .action(act((o: { limit?: number }) => api.get('/api/sessions', { limit: o.limit })))
 
   program
+    .command('otel-headers')
+    .description("print the OTLP headers (JSON) the agents' telemetry sends to the server: what Claude Code's otelHeadersHelper runs")
+    .action(() => {
+      const auth = authHeaders(resolveConfig()).authorization
+      process.stdout.write(`${JSON.stringify(auth ? { Authorization: auth } : {})}\n`)
+    })
+
+  program
     .command('init')
-    .description('wire Claude Code or Codex in this repository to Muster: hooks, MCP entry, CLAUDE.md / AGENTS.md section (merged; run twice, nothing changes)')
+    .description("wire Claude Code or Codex in this repository to Muster: hooks, MCP entry, CLAUDE.md / AGENTS.md section, the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes)")
     .argument('<agent>', 'claude-code | codex', agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
     .action((agent: InitAgent, o: { reserve?: string; dryRun?: boolean }) => {
       const root = gitRoot() ?? process.cwd()
-      const files = planInit({ agent, root, server: resolveConfig().server, reserve: o.reserve })
+      const cfg = resolveConfig()
+      const files = planInit({
+        agent, root, server: cfg.server, reserve: o.reserve, token: cfg.token,
+        codexHome: process.env.CODEX_HOME || undefined,
+        claudeHome: process.env.CLAUDE_CONFIG_DIR || undefined,
+      })
       if (o.dryRun) return printJson({ dry_run: true, root, files })
       writeInit(root, files)
       printJson({ root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })) })
