@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander'
 import { auditCommands } from './cli/audit'
 import { backupCommands } from './cli/backup'
+import { budgetCommands } from './cli/budgets'
 import { setFlagOverrides } from './cli/client'
 import { completionCommand } from './cli/completion'
 import { complianceCommands } from './cli/compliance'
@@ -65,6 +66,7 @@ export function buildProgram(): Command {
     auditCommands,
     metricsCommands,
     llmCommands,
+    budgetCommands,
     rulesCommands,
     contractCommands,
     backupCommands,

@@ -1,10 +1,9 @@
 // POST /v1/logs and /v1/metrics: an OTLP/HTTP receiver for the agents' own telemetry
 // (oversight.md "Agent telemetry"). The answer is the OTLP response, in the request's encoding.
-import { t } from 'elysia'
 import root from '@opentelemetry/otlp-transformer/build/src/generated/root'
 import type { Ctx } from '../services/context'
 import { audited } from '../http/audit'
-import { rawBodyDoc, readBody } from '../http/body'
+import { readBody } from '../http/body'
 import { bodyTypeOf, decodeExport, type BodyType, type Signal } from '../services/otlp/decode'
 import { ingestLogs, ingestMetrics } from '../services/telemetry'
 
@@ -23,20 +22,65 @@ function answer(signal: Signal, type: BodyType, rejected: number): Response {
   return new Response(R.encode(R.fromObject({ partialSuccess })).finish(), { headers: { 'content-type': 'application/x-protobuf' } })
 }
 
-const doc = (signal: Signal, summary: string, description: string) => ({
+/** What an export request looks like in JSON, for the document's example (one record or point each). */
+const EXAMPLES = {
+  logs: {
+    resourceLogs: [{
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'claude-code' } }] },
+      scopeLogs: [{
+        logRecords: [{
+          timeUnixNano: '1795839424323000000',
+          body: { stringValue: 'claude_code.api_request' },
+          attributes: [
+            { key: 'session.id', value: { stringValue: '7d5c1e6a-0b1f-4c7e-9a51-3c2f0e4d8b21' } },
+            { key: 'model', value: { stringValue: 'claude-sonnet-4-5' } },
+            { key: 'input_tokens', value: { intValue: '120' } },
+            { key: 'output_tokens', value: { intValue: '7' } },
+            { key: 'cost_usd', value: { doubleValue: 0.0005115 } },
+          ],
+        }],
+      }],
+    }],
+  },
+  metrics: {
+    resourceMetrics: [{
+      scopeMetrics: [{
+        metrics: [{
+          name: 'claude_code.token.usage',
+          sum: {
+            aggregationTemporality: 1,
+            isMonotonic: true,
+            dataPoints: [{ asDouble: 127, attributes: [{ key: 'session.id', value: { stringValue: '7d5c1e6a-0b1f-4c7e-9a51-3c2f0e4d8b21' } }] }],
+          },
+        }],
+      }],
+    }],
+  },
+}
+
+const doc = (signal: Signal, operationId: string, summary: string, description: string) => ({
+  operationId,
   summary,
   description,
   tags: ['telemetry'],
   requestBody: {
     required: true,
-    description: `An OTLP ${signal} export request (ExportLogsServiceRequest / ExportMetricsServiceRequest), optionally gzipped (Content-Encoding: gzip)`,
-    content: { ...rawBodyDoc('application/json', '').content, ...rawBodyDoc('application/x-protobuf', '').content },
+    description: `An OTLP ${signal} export request, optionally gzipped (Content-Encoding: gzip)`,
+    content: {
+      'application/json': { schema: { type: 'object' as const }, example: EXAMPLES[signal] },
+      'application/x-protobuf': { schema: { type: 'string' as const, format: 'binary' } },
+    },
   },
   responses: {
     200: {
       description: 'The OTLP export response; partialSuccess counts what was rejected',
       content: {
-        'application/json': { schema: { type: 'object' as const, properties: { partialSuccess: { type: 'object' as const } } } },
+        'application/json': {
+          schema: {
+            type: 'object' as const,
+            properties: { partialSuccess: { type: 'object' as const, properties: { [REJECTED_FIELD[signal]]: { type: 'integer' as const }, errorMessage: { type: 'string' as const } } } },
+          },
+        },
         'application/x-protobuf': { schema: { type: 'string' as const, format: 'binary' } },
       },
     },
@@ -60,10 +104,10 @@ export function otlpRoutes(ctx: Ctx) {
       {
         parse: 'none',
         maxBody: OTLP_MAX,
-        response: { 200: t.Any() },
         audit: 'telemetry.logs',
         detail: doc(
           'logs',
+          'exportLogs',
           'Receive OTLP logs: model request events become LLM usage records',
           "Claude Code's claude_code.api_request and Codex's codex.sse_event (response.completed) each become one usage record, attributed by session id to a hook session's instance, project and claimed task; other events are ignored. A resent event is recorded once. 400 when the body does not decode, 415 for another Content-Type.",
         ),
@@ -79,9 +123,8 @@ export function otlpRoutes(ctx: Ctx) {
       {
         parse: 'none',
         maxBody: OTLP_MAX,
-        response: { 200: t.Any() },
         audit: 'telemetry.metrics',
-        detail: doc('metrics', 'Receive OTLP metrics: delta counters add to agent metrics', "Monotonic delta sums whose points carry a hook session's id add to its instance's agent metrics under their OpenTelemetry name (rounded to integers). 400 when the body does not decode, 415 for another Content-Type."),
+        detail: doc('metrics', 'exportMetrics', 'Receive OTLP metrics: delta counters add to agent metrics', "Monotonic delta sums whose points carry a hook session's id add to its instance's agent metrics under their OpenTelemetry name (rounded to integers). 400 when the body does not decode, 415 for another Content-Type."),
       },
     )
 }
