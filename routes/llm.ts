@@ -2,7 +2,7 @@
 import { t } from 'elysia'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
-import { GROUP_BY, type GroupBy, type LlmFilter } from '../store/llm'
+import { BUCKET_KEYS, GROUP_BY, type BucketKey, type GroupBy, type LlmFilter } from '../store/llm'
 import { intParam, timeParam } from '../http/params'
 import { audited } from '../http/audit'
 import { DEFAULT_LIMIT, IntQuery, checks } from '../http/models'
@@ -132,6 +132,29 @@ export function llmRoutes(ctx: Ctx) {
           unpriced_models: t.Record(t.String(), t.Integer(), { description: 'per model the price table (--llm-prices) does not know, how many records cost 0 for it' }),
         }),
         detail: { summary: 'Usage totals per group and overall', tags: ['llm'] },
+      },
+    )
+    .get(
+      '/api/llm/usage/buckets',
+      async ({ query }) => {
+        const by = query.by as BucketKey
+        if (!Object.hasOwn(BUCKET_KEYS, by)) throw invalid(`invalid by: expected one of ${Object.keys(BUCKET_KEYS).join(', ')}`)
+        const step = (query.step || 'day') as 'hour' | 'day'
+        if (step !== 'hour' && step !== 'day') throw invalid('invalid step: expected hour or day')
+        return ctx.store.llm.buckets(by, step, timeParam(query.from, 'from'), timeParam(query.to, 'to'))
+      },
+      {
+        query: t.Object({
+          by: t.String({ description: 'instance, project or task', ...checks({ enum: Object.keys(BUCKET_KEYS) }) }),
+          step: t.Optional(t.String({ description: 'hour or day (UTC)', ...checks({ enum: ['hour', 'day'], default: 'day' }) })),
+          ...Window,
+        }),
+        response: { 200: t.Array(t.Composite([t.Object({ bucket: t.String(), key: t.String() }), Totals])) },
+        detail: {
+          summary: 'Usage totals per hour or day and per instance, project or task: spend over time',
+          description: "bucket is YYYY-MM-DDTHH or YYYY-MM-DD (UTC); key the instance id, project or task id, '' for records without one.",
+          tags: ['llm'],
+        },
       },
     )
 }

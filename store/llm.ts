@@ -35,6 +35,16 @@ export type LlmFilter = { column: 'instance_id' | 'project' | 'session_tag'; val
 export const GROUP_BY = { instance: 'instance_id', project: 'project', model: 'model', session_tag: 'session_tag' } as const
 export type GroupBy = keyof typeof GROUP_BY
 
+export const BUCKET_KEYS = { instance: 'instance_id', project: 'project', task: 'task_id' } as const
+export type BucketKey = keyof typeof BUCKET_KEYS
+
+export interface LlmBucket extends LlmTotals {
+  /** The bucket's start: YYYY-MM-DDTHH (hour) or YYYY-MM-DD (day), UTC. */
+  bucket: string
+  /** The instance id, project or task id ('' for none). */
+  key: string
+}
+
 export interface LlmTotals {
   total_tokens_in: number
   total_tokens_out: number
@@ -52,8 +62,8 @@ export interface LlmStore {
   summary(groupBy: GroupBy, from?: string, to?: string): Promise<{ groups: Record<string, LlmTotals>; total: LlmTotals }>
   /** Per model the price table did not know, how many records it costed at 0. */
   unpriced(from?: string, to?: string): Promise<Record<string, number>>
-  /** Cost per UTC day and key (instance, project or task) over [from, to], for the dashboard's chart. */
-  daily(by: 'instance_id' | 'project' | 'task_id', from: string, to?: string): Promise<{ day: string; key: string; cost_usd: number }[]>
+  /** Totals per time bucket (UTC hour or day) and key (instance, project or task) over [from, to], for the dashboard's chart. */
+  buckets(by: BucketKey, step: 'hour' | 'day', from?: string, to?: string): Promise<LlmBucket[]>
 }
 
 /** The WHERE clause (possibly empty) and its arguments for a time window and at most one filter. */
@@ -138,16 +148,15 @@ export function llmStore(r: Runner, d: Dialect): LlmStore {
       )
       return Object.fromEntries(rows.map((r) => [r.model, int(r.n)]))
     },
-    async daily(by, from, to) {
+    async buckets(by, step, from, to) {
       const { where, args } = usageWhere(from, to)
+      const bucket = `substr(created_at, 1, ${step === 'hour' ? 13 : 10})`
+      const key = by === 'task' ? `COALESCE(CAST(task_id AS TEXT), '')` : BUCKET_KEYS[by]
       const rows = await r.all(
-        stmt<{ day: string; k: string | number | null; c: number }>(
-          `SELECT substr(created_at, 1, 10) AS day, ${by} AS k, ${d.round(d.total('cost_usd'), 9)} AS c FROM llm_usage ${where}
-           GROUP BY substr(created_at, 1, 10), ${by} ORDER BY day, k`,
-        ),
+        stmt<TotalsRow & { b: string }>(`SELECT ${bucket} AS b, ${key} AS k, ${totals} FROM llm_usage ${where} GROUP BY ${bucket}, ${key} ORDER BY b, k`),
         ...args,
       )
-      return rows.map((r) => ({ day: r.day, key: r.k === null ? '' : String(r.k), cost_usd: Number(r.c) }))
+      return rows.map((t) => ({ bucket: t.b, key: String(t.k ?? ''), ...toTotals(t) }))
     },
   }
 }
