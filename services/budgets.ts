@@ -109,10 +109,13 @@ export interface Charge {
   task_id: number | null
 }
 
-/** Adds a record's cost to each budget whose scope it falls in, in the record's unit. */
-export async function chargeBudgets(tx: Tx, charge: Charge): Promise<void> {
+/**
+ * Adds a record's cost to each budget whose scope it falls in, in the record's unit.
+ * `budgets`: the unit's budget rows read once for a batch of records, kept current here.
+ */
+export async function chargeBudgets(tx: Tx, charge: Charge, budgets?: BudgetRow[]): Promise<void> {
   if (!(charge.cost_usd > 0)) return
-  const budgets = await tx.budgets.list()
+  budgets ??= await tx.budgets.list()
   if (!budgets.length) return
   let queue: string | null | undefined
   const now = nowMs()
@@ -123,6 +126,7 @@ export async function chargeBudgets(tx: Tx, charge: Charge): Promise<void> {
     const spent = before + charge.cost_usd
     const { warned, exceeded } = await crossings(tx, b, start, spent)
     await tx.budgets.setSpend(b.name, start, spent, warned, exceeded)
+    Object.assign(b, { window_start: start, spent_usd: spent, warned_window: warned, exceeded_window: exceeded })
   }
 }
 

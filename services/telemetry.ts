@@ -41,6 +41,7 @@ export async function ingestLogs(ctx: Ctx, audit: AuditScope | undefined, body: 
   const who = await attribute(ctx, new Set(events.map((e) => e.session)))
   return ctx.store.write(async (tx) => {
     let recorded = 0
+    const budgets = await tx.budgets.list()
     for (const e of events) {
       const { session, task_id } = who.get(e.session)!
       const u: LlmUsageInput = {
@@ -56,7 +57,7 @@ export async function ingestLogs(ctx: Ctx, audit: AuditScope | undefined, body: 
         otlp_key: e.key,
         created_at: e.created_at,
       }
-      if ((await recordIn(tx, u, session ? session.name : null)) !== null) recorded++
+      if ((await recordIn(tx, u, session ? session.name : null, budgets)) !== null) recorded++
     }
     await recordAudit(tx, audit, `${recorded} usage records, ${events.length - recorded} already recorded, ${rejected} rejected`)
     return { rejected, recorded, duplicates: events.length - recorded }
