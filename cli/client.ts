@@ -5,7 +5,7 @@
 // this directory acts as, and its claims, live apart (cli/identity.ts).
 import { ClientError, isDebug, note, ServerError, UsageError } from './output'
 import { configError } from './config-error'
-import { identityKeysOf, identityPath, readIdentity, writeIdentity, type Identity } from './identity'
+import { ambiguousIdentity, chooseIdentity, identityKeysOf, readIdentity, writeIdentity, type Chosen, type Identity } from './identity'
 import { SettingsFile, type SettingKey } from './settings'
 
 export const DEFAULT_SERVER = 'http://localhost:9800'
@@ -39,33 +39,41 @@ export interface Resolved {
   /** Where this directory's identity lives (whether or not one is saved). */
   identityFile: string
   identity: Identity
+  /** Several agent identities here and nothing chose one: their names (cli/identity.ts). */
+  identityChoices: string[] | null
 }
 
 /** The keys a settings.json of the old layout held beside server and token; read as a fallback, moved out on the next write. */
 const LEGACY_KEYS = ['instance_id', 'instance_token', 'claims'] as const
 
-/** The saved identity, else the one an old-layout settings.json holds. */
-function loadIdentity(settings: SettingsFile): { identity: Identity; file: string } {
-  const file = identityPath()
-  const saved = readIdentity(file)
-  if (saved) return { identity: saved, file }
+/** The identity this command acts as (cli/identity.ts), else the one an old-layout settings.json holds. */
+function loadIdentity(settings: SettingsFile): Chosen {
+  const chosen = chooseIdentity()
+  if (chosen.from !== 'none' || chosen.choices) return chosen
   const old = settings.object()
-  return { identity: old ? identityKeysOf(old, LEGACY_KEYS) : {}, file }
+  return { ...chosen, identity: old ? identityKeysOf(old, LEGACY_KEYS) : {} }
 }
 
-/** Saves the identity with `patch` applied, and moves the identity keys out of an old-layout settings.json. */
-export function updateIdentity(patch: { [K in keyof Identity]?: Identity[K] | undefined }): string {
+/**
+ * Saves the identity with `patch` applied, and moves the identity keys out of an
+ * old-layout settings.json. `file`: the identity file to change (`register` names its
+ * agent's), else the one this command acts as.
+ */
+export function updateIdentity(patch: { [K in keyof Identity]?: Identity[K] | undefined }, file?: string): string {
   const settings = SettingsFile.find()
-  const { identity, file } = loadIdentity(settings)
+  const chosen = file ? null : loadIdentity(settings)
+  if (chosen?.choices) ambiguousIdentity(chosen.choices)
+  const target = file ?? chosen!.file
+  const identity = file ? (readIdentity(file) ?? {}) : chosen!.identity
   const next: Record<string, unknown> = { ...identity }
   for (const [k, v] of Object.entries(patch)) {
     if (v === undefined) delete next[k]
     else next[k] = v
   }
-  writeIdentity(next as Identity, file)
+  writeIdentity(next as Identity, target)
   const old = settings.object()
   if (old && LEGACY_KEYS.some((k) => k in old)) settings.write(Object.fromEntries(LEGACY_KEYS.map((k) => [k, undefined])))
-  return file
+  return target
 }
 
 /** settings.json's server and token (those that are strings) with the identity: what this directory knows. */
@@ -144,7 +152,7 @@ export function resolveConfig(): Resolved {
   const settings = SettingsFile.find()
   const server = pick('server', settings)
   const token = pick('token', settings)
-  const { identity, file: identityFile } = loadIdentity(settings)
+  const { identity, file: identityFile, choices } = loadIdentity(settings)
   return {
     server: serverOf(server, settings),
     token: token?.value ?? null,
@@ -155,6 +163,7 @@ export function resolveConfig(): Resolved {
     file: settings.path,
     identityFile,
     identity,
+    identityChoices: choices ?? null,
   }
 }
 
@@ -203,7 +212,13 @@ export async function request(method: string, path: string, opts: RequestOptions
     throw new ClientError(`cannot reach ${cfg.server}: ${(err as Error).message}`)
   }
   if (isDebug()) note(`${method} ${url} -> ${res.status}`)
-  if (res.status >= 400) throw new ServerError(res.status, await errorBody(res))
+  if (res.status >= 400) {
+    const error = await errorBody(res)
+    // The call needs an instance, and this checkout holds several with nothing to choose one.
+    if (res.status === 400 && cfg.identityChoices && !headers['x-instance-token'] && /X-Instance-Token is required/.test(JSON.stringify(error)))
+      ambiguousIdentity(cfg.identityChoices)
+    throw new ServerError(res.status, error)
+  }
   return res
 }
 

@@ -4,7 +4,13 @@
 // goes to stdout as the agent expects it. A server that cannot be reached must not stop
 // the agent: one line on stderr, exit 0 — unless --fail-closed (exit 2 blocks the call).
 // `muster init` (cli/init.ts) writes the hook configuration.
+// At SessionStart the server says, in headers only, which instance the session acts as:
+// that becomes the identity of the agent's shell commands with no step by the model
+// (.muster/agents/<name>.json at the git root, and Claude Code's CLAUDE_ENV_FILE); the
+// answer printed for the model never carries the token.
+import { appendFileSync } from 'node:fs'
 import type { Command } from 'commander'
+import { agentFile, AGENT_ENV, readIdentity, SESSION_ENV, TOKEN_ENV, writeIdentity } from './identity'
 import { api, authHeaders, resolveConfig } from './client'
 import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
@@ -63,7 +69,44 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   }
   const text = await res.text()
   if (!res.ok) return fail(`${cfg.server} answered ${res.status}: ${text.slice(0, 300).replace(/\s+/g, ' ')}`)
+  try {
+    handOver(res.headers, cfg.server, gitRoot())
+  } catch (err) {
+    // The hook's answer still goes to the agent: only the shell's identity is missing.
+    process.stderr.write(`muster hook: could not hand the session's identity to the shell (${(err as Error).message})\n`)
+  }
   process.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
+}
+
+/** A value for a line `export NAME=value` of a file bash sources. */
+const shellQuote = (v: string) => `'${v.replaceAll("'", `'\\''`)}'`
+
+/**
+ * Makes the session's instance the identity of the agent's shell commands (SessionStart),
+ * or forgets it when the session is over for good (SessionEnd not held for /clear or resume).
+ */
+function handOver(headers: Headers, server: string, root: string | null): void {
+  const id = headers.get('x-muster-instance-id')
+  const name = headers.get('x-muster-instance-name')
+  if (!id || !name) return
+  const agent = decodeURIComponent(name)
+  const session = decodeURIComponent(headers.get('x-muster-session') ?? '')
+  const file = root ? agentFile(agent, root) : null
+  const token = headers.get('x-muster-instance-token')
+  if (token) {
+    if (file) {
+      const saved = readIdentity(file)
+      const claims = saved?.instance_id === id ? saved.claims : undefined
+      writeIdentity({ name: agent, server, instance_id: id, instance_token: token, ...(claims ? { claims } : {}) }, file, root!)
+    }
+    const envFile = process.env.CLAUDE_ENV_FILE
+    if (envFile) {
+      const lines = [[TOKEN_ENV, token], [AGENT_ENV, agent], [SESSION_ENV, session]].map(([k, v]) => `export ${k}=${shellQuote(v)}`)
+      appendFileSync(envFile, lines.join('\n') + '\n', { mode: 0o600 })
+    }
+  } else if (headers.get('x-muster-held') === 'false' && file && readIdentity(file)?.instance_id === id) {
+    writeIdentity({}, file, root!)
+  }
 }
 
 export function hookCommands(program: Command): void {

@@ -1,11 +1,18 @@
 // What the CLI learns about itself — the instance it registered as, that instance's
 // token, the claims it holds — kept where git never picks it up and every
-// subdirectory finds it: `.muster/identity.json` at the git root (the directory
-// holds a `.gitignore` of `*`), or outside a repository a file in the user's config
-// directory named after the working directory. Never in settings.json, which people
-// commit and which may belong to another tool.
+// subdirectory finds it: one file per agent name, `.muster/agents/<name>.json` at the
+// git root (the directory holds a `.gitignore` of `*`), so agents sharing a checkout
+// never share or overwrite an identity; the old single `.muster/identity.json`; or
+// outside a repository a file in the user's config directory named after the working
+// directory. Never in settings.json, which people commit and which may belong to
+// another tool. `muster hook` writes an agent session's file at SessionStart.
+//
+// Which identity a command acts as (agents.md, "One agent, one identity"):
+// MUSTER_INSTANCE_TOKEN; the file of MUSTER_AGENT under .muster/agents/; the only
+// file there; the old identity file. With several files and nothing to choose, a
+// command that needs an identity exits 2 naming them.
 import { createHash } from 'node:crypto'
-import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { configError } from './config-error'
@@ -45,6 +52,80 @@ export function identityPath(cwd = process.cwd(), env: Record<string, string | u
   return join(configDir(env), 'identities', `${key}.json`)
 }
 
+/** The variables that choose the identity: an instance token, and the agent name whose file to read. */
+export const TOKEN_ENV = 'MUSTER_INSTANCE_TOKEN'
+export const AGENT_ENV = 'MUSTER_AGENT'
+export const SESSION_ENV = 'MUSTER_SESSION'
+
+/** `.muster/agents` at the git root of `cwd`, or null outside a repository. */
+export function agentsDir(cwd = process.cwd()): string | null {
+  const root = gitRoot(cwd)
+  return root ? join(root, '.muster', 'agents') : null
+}
+
+/** An agent name as a file name: percent-encoded, so no name reaches outside the directory. */
+const fileName = (name: string) => `${encodeURIComponent(name).replace(/^\./, '%2E')}.json`
+
+/** The identity file of agent `name` (whether or not it exists), or null outside a repository. */
+export function agentFile(name: string, cwd = process.cwd()): string | null {
+  const dir = agentsDir(cwd)
+  return dir ? join(dir, fileName(name)) : null
+}
+
+/** The agent identity files at the git root, by name, sorted. */
+export function agentFiles(cwd = process.cwd()): { name: string; file: string }[] {
+  const dir = agentsDir(cwd)
+  if (!dir || !existsSync(dir)) return []
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((f) => ({ name: decodeURIComponent(f.slice(0, -'.json'.length)), file: join(dir, f) }))
+}
+
+/** The identity a command acts as, where it is kept, and how it was chosen. */
+export interface Chosen {
+  identity: Identity
+  /** Where a change of it (a claim, a register) is written. */
+  file: string
+  from: 'env' | 'agent' | 'only' | 'legacy' | 'none'
+  /** Several agent identities and nothing to choose: their names (the identity is empty). */
+  choices?: string[]
+}
+
+/**
+ * The identity of this command, by the order above. An unset or empty variable does not
+ * choose; MUSTER_AGENT naming an agent with no file here chooses none of the others.
+ */
+export function chooseIdentity(cwd = process.cwd(), env: Record<string, string | undefined> = process.env): Chosen {
+  const agent = env[AGENT_ENV]?.trim() || undefined
+  const own = agent ? agentFile(agent, cwd) : null
+  const token = env[TOKEN_ENV]?.trim()
+  if (token) {
+    // The agent's file adds what the token alone does not say (its id, its claims) when it is the same instance.
+    const saved = own ? readIdentity(own) : null
+    const identity = saved?.instance_token === token ? saved : { ...(agent ? { name: agent } : {}), instance_token: token }
+    return { identity, file: own ?? identityPath(cwd, env), from: 'env' }
+  }
+  if (own) {
+    const saved = readIdentity(own)
+    if (saved) return { identity: saved, file: own, from: 'agent' }
+  } else {
+    const files = agentFiles(cwd)
+    if (files.length === 1) return { identity: readIdentity(files[0].file) ?? {}, file: files[0].file, from: 'only' }
+    if (files.length > 1) return { identity: {}, file: identityPath(cwd, env), from: 'none', choices: files.map((f) => f.name) }
+  }
+  const file = identityPath(cwd, env)
+  const legacy = readIdentity(file)
+  return legacy ? { identity: legacy, file, from: 'legacy' } : { identity: {}, file: own ?? file, from: 'none' }
+}
+
+/** The exit-2 line for a command that needs an identity when several exist and nothing chooses. */
+export function ambiguousIdentity(choices: string[]): never {
+  return configError(
+    `several agent identities in ${agentsDir() ?? '.muster/agents'} (${choices.join(', ')}) and nothing chooses one: set ${AGENT_ENV} to one of them (or ${TOKEN_ENV}), or run \`muster register <name>\``,
+  )
+}
+
 function isIdentity(value: unknown): value is Identity {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return false
   const v = value as Record<string, unknown>
@@ -80,14 +161,16 @@ export function identityKeysOf(from: Record<string, unknown>, keys: readonly (ke
  */
 export function writeIdentity(identity: Identity, file = identityPath(), cwd = process.cwd()): string {
   const dir = dirname(file)
-  const inRepository = basename(dir) === '.muster'
+  // `.muster/` itself, or `.muster/agents/` in it.
+  const muster = basename(dir) === '.muster' ? dir : basename(dir) === 'agents' && basename(dirname(dir)) === '.muster' ? dirname(dir) : null
+  const inRepository = muster !== null
   if (Object.keys(identity).length === 0) {
     rmSync(file, { force: true })
     return file
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 })
-  const ignore = join(dir, '.gitignore')
-  if (inRepository && !existsSync(ignore)) writeFileSync(ignore, '# written by the muster CLI: nothing in here belongs in git\n*\n')
+  const ignore = muster && join(muster, '.gitignore')
+  if (ignore && !existsSync(ignore)) writeFileSync(ignore, '# written by the muster CLI: nothing in here belongs in git\n*\n')
   // Outside a repository the file name alone does not say which directory it serves.
   const body = inRepository ? identity : { ...identity, dir: realpathSync(cwd) }
   const tmp = `${file}.${process.pid}.tmp`

@@ -4,13 +4,15 @@
 // X-Instance-Token, and `register` of the same name resumes that instance.
 import type { Command } from 'commander'
 import { api, apiPath, requestJson, resolveConfig, updateIdentity } from './client'
-import type { Identity } from './identity'
+import { agentFile, ambiguousIdentity, readIdentity, type Identity } from './identity'
 import { commaList, durationArg } from './input'
 import { act, ClientError, note, printJson, ServerError, UsageError } from './output'
 
 /** An explicit id, else the instance saved by `register`. */
 function instanceId(given: string | undefined): string {
-  const id = given ?? resolveConfig().instanceId
+  const cfg = given ? null : resolveConfig()
+  if (cfg?.identityChoices) ambiguousIdentity(cfg.identityChoices)
+  const id = given ?? cfg!.instanceId
   if (!id) throw new UsageError('no instance id given and none saved: run `register <name>` first or pass <id>')
   return id
 }
@@ -69,13 +71,18 @@ async function savedName(saved: Identity): Promise<string | undefined> {
 
 /**
  * Registers, presenting the saved instance's token when it has this name, so the
- * server resumes it rather than making a second instance of the same name.
+ * server resumes it rather than making a second instance of the same name (with an
+ * agent token the server resumes it anyway). In a repository the identity is the
+ * name's own file, `.muster/agents/<name>.json`: agents sharing a checkout keep theirs.
  */
 async function register(name: string, o: RegisterOptions): Promise<Registered> {
   const cfg = resolveConfig()
-  const saved = cfg.identity
+  const own = agentFile(name)
+  const ownSaved = own ? readIdentity(own) : null
+  // The name's file; else the identity this command acts as (a token from the environment, the old file).
+  const saved: Identity = ownSaved ?? (cfg.identityChoices ? {} : cfg.identity)
   const resume = !o.new && (await savedName(saved)) === name && !!saved.instance_token && (!saved.server || saved.server === cfg.server)
-  const json = { name, workspace: o.workspace, intent: o.intent, stack: o.stack }
+  const json = { name, workspace: o.workspace, intent: o.intent, stack: o.stack, ...(o.new ? { new: true } : {}) }
   const send = (instanceToken: string | null) => requestJson('POST', '/api/instances/register', { json, instanceToken }) as Promise<Registered>
   let inst: Registered
   try {
@@ -88,7 +95,7 @@ async function register(name: string, o: RegisterOptions): Promise<Registered> {
   }
   if (typeof inst.warning === 'string') note(inst.warning)
   const same = inst.id === saved.instance_id
-  updateIdentity({ name, server: cfg.server, instance_id: inst.id, instance_token: inst.token, claims: same ? saved.claims : undefined })
+  updateIdentity({ name, server: cfg.server, instance_id: inst.id, instance_token: inst.token, claims: same ? saved.claims : undefined }, own ?? cfg.identityFile)
   if (o.capabilities?.length) {
     const caps = (await api.post(apiPath('/api/instances', inst.id, 'capabilities'), { capabilities: o.capabilities })) as { capabilities: string[] }
     inst.capabilities = caps.capabilities
@@ -103,14 +110,14 @@ export function instanceCommands(program: Command): void {
   program
     .command('register')
     .description(
-      'register this agent and save its id and token as the identity of this directory (.muster/identity.json at the git root, ignored by git; outside a repository under ~/.config/muster/). Later commands from here or below send its X-Instance-Token. Run again with the same name, it resumes that instance (same id, its locks, reservations and claims kept).',
+      "register this agent and save its id and token as its identity: .muster/agents/<name>.json at the git root (ignored by git; outside a repository under ~/.config/muster/). Later commands from here or below send its X-Instance-Token (with several agents here, the one MUSTER_AGENT names). Run again with the same name, it resumes that instance (same id, its locks, reservations and claims kept); inside a hooked agent session that is the session's own instance.",
     )
     .argument('<name>', 'instance name')
     .option('--workspace <workspace>', 'workspace (the project it works on)')
     .option('--intent <intent>', 'current task')
     .option('--stack <stack>', 'technology stack, e.g. react')
     .option('--capabilities <list>', 'comma-separated capabilities', commaList)
-    .option('--new', 'a fresh instance, even when this directory holds one of that name')
+    .option('--new', 'a fresh instance, even when this directory or this agent token holds one of that name')
     .action(act(register))
 
   program

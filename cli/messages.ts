@@ -1,9 +1,11 @@
 // `send`, `inbox`, `ack`, `thread`, `message`, `messages`: the inbox. Messages are
 // addressed by agent name, so `inbox` and `ack` act as the instance saved by
 // `register` (its X-Instance-Token goes with every request); `send` without one
-// is sent as "human".
+// is sent as "human", but never by an agent whose identity is merely unchosen
+// (several agents in the checkout): that exits 2 instead.
 import { Option, type Command } from 'commander'
-import { api, apiPath } from './client'
+import { api, apiPath, resolveConfig } from './client'
+import { ambiguousIdentity } from './identity'
 import { durationArg, integer } from './input'
 import { act, UsageError } from './output'
 
@@ -54,8 +56,10 @@ export function messageCommands(program: Command): void {
     .option('--thread <thread>', 'thread name (default: the replied-to message\'s thread, else the new id)')
     .option('--reply-to <id>', 'id of the message this answers; joins its thread', integer(1))
     .action(
-      act(async (to: string[], o: { subject: string; body?: string; ack?: boolean; ackWithin?: number; importance?: string; thread?: string; replyTo?: number }) =>
-        api.post('/api/messages', {
+      act(async (to: string[], o: { subject: string; body?: string; ack?: boolean; ackWithin?: number; importance?: string; thread?: string; replyTo?: number }) => {
+        const choices = resolveConfig().identityChoices
+        if (choices) ambiguousIdentity(choices)
+        return api.post('/api/messages', {
           to,
           subject: o.subject,
           body: await bodyOf(o.body),
@@ -64,8 +68,8 @@ export function messageCommands(program: Command): void {
           reply_to: o.replyTo,
           ack_required: o.ack || o.ackWithin !== undefined ? true : undefined,
           ack_within_ms: o.ackWithin,
-        }),
-      ),
+        })
+      }),
     )
 
   program

@@ -4,6 +4,7 @@
 // in id order, and only events newer than the start (or --after-id) appear.
 import { api, authHeaders, resolveConfig } from './client'
 import { ClientError, note, printJson, ServerError } from './output'
+import { TOKEN_CLOSE_CODE } from '../lib/token'
 
 export interface SubscribeOptions {
   afterId?: number
@@ -76,8 +77,10 @@ async function followWebSocket(pattern: string, cursor: () => number | null, emi
   let backoff = 500
   let warned = false
   while (!signal.aborted) {
-    const { opened, reason } = await connectOnce(subscribeUrl(pattern, cursor()), pattern, emit, signal)
+    const { opened, reason, code } = await connectOnce(subscribeUrl(pattern, cursor()), pattern, emit, signal)
     if (signal.aborted) break
+    // The token was revoked or expired: reconnecting with it can only be refused.
+    if (code === TOKEN_CLOSE_CODE) throw new ServerError(401, { error: `${reason}: the subscription ended; ask the admin for a new token`, code: 401 })
     if (opened) {
       everOpened = true
       backoff = 500
@@ -99,7 +102,7 @@ function connectOnce(
   pattern: string,
   emit: (e: Event) => void,
   signal: AbortSignal,
-): Promise<{ opened: boolean; reason: string }> {
+): Promise<{ opened: boolean; reason: string; code?: number }> {
   return new Promise((resolve) => {
     let opened = false
     let done = false
@@ -113,12 +116,12 @@ function connectOnce(
     }
     const close = () => ws.close()
     const timer = setTimeout(close, CONNECT_TIMEOUT_MS)
-    const finish = (reason: string) => {
+    const finish = (reason: string, code?: number) => {
       if (done) return
       done = true
       clearTimeout(timer)
       signal.removeEventListener('abort', close)
-      resolve({ opened, reason })
+      resolve({ opened, reason, code })
     }
     signal.addEventListener('abort', close)
     ws.onopen = () => {
@@ -136,7 +139,7 @@ function connectOnce(
     ws.onerror = () => {
       if (!opened) close()
     }
-    ws.onclose = (e) => finish(e.reason || (opened ? `code ${e.code}` : 'connection refused or upgrade rejected'))
+    ws.onclose = (e) => finish(e.reason || (opened ? `code ${e.code}` : 'connection refused or upgrade rejected'), e.code)
   })
 }
 

@@ -58,9 +58,9 @@ const VIEWER_CALLS = new Set([
 /** The routes of access.md's lists, for a test that each names a served route. */
 export const NAMED_ROUTES = [...ADMIN_ONLY, ...VIEWER_CALLS]
 
-/** The role a route needs: reads and pure computations a viewer's, the admin list the admin's, the rest an agent's. */
+/** The role a route needs: reads and pure computations a viewer's, the admin list the admin's, the rest an agent's; a HEAD what its GET needs (both routers serve it with the GET's handler). */
 export function requiredRole(method: string, pattern: string): Role {
-  const key = `${method} ${pattern}`
+  const key = `${method === 'HEAD' ? 'GET' : method} ${pattern}`
   if (ADMIN_ONLY.has(key)) return 'admin'
   if (method === 'GET' || method === 'HEAD' || VIEWER_CALLS.has(key)) return 'viewer'
   return 'agent'
@@ -81,7 +81,7 @@ const isUpgrade = (request: Request, path: string) =>
   request.headers.has('sec-websocket-key')
 
 /** The bearer token a request presents (?token= on a WebSocket upgrade), or null. */
-function bearerOf(request: Request, path = pathOf(request.url)): string | null {
+export function bearerOf(request: Request, path = pathOf(request.url)): string | null {
   const given = /^Bearer\s+(.+)$/i.exec(request.headers.get('authorization') ?? '')?.[1]?.trim()
   if (given) return given
   return isUpgrade(request, path) ? (urlOf(request).searchParams.get('token') ?? null) : null

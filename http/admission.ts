@@ -10,6 +10,14 @@ import { credentialOf, refusal, requiredRole } from './access'
 import { UNAUTHORIZED, errorResponse } from './errors'
 import type { BodyRule, RouteTable } from './route-table'
 
+/** The answer to a request no route is known by (404, or 405 with Allow), as the router's error hook gives it. */
+const unserved = (table: RouteTable, method: string, path: string): Response => {
+  const { status, message, allow } = table.notServed(method, path)
+  const answer = errorResponse(status, message)
+  if (allow) answer.headers.set('allow', allow)
+  return answer
+}
+
 /** The request as its handler gets it (size-bounded, labelled JSON), or the early answer when refused (401, 403, 413). */
 export type Admit = (request: Request, path: string, rule?: BodyRule, pattern?: string) => Request | Response
 
@@ -41,11 +49,15 @@ export function admission(ctx: Ctx, table: RouteTable): Admit {
   return (request, path, rule, pattern) => {
     const credential = credentialOf(ctx, request, path)
     if (!credential) return errorResponse(401, UNAUTHORIZED)
+    const route = pattern ? null : table.routeOf(request.method, path)
     if (credential.role !== 'admin') {
-      const needed = pattern ? requiredRole(request.method, pattern) : table.roleOf(request.method, path)
+      const needed = pattern ? requiredRole(request.method, pattern) : (route?.role ?? requiredRole(request.method, path))
       const refused = refusal(ctx, credential, needed, request)
       if (refused) return errorResponse(403, refused)
     }
+    // A spelling no route is known by goes no further: whatever a router would make of it (a parameter
+    // taking a trailing slash), no handler runs on a role decided for another route (access.md).
+    if (!pattern && !route) return unserved(table, request.method, path)
     setCredential(request, credential)
     const declared = request.headers.get('content-length')
     let admitted = request

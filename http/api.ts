@@ -63,7 +63,7 @@ export function createApi(ctx: Ctx, routes: readonly AnyElysia[], fastRoutes: re
       checkParsedRequest(request.url, body)
     })
     .onError(async ({ code, error, set, request, route }) => {
-      const answer = errorAnswer(code, error, set, request, (path) => table.allowed(path))
+      const answer = errorAnswer(code, error, set, request, (method, path) => table.notServed(method, path))
       // An audited route's failure is logged before the answer goes out (its service wrote nothing).
       const action = table.auditOf(request.method, route)
       if (action) await auditLeftover(ctx, request, action, answer.code)

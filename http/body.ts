@@ -82,8 +82,11 @@ export function boundedRequest(request: Request, limit: number): Request {
  * each request is held to its own route's limit. standardHostname off: Elysia then
  * finds the path after "http://" instead of assuming a host of at least 4
  * characters (with `Host: ab` every /api/state/* request was routed as /state/...).
+ * strictPath: a route is served under its one spelling, as Bun's own router serves it (no
+ * trailing slash added or dropped), so the access policy, which decides on that spelling,
+ * and the router always name the same route.
  */
-export const SERVER_OPTIONS = { serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 }, handler: { standardHostname: false } }
+export const SERVER_OPTIONS = { strictPath: true, serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 }, handler: { standardHostname: false } }
 
 /** Reads a raw body, refusing (413) as soon as it passes `limit` bytes; never buffers past it. */
 export async function readBody(request: Request, limit = MAX_BODY): Promise<Uint8Array> {

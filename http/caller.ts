@@ -8,6 +8,8 @@ import type { Instance } from '../store/instances'
 import { ADMIN, type Credential } from '../services/credentials'
 import { forbidden, invalid } from '../lib/errors'
 import { UNKNOWN_TOKEN } from '../services/holders'
+import type { Owner } from '../services/instances'
+import { bearerOf } from './access'
 export type { Caller } from '../services/audit'
 
 const credentials = new WeakMap<Request, Credential>()
@@ -19,6 +21,16 @@ export function setCredential(request: Request, credential: Credential): void {
 
 /** The credential of an admitted request (the admin's when auth is off or for a request that did not pass admission). */
 export const credentialFor = (request: Request): Credential => credentials.get(request) ?? ADMIN
+
+/** The agent token of a request, as the owner of the instances it registers (null for the admin token or with auth off). */
+export function ownerOf(request: Request): Owner | null {
+  const { role, tokenId } = credentialFor(request)
+  const secret = role === 'agent' && tokenId ? bearerOf(request) : null
+  return secret ? { id: tokenId!, secret } : null
+}
+
+/** Aborted when the request's token is revoked or expires: what a held read waits on beside its own time (none for the admin). */
+export const heldUntil = (ctx: Ctx, request: Request): AbortSignal | undefined => ctx.credentials.endOf(credentialFor(request)) ?? undefined
 
 /** `?force=1` (access.md): 403 unless the call is the admin token's. */
 export function assertForce(request: Request): void {

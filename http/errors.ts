@@ -31,6 +31,15 @@ const ERROR_HEADERS = { 'content-type': 'application/json' }
 export const UNAUTHORIZED = 'invalid or missing bearer token'
 export const methodNotAllowed = (method: string) => `method ${method} not allowed`
 
+/** The answer to a request no route serves: 404, or 405 with Allow when other methods are served at its path. */
+export interface NotServed {
+  status: 404 | 405
+  message: string
+  allow?: string
+}
+
+export const NOT_FOUND: NotServed = { status: 404, message: 'not found' }
+
 export function errorResponse(status: number, message: string, extra: Record<string, unknown> = {}): Response {
   return new Response(JSON.stringify({ error: message, code: status, ...extra }), { status, headers: ERROR_HEADERS })
 }
@@ -72,7 +81,7 @@ export function errorAnswer(
   error: unknown,
   set: { status?: number | string; headers: Record<string, string | number> },
   request: Request,
-  allowedMethods: (path: string) => string[],
+  notServed: (method: string, path: string) => NotServed = () => NOT_FOUND,
 ) {
   // However the framework wrapped it (a parse error, a failed read), a body cut off by its connection is the client's doing.
   const abort = clientAbortOf(error, request)
@@ -93,15 +102,10 @@ export function errorAnswer(
       log.warn({ method: request.method, url: request.url }, message)
     }
   } else if (code === 'NOT_FOUND') {
-    const allowed = allowedMethods(urlOf(request).pathname).filter((m) => m !== request.method)
-    if (allowed.length) {
-      status = 405
-      message = methodNotAllowed(request.method)
-      set.headers['allow'] = allowed.join(', ')
-    } else {
-      status = 404
-      message = 'not found'
-    }
+    const answer = notServed(request.method, urlOf(request).pathname)
+    status = answer.status
+    message = answer.message
+    if (answer.allow) set.headers['allow'] = answer.allow
   } else if (code === 'PARSE') {
     message = `${NOT_JSON}: not valid JSON`
   } else if (code === 'VALIDATION') {
@@ -119,6 +123,6 @@ export function errorAnswer(
 /** The {error, code} Response for what a handler outside the framework threw, as the API app's onError answers it. */
 export function thrownResponse(error: unknown, request: Request): Response {
   const set = { status: 500 as number | string, headers: {} as Record<string, string | number> }
-  const body = errorAnswer('UNKNOWN', error, set, request, () => [])
+  const body = errorAnswer('UNKNOWN', error, set, request)
   return new Response(JSON.stringify(body), { status: Number(set.status), headers: set.headers as Record<string, string> })
 }

@@ -7,6 +7,8 @@
 import { MAX_BODY } from './body'
 import type { Role } from '../services/audit'
 import { requiredRole } from './access'
+import { NOT_FOUND, methodNotAllowed, type NotServed } from './errors'
+import { canonicalPath } from './url'
 
 /** A route as Elysia lists it (`app.routes`): method, path pattern, and the options it was declared with. */
 export interface DeclaredRoute {
@@ -39,9 +41,21 @@ const MAX_PATHS = 4096
 
 const PLAIN: BodyRule = { limit: MAX_BODY, raw: false }
 
-// A trailing slash is allowed: the router serves `/a/:id/` on `/a/:id`, so its role must be that route's too.
 const patternRe = (path: string) =>
-  new RegExp(`^${path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}/?$`)
+  new RegExp(`^${path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}$`)
+
+/** A segment's rank as the routers try them: a literal before a parameter before a wildcard. */
+const segmentRank = (segment: string) => (segment === '*' ? 2 : segment.startsWith(':') ? 1 : 0)
+
+/** Orders two patterns as the routers prefer them for a path both match: at the first segment they differ in, the more literal one. */
+function bySpecificity(a: Route, b: Route): number {
+  const [x, y] = [a.pattern.split('/'), b.pattern.split('/')]
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const rank = segmentRank(x[i]) - segmentRank(y[i])
+    if (rank) return rank
+  }
+  return y.length - x.length
+}
 
 export class RouteTable {
   private routes: Route[]
@@ -66,7 +80,7 @@ export class RouteTable {
     this.special = this.routes.filter((r) => r.raw || r.limit !== MAX_BODY)
     const isDynamic = (r: Route) => /[:*]/.test(r.pattern)
     for (const r of this.routes) if (!isDynamic(r)) this.fixed.set(`${r.method} ${r.pattern}`, r)
-    this.dynamic = this.routes.filter(isDynamic).sort((a, b) => Number(a.pattern.includes('*')) - Number(b.pattern.includes('*')))
+    this.dynamic = this.routes.filter(isDynamic).sort(bySpecificity)
     for (const r of this.routes) if (r.audit) this.audits.set(`${r.listed} ${r.pattern}`, r.audit)
   }
 
@@ -75,12 +89,17 @@ export class RouteTable {
     return this.special.find((r) => r.method === method && r.re.test(path)) ?? PLAIN
   }
 
-  /** The route a request matches (null for none), looked up once per method and path. */
+  /**
+   * The route a request matches (null for none), looked up once per method and path.
+   * Only the exact spelling matches, as both routers serve it (Bun's, and Elysia's with
+   * `strictPath`): no trailing or doubled slash, no other case, no percent-encoded
+   * literal; parameters may be percent-encoded. A HEAD is served by its GET route.
+   */
   routeOf(method: string, path: string): Route | null {
     let ofMethod = this.seen.get(method)
     const known = ofMethod?.get(path)
     if (known !== undefined) return known
-    const route = this.fixed.get(`${method} ${path}`) ?? this.dynamic.find((r) => r.method === method && r.re.test(path)) ?? null
+    const route = this.match(method, path) ?? (method === 'HEAD' ? this.match('GET', path) : null)
     if (this.paths++ >= MAX_PATHS) {
       this.seen.clear()
       this.paths = 1
@@ -91,14 +110,27 @@ export class RouteTable {
     return route
   }
 
-  /** The role a request needs: its route's, or for a path no route serves, a reader's for GET and a writer's else. */
-  roleOf(method: string, path: string): Role {
-    return this.routeOf(method, path)?.role ?? requiredRole(method, path)
+  private match(method: string, path: string): Route | null {
+    return this.fixed.get(`${method} ${path}`) ?? this.dynamic.find((r) => r.method === method && r.re.test(path)) ?? null
   }
 
   /** The methods of the routes a path matches (a 405's Allow). */
   allowed(path: string): string[] {
     return [...new Set(this.routes.filter((r) => r.re.test(path)).map((r) => r.listed))]
+  }
+
+  /**
+   * The answer to `method path` when no route serves it: 405 with the methods served
+   * there, else 404, naming the spelling that is served when the path is another
+   * spelling of a route (a trailing or doubled slash, a percent-encoded letter).
+   */
+  notServed(method: string, path: string): NotServed {
+    const allowed = this.allowed(path).filter((m) => m !== method)
+    if (allowed.length) return { status: 405, message: methodNotAllowed(method), allow: allowed.join(', ') }
+    const canonical = canonicalPath(path)
+    if (canonical !== path && (this.routeOf(method, canonical) || this.allowed(canonical).length))
+      return { status: 404, message: `not found: no route is spelled ${path}; call ${canonical} (no trailing or doubled slash, no percent-encoded letters)` }
+    return NOT_FOUND
   }
 
   /** The audit action of the route `METHOD pattern`, when it is audited. */

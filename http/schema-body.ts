@@ -25,7 +25,7 @@ export function bodyReader(schema: TSchema) {
   if (defaults !== undefined && (typeof defaults !== 'object' || defaults === null || Array.isArray(defaults))) throw new Error('bodyReader: only object defaults')
   const refused = (code: 'PARSE' | 'VALIDATION', error: unknown, request: Request) => {
     const set = { status: 400 as number | string, headers: {} as Record<string, string | number> }
-    const { error: message, code: status, ...extra } = errorAnswer(code, error, set, request, () => [])
+    const { error: message, code: status, ...extra } = errorAnswer(code, error, set, request)
     return new AppError(kindOfStatus(status) ?? 'invalid', message, extra)
   }
   return async (request: Request): Promise<any> => {

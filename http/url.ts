@@ -25,3 +25,14 @@ export const withOrigin =
   <R>(route: (request: Request) => R) =>
   (request: Request): R =>
     route(request.url.startsWith('/') ? new Request(PLACEHOLDER_ORIGIN + request.url, request) : request)
+
+/** Percent-encoded unreserved characters (RFC 3986 2.3): the same URL spelled otherwise. */
+const ENCODED_UNRESERVED = /%(2[dDeE]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF]|7[eE])/g
+
+/**
+ * A path as it is spelled once: slashes not doubled nor trailing, unreserved characters
+ * not percent-encoded. The routers serve only this spelling of a route's literal part;
+ * a 404 names it when it is served (http/route-table.ts).
+ */
+export const canonicalPath = (path: string): string =>
+  path.replace(ENCODED_UNRESERVED, (e) => String.fromCharCode(parseInt(e.slice(1), 16))).replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1')

@@ -18,6 +18,8 @@ export interface Config {
   authToken: string | null
   staleTimeoutMs: number
   livenessIntervalMs: number
+  /** How long a hook session ended by /clear or resume keeps its instance for the next SessionStart. */
+  sessionHoldMs: number
   pruneIntervalMs: number
   eventRetention: number
   /** Versions kept per state key by the prune job (the current one always). */
@@ -51,6 +53,7 @@ const OPTIONS = {
   authToken: { flag: '--auth-token', env: 'SERVICE_AUTH_TOKEN', def: '' },
   staleTimeout: { flag: '--stale-timeout', env: 'SERVICE_STALE_TIMEOUT', def: '5m' },
   livenessInterval: { flag: '--liveness-interval', env: 'SERVICE_LIVENESS_INTERVAL', def: '60s' },
+  sessionHold: { flag: '--session-hold', env: 'SERVICE_SESSION_HOLD', def: '60s' },
   pruneInterval: { flag: '--prune-interval', env: 'SERVICE_PRUNE_INTERVAL', def: '60s' },
   eventRetention: { flag: '--event-retention', env: 'SERVICE_EVENT_RETENTION', def: '1000' },
   stateHistory: { flag: '--state-history', env: 'SERVICE_STATE_HISTORY', def: '1000' },
@@ -76,6 +79,7 @@ const HELP: Record<Key, { value?: string; text: string; def?: string }> = {
   authToken: { value: 'TOKEN', text: 'the admin bearer token; once set, every request but /health, /livez and /readyz needs it or an agent or viewer token (POST /api/tokens); empty: no auth', def: '(none: no auth)' },
   staleTimeout: { value: 'DUR', text: 'an instance with no sign of life for this long turns stale: its locks, reservations and task claims are released' },
   livenessInterval: { value: 'DUR', text: 'how often instances are checked against --stale-timeout' },
+  sessionHold: { value: 'DUR', text: "an agent session ended by /clear or resume keeps its instance this long for the agent's next session to take over" },
   pruneInterval: { value: 'DUR', text: 'how often old events, compliance runs and state versions are pruned' },
   eventRetention: { value: 'N', text: 'events kept (the newest)' },
   stateHistory: { value: 'N', text: 'versions kept per state key (the current one always)' },
@@ -205,6 +209,7 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
     authToken: raw.authToken === '' ? null : raw.authToken,
     staleTimeoutMs: duration('staleTimeout'),
     livenessIntervalMs: duration('livenessInterval'),
+    sessionHoldMs: duration('sessionHold'),
     pruneIntervalMs: duration('pruneInterval'),
     eventRetention: positive('eventRetention'),
     stateHistory: positive('stateHistory'),

@@ -28,3 +28,4 @@ export const invalid = (message: string, extra?: Record<string, unknown>) => new
 export const notFound = (message: string) => new AppError('not_found', message)
 export const conflict = (message: string, extra?: Record<string, unknown>) => new AppError('conflict', message, extra)
 export const forbidden = (message: string) => new AppError('forbidden', message)
+export const unauthorized = (message: string) => new AppError('unauthorized', message)

@@ -3,10 +3,13 @@
 // COMMIT), never by polling. First come, first served within a key. A wake may hand
 // the waiters a value (`V`, what woke them); by default it is just 'woken'.
 
-export type WakeReason = 'woken' | 'timeout' | 'shutdown'
+export type WakeReason = 'woken' | 'timeout' | 'shutdown' | 'ended'
+
+/** Why a wait ended without a wake: its time ran out, the server stops, or its caller's `until` signal was aborted. */
+type Ended = 'timeout' | 'shutdown' | 'ended'
 
 interface Waiter<V> {
-  resolve(reason: V | 'timeout' | 'shutdown'): void
+  resolve(reason: V | Ended): void
 }
 
 export class Waiters<K = string, V = 'woken'> {
@@ -16,18 +19,21 @@ export class Waiters<K = string, V = 'woken'> {
 
   /**
    * Resolves 'woken' at the next wake(key), 'timeout' after `ms`, 'shutdown' when the
-   * server stops. Register before re-checking the condition: a change committed
-   * between the check and the wait then still wakes it (no missed wake-up).
+   * server stops, 'ended' when `until` is aborted (the caller's token revoked or
+   * expired: http/caller.ts heldUntil). Register before re-checking the condition: a
+   * change committed between the check and the wait then still wakes it (no missed wake-up).
    */
-  wait(key: K, ms: number): { done: Promise<V | 'timeout' | 'shutdown'>; cancel(): void } {
+  wait(key: K, ms: number, until?: AbortSignal): { done: Promise<V | Ended>; cancel(): void } {
     let waiter!: Waiter<V>
     let timer: ReturnType<typeof setTimeout> | undefined
     const onShutdown = () => waiter.resolve('shutdown')
-    const done = new Promise<V | 'timeout' | 'shutdown'>((resolve) => {
+    const onEnd = () => waiter.resolve('ended')
+    const done = new Promise<V | Ended>((resolve) => {
       waiter = {
         resolve: (reason) => {
           clearTimeout(timer)
           this.shutdown.removeEventListener('abort', onShutdown)
+          until?.removeEventListener('abort', onEnd)
           const set = this.byKey.get(key)
           set?.delete(waiter)
           if (set && !set.size) this.byKey.delete(key)
@@ -36,12 +42,14 @@ export class Waiters<K = string, V = 'woken'> {
       }
     })
     if (this.shutdown.aborted) waiter.resolve('shutdown')
+    else if (until?.aborted) waiter.resolve('ended')
     else {
       let set = this.byKey.get(key)
       if (!set) this.byKey.set(key, (set = new Set()))
       set.add(waiter)
       timer = setTimeout(() => waiter.resolve('timeout'), ms)
       this.shutdown.addEventListener('abort', onShutdown, { once: true })
+      until?.addEventListener('abort', onEnd, { once: true })
     }
     return { done, cancel: () => waiter.resolve('timeout') }
   }

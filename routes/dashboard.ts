@@ -5,6 +5,7 @@
 import { Elysia } from 'elysia'
 import type { Ctx } from '../services/context'
 import { credentialOf, prepareAccess } from '../http/access'
+import { setCredential } from '../http/caller'
 import { urlOf, withOrigin } from '../http/url'
 import { UNAUTHORIZED, errorAnswer, errorResponse, methodNotAllowed } from '../http/errors'
 import { SERVER_OPTIONS } from '../http/body'
@@ -77,7 +78,10 @@ function eventsStream(ctx: Ctx) {
     ...socket,
     async beforeHandle({ request, query }) {
       await prepareAccess(ctx, request)
-      if (!credentialOf(ctx, request, urlOf(request).pathname)) return errorResponse(401, UNAUTHORIZED)
+      const credential = credentialOf(ctx, request, urlOf(request).pathname)
+      if (!credential) return errorResponse(401, UNAUTHORIZED)
+      // The socket closes when this token ends, as on the API port.
+      setCredential(request, credential)
       return socket.beforeHandle({ query })
     },
   })
@@ -88,7 +92,7 @@ export function createDashboard(ctx: Ctx) {
   const app = new Elysia(SERVER_OPTIONS).wrap(withOrigin)
     // The API's error answers (no 405s: /api/* takes every method). First: Elysia applies the hook only to the
     // routes mounted after it, and the event stream's bad after_id must be its 400, not a plain-text 500.
-    .onError(({ code, error, set, request }) => errorAnswer(code, error, set, request, () => []))
+    .onError(({ code, error, set, request }) => errorAnswer(code, error, set, request))
     .use(healthRoutes(ctx.startedAt))
     .use(eventsStream(ctx))
     .all('/api/*', ({ request }) => forward(ctx, request), { parse: 'none' })

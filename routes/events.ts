@@ -8,11 +8,14 @@ import type { Sink, Subscription } from '../services/bus'
 import { publishEvent } from '../services/events'
 import { DELIVERY_HEADER } from '../jobs/webhooks'
 import { errorResponse } from '../http/errors'
+import { heldUntil } from '../http/caller'
 import { intParam, timeParam } from '../http/params'
 import { audited } from '../http/audit'
 import { DEFAULT_LIMIT, IntQuery } from '../http/models'
 import { waitParam } from '../services/holders'
 import { waitForEvents } from '../services/watches'
+import { closeReason, type TokenEnd } from '../services/credentials'
+import { TOKEN_CLOSE_CODE } from '../lib/token'
 
 // TypeBox's own Integer, not Elysia's string-or-integer transform: a response schema with a
 // transform runs through the uncompiled Value.Encode on every answer (see routes/state.ts).
@@ -36,7 +39,7 @@ const afterIdParam = (value: string | undefined) => (value === undefined || valu
 /** The socket as Elysia hands it to each callback (a new wrapper each time, hence the id). */
 interface SubscriberSocket {
   id: string
-  data: { query: { pattern?: string; after_id?: string } }
+  data: { query: { pattern?: string; after_id?: string }; request: Request }
   /** Bun's ServerWebSocket (Elysia's copy of that type lacks getBufferedAmount). */
   raw: object
 }
@@ -49,6 +52,8 @@ interface SubscriberSocket {
 export function subscribeSocket(ctx: Ctx) {
   // Keyed by the connection's id: Elysia wraps the socket in a new object per callback.
   const open = new Map<string, Subscription>()
+  // What closes each socket when its token ends, to be let go when it closes first.
+  const ends = new Map<string, () => void>()
   return {
     query: SubscribeQuery,
     // Runs before the upgrade, so a bad after_id is an ordinary 400.
@@ -61,7 +66,15 @@ export function subscribeSocket(ctx: Ctx) {
         cork: (sends) => (raw.cork(sends), raw.getBufferedAmount() > 0),
         end: (code, reason) => raw.close(code, reason),
       }
+      // A revoked or expired token's socket closes with 4401 and a reason saying which (access.md).
+      const until = heldUntil(ctx, ws.data.request)
+      const end = () => raw.close(TOKEN_CLOSE_CODE, closeReason(until!.reason as TokenEnd))
+      if (until?.aborted) return end()
       open.set(ws.id, ctx.bus.subscribe(sink, pattern || '*', afterIdParam(after_id)))
+      if (until) {
+        until.addEventListener('abort', end, { once: true })
+        ends.set(ws.id, () => until.removeEventListener('abort', end))
+      }
     },
     drain(ws: SubscriberSocket) {
       open.get(ws.id)?.drain()
@@ -69,6 +82,8 @@ export function subscribeSocket(ctx: Ctx) {
     close(ws: SubscriberSocket) {
       open.get(ws.id)?.close()
       open.delete(ws.id)
+      ends.get(ws.id)?.()
+      ends.delete(ws.id)
     },
   }
 }
@@ -96,7 +111,7 @@ export function eventsRoutes(ctx: Ctx) {
     )
     .get(
       '/api/events/history',
-      ({ query }) => {
+      ({ query, request }) => {
         const afterId = afterIdParam(query.after_id)
         const q = {
           topic: query.topic || '*',
@@ -108,7 +123,7 @@ export function eventsRoutes(ctx: Ctx) {
         }
         const wait = afterId === undefined ? undefined : waitParam(query.wait)
         if (afterId === undefined || wait === undefined) return ctx.store.events.query(q)
-        return waitForEvents(ctx, { ...q, afterId }, wait)
+        return waitForEvents(ctx, { ...q, afterId }, wait, heldUntil(ctx, request))
       },
       {
         query: t.Object({

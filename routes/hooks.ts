@@ -7,7 +7,20 @@ import type { HookAgent } from '../store/sessions'
 import { invalid, notFound } from '../lib/errors'
 import { IntQuery, Nullable, checks } from '../http/models'
 import { audited } from '../http/audit'
-import { credentialFor } from '../http/caller'
+import { credentialFor, ownerOf } from '../http/caller'
+import type { HookIdentity } from '../services/hooks'
+
+/**
+ * Who the session acts as, for `muster hook` (cli/hooks.ts), which hands it to the agent's
+ * shell: in headers, never in the body, which the agent puts in its model's context.
+ */
+function identityHeaders(i: HookIdentity): Record<string, string> {
+  const h: Record<string, string> = { 'x-muster-instance-id': i.instanceId, 'x-muster-instance-name': encodeURIComponent(i.name), 'x-muster-session': encodeURIComponent(i.sessionId) }
+  if (i.token) h['x-muster-instance-token'] = i.token
+  if (i.held !== undefined) h['x-muster-held'] = String(i.held)
+  h['cache-control'] = 'no-store'
+  return h
+}
 
 const SessionSchema = t.Object({
   session_id: t.String(),
@@ -50,11 +63,13 @@ export function hooksRoutes(ctx: Ctx) {
   return audited(ctx)
     .post(
       '/api/hooks/:agent',
-      async ({ params, body, request }) => {
+      async ({ params, body, request, set }) => {
         const agent = HOOK_AGENTS.find((a) => a === params.agent)
         if (!agent) throw notFound(`unknown agent "${params.agent}": expected ${HOOK_AGENTS.join(' or ')}`)
         const { role, tokenId } = credentialFor(request)
-        return handleHook(ctx, agent as HookAgent, hookEvent(body), { ...hookHeaders(request.headers), role, tokenId })
+        const { answer, identity } = await handleHook(ctx, agent as HookAgent, hookEvent(body), { ...hookHeaders(request.headers), role, tokenId, owner: ownerOf(request) })
+        if (identity) Object.assign(set.headers, identityHeaders(identity))
+        return answer
       },
       {
         params: t.Object({ agent: t.String({ ...checks({ enum: HOOK_AGENTS }) }) }),
@@ -66,7 +81,7 @@ export function hooksRoutes(ctx: Ctx) {
         detail: {
           summary: 'A Claude Code or Codex hook event',
           description:
-            'A session is an instance (registered on its first event, each event a heartbeat, deregistered on SessionEnd). PreToolUse of a file-writing tool is denied when another instance holds the file exclusively; SessionStart answers a briefing; UserPromptSubmit, PostToolUse and Stop deliver new messages. Headers: X-Muster-Agent, X-Muster-Project, X-Muster-Root, X-Muster-Reserve (edit-reserve mode), X-Muster-Capabilities. Never answers allow.',
+            'A session is an instance (registered on its first event, each event a heartbeat, deregistered on SessionEnd; SessionEnd with reason clear or resume keeps it 60 s for the next SessionStart of the same agent, name and root to take over). The answers to SessionStart and SessionEnd carry, in headers only, who the session acts as: X-Muster-Instance-Id, X-Muster-Instance-Name, X-Muster-Session, and on SessionStart X-Muster-Instance-Token (for `muster hook` to hand to the agent\'s shell; never in the body the model reads), on SessionEnd X-Muster-Held. PreToolUse of a file-writing tool is denied when another instance holds the file exclusively; SessionStart answers a briefing; UserPromptSubmit, PostToolUse and Stop deliver new messages. Headers: X-Muster-Agent, X-Muster-Project, X-Muster-Root, X-Muster-Reserve (edit-reserve mode), X-Muster-Capabilities. Never answers allow.',
           tags: ['hooks'],
         },
       },

@@ -6,7 +6,7 @@ import type { Ctx } from '../services/context'
 import type { AuditScope } from '../services/audit'
 import { CAPABILITY_MAX_LENGTH, MAX_CAPABILITIES, MAX_TEXT, activateInstance, assertManages, deregisterInstance, found, heartbeat, registerInstance, setCapabilities, setIntent } from '../services/instances'
 import { audited } from '../http/audit'
-import { credentialFor } from '../http/caller'
+import { credentialFor, ownerOf } from '../http/caller'
 
 const InstanceSchema = t.Object({
   id: t.String(),
@@ -27,6 +27,7 @@ const RegisterBody = t.Object(
     intent: t.Optional(t.String({ description: 'current task', ...checks({ maxLength: MAX_TEXT }) })),
     stack: t.Optional(t.String({ ...checks({ maxLength: MAX_TEXT }) })),
     capabilities: t.Optional(t.Array(t.String({ ...checks({ minLength: 1, maxLength: CAPABILITY_MAX_LENGTH }) }), { ...checks({ maxItems: MAX_CAPABILITIES }) })),
+    new: t.Optional(t.Boolean({ description: 'true: a new instance, even where this agent token has a registered instance of this name (which it would resume otherwise)' })),
   },
   { examples: [{ name: 'ada', workspace: 'shop', intent: 'token rotation', stack: 'typescript', capabilities: ['ts', 'auth'] }] },
 )
@@ -54,7 +55,7 @@ export function instancesRoutes(ctx: Ctx) {
   return audited(ctx)
     .post(
       '/api/instances/register',
-      ({ body, audit, request }) => registerInstance(ctx, audit, body, request.headers.get('x-instance-token')),
+      ({ body, audit, request }) => registerInstance(ctx, audit, body, request.headers.get('x-instance-token'), ownerOf(request)),
       {
         body: RegisterBody,
         response: {
@@ -62,14 +63,16 @@ export function instancesRoutes(ctx: Ctx) {
             InstanceSchema,
             t.Object({
               token: t.String({ description: 'shown only here; send it as X-Instance-Token' }),
-              resumed: t.Optional(t.Literal(true, { description: 'the X-Instance-Token sent was of a registered instance of this name, taken up again (same id, grants kept)' })),
+              resumed: t.Optional(t.Literal(true, { description: 'a registered instance of this name was taken up again (same id and token, grants kept): the X-Instance-Token sent was its, or this agent token registered it' })),
               warning: t.Optional(t.String({ description: 'a new instance was made while another active one has the name' })),
             }),
           ]),
         },
         audit: 'instance.register',
         detail: {
-          summary: 'Register an instance (or resume yours: send its X-Instance-Token); the answer carries its token',
+          summary: 'Register an instance (or resume yours); the answer carries its token',
+          description:
+            'Resumes (same id and token, locks, reservations and claims kept, `resumed: true`) the registered instance of this name whose X-Instance-Token is sent, or, with an agent token and no X-Instance-Token, the one this agent token registered under this name (by REST, MCP or a hook session): one name, one live instance per agent token. `new: true` makes a new instance instead. With the admin token or auth off, a registration without X-Instance-Token makes a new instance.',
           tags: ['instances'],
         },
       },

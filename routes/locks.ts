@@ -4,7 +4,7 @@ import { Type } from '@sinclair/typebox'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
 import { TTL_MAX_MS, TTL_MIN_MS, WAIT_MAX_MS, reasonParam, readerHeartbeat, ttlParam, waitMsParam, REASON_MAX } from '../services/holders'
-import { assertForce, caller, holderIdOf } from '../http/caller'
+import { assertForce, caller, heldUntil, holderIdOf } from '../http/caller'
 import { LIMIT_MAX, acquireLock, forceReleaseLock, getLock, listLocks, releaseLock } from '../services/locks'
 import { audited, auditedAnswer } from '../http/audit'
 import type { AuditScope } from '../services/audit'
@@ -68,6 +68,7 @@ async function acquireFromRequest(ctx: Ctx, request: Request, name: string, audi
     limit: limitParam(b.limit),
     reason: reasonParam(b.reason),
     signal: request.signal,
+    until: heldUntil(ctx, request),
   }
   const g = await acquireLock(ctx, audit, await holderIdOf(ctx, request), name, options)
   // In the order GrantSchema documents, by either way in.

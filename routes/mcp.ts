@@ -5,7 +5,7 @@
 import { t } from 'elysia'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { Ctx } from '../services/context'
-import { caller } from '../http/caller'
+import { caller, ownerOf } from '../http/caller'
 import { urlOf } from '../http/url'
 import { audited, resourceOf } from '../http/audit'
 import { AppError, forbidden } from '../lib/errors'
@@ -13,7 +13,7 @@ import { READ_ONLY } from '../http/access'
 import { STATUS } from '../http/errors'
 import { MATCH_TYPES, SEVERITIES, checkRule } from '../validation/rules'
 import { scopeFor, type Caller } from '../services/audit'
-import { assertManages, registerInstance, setIntent } from '../services/instances'
+import { assertManages, registerInstance, setIntent, type Owner } from '../services/instances'
 import { proposeRule } from '../services/rules'
 import { VERSION } from '../lib/version'
 import { rawBodyDoc, checkParsedRequest } from '../http/body'
@@ -52,7 +52,8 @@ const instructions = (origin: string) =>
   [
     `Muster (${origin}) coordinates AI coding agents that share one server: versioned state, specs, API contracts, events, validation rules, locks, file reservations, a task queue and an inbox.`,
     'This MCP endpoint is only the discovery door: move data over REST or the `muster` CLI, never through MCP, so payloads cost no tokens.',
-    '1. Call register_instance first (workspace = your project). Keep the token and send it as the X-Instance-Token header on every REST call (the CLI does after `muster register`): it names you in the audit log and counts as your heartbeat.',
+    'In a session wired with Muster hooks (`muster init claude-code|codex`) you are registered already: your session is an instance and the `muster` CLI in your shell acts as it; register_instance answers that same instance. Use the CLI for everything below.',
+    '1. Otherwise call register_instance first (workspace = your project). Keep the token and send it as the X-Instance-Token header on every REST call (the CLI does after `muster register`): it names you in the audit log and counts as your heartbeat.',
     '2. Call get_endpoints for the REST routes (full reference: GET /openapi.json) and the CLI commands.',
     '3. discover_instances shows the other agents and their intents; set_intent tells them what you work on now.',
     '4. propose_rule suggests a validation rule; a human accepts or rejects it.',
@@ -78,6 +79,10 @@ const CLI_COMMANDS = [
   'muster inbox [--wait D] [--unacked] [--after ID]; muster ack <id>; muster thread <thread>; muster messages [word...]',
 ]
 
+/** What get_endpoints says of a session wired with hooks. */
+const HOOKED_SESSION =
+  'In a session wired with Muster hooks you are registered already: the muster CLI in your shell acts as your session\'s instance (no `muster register` needed; `muster register <your name>` answers the same instance).'
+
 function result(data: Record<string, unknown>, isError = false): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data, ...(isError ? { isError } : {}) }
 }
@@ -96,7 +101,7 @@ const loadSdk = () =>
   ]).then(([mcp, transport, zod]) => ({ McpServer: mcp.McpServer, Transport: transport.WebStandardStreamableHTTPServerTransport, z: zod.z })))
 
 /** The tools of one MCP request, bound to its caller. */
-function mcpServer(ctx: Ctx, request: Request, caller: Caller, { McpServer, z }: Awaited<ReturnType<typeof loadSdk>>) {
+function mcpServer(ctx: Ctx, request: Request, caller: Caller, owner: Owner | null, { McpServer, z }: Awaited<ReturnType<typeof loadSdk>>) {
   const origin = urlOf(request).origin
   /**
    * A service call's answer as the tool result: `shape` turns the value into the
@@ -125,24 +130,29 @@ function mcpServer(ctx: Ctx, request: Request, caller: Caller, { McpServer, z }:
   server.registerTool(
     'register_instance',
     {
-      description: 'Register this agent: id, token (send as X-Instance-Token), heartbeat URL, REST endpoints.',
+      // Under 100 characters; the instructions say the rest (a hooked session is registered already).
+      description: 'Register (or, in a hooked session, find) your instance: id, REST endpoints, token if new.',
       inputSchema: {
         name: z.string().describe('your name, e.g. "claude-frontend"'),
         workspace: text('the project you work on; contracts of the project named like it apply to you'),
         intent: text('what you are doing now'),
         stack: text('technology stack, e.g. "react"; selects stack-specific rules'),
         capabilities: z.array(z.string()).optional().describe('what you can do for other agents, e.g. ["review", "tests"]'),
+        new: z.boolean().optional().describe('true: a new instance even where this token registered one of this name (resumed otherwise)'),
       },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     (args) =>
-      write(() => registerInstance(ctx, scope('instance.register', '/api/instances/register'), args), ({ id, token, status }) => {
+      write(() => registerInstance(ctx, scope('instance.register', '/api/instances/register'), args, null, owner), ({ id, token, status, resumed }) => {
         const self = `${origin}/api/instances/${id}`
+        // A resumed instance's token is held already (by the session's CLI): it is not put in the model's context.
+        const credentials = resumed
+          ? { resumed: true, note: 'this is your existing instance (same id, what it holds kept); the muster CLI in your shell already acts as it' }
+          : { token, headers: { 'X-Instance-Token': token } }
         return {
           id,
-          token,
+          ...credentials,
           status,
-          headers: { 'X-Instance-Token': token },
           heartbeat: `POST ${self}/heartbeat`,
           intent: `PUT ${self}/intent`,
           rest: origin,
@@ -186,7 +196,13 @@ function mcpServer(ctx: Ctx, request: Request, caller: Caller, { McpServer, z }:
       description: 'REST and CLI endpoints of this server.',
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    async () => result({ rest: origin, endpoints: REST_ENDPOINTS, cli: { env: `SERVICE_SERVER=${origin}`, commands: CLI_COMMANDS } }),
+    async () =>
+      result({
+        rest: origin,
+        endpoints: REST_ENDPOINTS,
+        cli: { env: `SERVICE_SERVER=${origin}`, commands: CLI_COMMANDS },
+        hooked_session: HOOKED_SESSION,
+      }),
   )
   server.registerTool(
     'propose_rule',
@@ -244,7 +260,7 @@ export function mcpRoutes(ctx: Ctx) {
       }
       checkParsedRequest(request.url, parsed)
       const message = new Request(request.url, { method: request.method, headers: request.headers, body: text })
-      const server = mcpServer(ctx, message, await caller(ctx, request), lib)
+      const server = mcpServer(ctx, message, await caller(ctx, request), ownerOf(request), lib)
       const transport = new lib.Transport({ sessionIdGenerator: undefined, enableJsonResponse: true })
       await server.connect(transport)
       try {

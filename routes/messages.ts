@@ -6,7 +6,7 @@ import { t } from 'elysia'
 import type { Ctx } from '../services/context'
 import type { InboxMessage } from '../store/messages'
 import { audited } from '../http/audit'
-import { holderOf, optionalHolder, readerOf } from '../http/caller'
+import { heldUntil, holderOf, optionalHolder, readerOf } from '../http/caller'
 import { intParam, isSet } from '../http/params'
 import { IdParams, IntQuery, Nullable, checks } from '../http/models'
 import { waitParam } from '../services/holders'
@@ -124,6 +124,7 @@ export function messagesRoutes(ctx: Ctx) {
           limit: intParam(query.limit, 'limit', INBOX_LIMIT, 1, INBOX_MAX),
           unacked: isSet(query.unacked),
           waitMs: waitParam(query.wait) ?? 0,
+          until: heldUntil(ctx, request),
         })
         return answer(page)
       },

@@ -12,7 +12,7 @@ import { forbidden, notFound } from '../lib/errors'
 import type { FastRoute } from '../http/api'
 import { bodyReader } from '../http/schema-body'
 import { DEFAULT_MAX_ATTEMPTS, MAX_ATTEMPTS, MAX_ERROR, MAX_LIST, MAX_PRIORITY, MAX_TITLE, checkQueue, TASK_STATUSES } from '../lib/tasks'
-import { caller, credentialFor, holderOf, optionalHolder, readerOf } from '../http/caller'
+import { caller, credentialFor, heldUntil, holderOf, optionalHolder, readerOf } from '../http/caller'
 import type { Instance } from '../store/instances'
 import {
   ackTask,
@@ -201,7 +201,7 @@ const claimer = (ctx: Ctx, request: Request): Promise<Holder> => readerOf(ctx, r
 
 /** A claim: the task, or null (204) when none was claimable by the end of wait_ms. */
 const claimFor = async (ctx: Ctx, request: Request, queue: string, body: { wait_ms?: unknown; visibility_ms?: unknown } | null | undefined, audit: AuditScope) =>
-  claimTask(ctx, audit, await claimer(ctx, request), queue, body ?? {})
+  claimTask(ctx, audit, await claimer(ctx, request), queue, body ?? {}, heldUntil(ctx, request))
 
 export function queueRoutes(ctx: Ctx) {
   /** cancel and retry: anyone's call (an instance token is optional), through one service helper each. */

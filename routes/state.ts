@@ -10,6 +10,7 @@ import type { AuditScope } from '../services/audit'
 import { checkJsonBytes, isJsonType, rawBodyDoc, readBody } from '../http/body'
 import { DocReadQuery, keyParam, notModified, rawResponse, readDocument, watchResponse, writeCondition } from '../http/documents'
 import { errorResponse } from '../http/errors'
+import { heldUntil } from '../http/caller'
 import type { FastRoute } from '../http/api'
 import type { Doc } from '../store/versioned'
 import { Lru, cacheShares } from '../lib/lru'
@@ -64,7 +65,7 @@ export function stateRoutes(ctx: Ctx) {
         const plain = query.history === undefined && query.diff === undefined && query.version === undefined
         if (known && plain && query.wait !== undefined) {
           const ms = waitParam(query.wait) ?? 0
-          return watchResponse(await watchState(ctx, key, known.trim() === '*' ? '*' : (hash) => notModified(request, hash), ms))
+          return watchResponse(await watchState(ctx, key, known.trim() === '*' ? '*' : (hash) => notModified(request, hash), ms, heldUntil(ctx, request)))
         }
         const source = {
           get: () => ctx.store.state.get(key),

@@ -66,7 +66,10 @@ export async function startBriefing(tx: Tx, session: Session): Promise<Budget> {
   // Room kept for the messages' heading and the left-out line, added last.
   const budget = new Budget(BRIEFING_MAX - 160)
   budget.add(`Muster coordination: you are "${row.name}" (instance ${instance.id}) in project "${row.project}", root ${row.root || '(unknown)'}.`)
-  budget.add(`Your instance token: ${row.token} (REST: header X-Instance-Token; the muster CLI keeps an identity of its own in .muster/ at the git root).`)
+  // Never the instance token: this text goes to the model's provider. `muster hook` hands it to the shell.
+  budget.add(
+    `The \`muster\` CLI in your shell already acts as this session (no \`muster register\` needed): what you reserve, claim or send with it is yours. Should it say several identities exist here, run it with MUSTER_AGENT=${JSON.stringify(row.name)}.`,
+  )
   budget.add(
     'Edits of files another agent reserved are denied; reserve what you will work on (`muster reserve`), read your inbox (`muster inbox`), and ask a holder with `muster send`.',
   )

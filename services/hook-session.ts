@@ -2,14 +2,18 @@
 // (inside the event's unit, with the instances service's own registration), later events
 // act as it and each is a heartbeat, SessionStart of a still-registered instance resumes
 // it, and SessionEnd deregisters it (releasing what it held, as any deregistration does).
+// SessionEnd by /clear or resume holds the instance instead: the agent starts a new
+// session id right after, and that SessionStart (same agent, name and root, within
+// --session-hold, 60 s by default, on whichever replica) takes the instance over with all it holds;
+// jobs/session-holds.ts deregisters an instance nobody took over.
 import { basename } from 'node:path'
-import { nowIso, parseDuration } from '../lib/time'
+import { nowIso, nowMs, parseDuration } from '../lib/time'
 import { invalid } from '../lib/errors'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance } from '../store/instances'
 import type { HookAgent, HookSession } from '../store/sessions'
-import { checkCapabilities, deregisterIn, newToken, registerIn } from './instances'
+import { checkCapabilities, deregisterIn, instanceTokenFor, registerIn, type Owner } from './instances'
 import { holderScope, TTL_MAX_MS, TTL_MIN_MS } from './holders'
 import { recordAudit, type Role } from './audit'
 import { forbidden } from '../lib/errors'
@@ -25,7 +29,12 @@ export interface HookHeaders {
   /** The credential of the call (not a header): a session's instance is bound to its agent token. */
   tokenId?: string | null
   role?: Role
+  /** The agent token as presented: a new session's instance token is made from it (services/instances.ts Owner). */
+  owner?: Owner | null
 }
+
+/** SessionEnd reasons after which the agent goes on in a new session of the same process. */
+const GOING_ON = new Set(['clear', 'resume'])
 
 const text = (name: string, value: string | null, max = 1000): string | undefined => {
   const v = value?.trim()
@@ -67,7 +76,7 @@ export interface Session {
   instance: Instance
   /** Registered by this event (its first, or the first after the instance went away). */
   registered: boolean
-  /** SessionStart of a known session whose instance was still registered. */
+  /** SessionStart of a known session whose instance was still registered, or that took over a held one. */
   resumed: boolean
   /** The event's heartbeat is left to the throttled one after the unit (a live instance, not a resume). */
   throttledBeat: boolean
@@ -107,27 +116,70 @@ export async function openSession(tx: Tx, agent: HookAgent, event: HookEvent, he
     }
   }
   const root = headers.root ?? row?.root ?? (typeof event.cwd === 'string' ? event.cwd : '')
-  const name = headers.agentName ?? row?.name ?? `${agent}-${event.session_id.slice(0, 8)}`
-  const token = newToken()
-  const instance = await registerIn(tx, undefined, { name, workspace: root, capabilities: headers.capabilities }, token, headers.tokenId ?? null)
-  await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.session_id)), `registered ${name} (${agent})`)
-  const fresh: HookSession = {
-    session_id: event.session_id,
-    agent,
-    instance_id: instance.id,
-    name,
-    token,
-    root,
-    project: headers.project ?? row?.project ?? (basename(root) || 'default'),
-    started_at: nowIso(),
-    ended_at: null,
+  if (event.hook_event_name === 'SessionStart') {
+    const taken = await takeOver(tx, agent, event, headers, root)
+    if (taken) return taken
   }
-  await tx.sessions.put(fresh)
+  const name = headers.agentName ?? row?.name ?? `${agent}-${event.session_id.slice(0, 8)}`
+  const id = crypto.randomUUID()
+  const token = instanceTokenFor(id, headers.owner)
+  const instance = await registerIn(tx, undefined, { name, workspace: root, capabilities: headers.capabilities }, token, headers.tokenId ?? null, id)
+  await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.session_id)), `registered ${name} (${agent})`)
+  const fresh = await putSession(tx, event.session_id, { agent, instance_id: instance.id, name, token, root, project: projectOf(headers, row, root) })
   return { row: fresh, instance, registered: true, resumed: false, throttledBeat: false }
 }
 
-/** SessionEnd: the instance deregisters (its grants released, reason holder_deregistered) and the session ends. */
-export async function endSession(ctx: Ctx, tx: Tx, session: Session): Promise<void> {
+/** The session's project: the hook's header, else what the session had, else the root's last segment. */
+const projectOf = (headers: HookHeaders, before: { project: string } | null, root: string) =>
+  headers.project ?? before?.project ?? (basename(root) || 'default')
+
+/** Starts session `sessionId` (a new row, or its row started over) as the given instance. */
+async function putSession(tx: Tx, sessionId: string, s: Omit<HookSession, 'session_id' | 'started_at' | 'ended_at'>): Promise<HookSession> {
+  const fresh: HookSession = { session_id: sessionId, ...s, started_at: nowIso(), ended_at: null }
+  await tx.sessions.put(fresh)
+  return fresh
+}
+
+/**
+ * SessionStart right after a SessionEnd by /clear or resume: the held session of this agent
+ * at this root (of this name when the hook names it; of this agent token) is taken over,
+ * its instance and all it holds kept. Null when there is none (or its instance is gone).
+ */
+async function takeOver(tx: Tx, agent: HookAgent, event: HookEvent, headers: HookHeaders, root: string): Promise<Session | null> {
+  const owner = headers.role === 'admin' || headers.role === undefined ? undefined : (headers.tokenId ?? undefined)
+  const held = await tx.sessions.takeHeld(agent, root, headers.agentName ?? null, owner, nowIso())
+  if (!held) return null
+  const instance = await tx.instances.heartbeat(held.instance_id)
+  if (!instance) return null
+  const row = await putSession(tx, event.session_id, { agent, instance_id: instance.id, name: held.name, token: held.token, root, project: projectOf(headers, held, root) })
+  await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.session_id)), `took over ${instance.name} from session ${held.session_id}`)
+  return { row, instance, registered: false, resumed: true, throttledBeat: false }
+}
+
+/**
+ * SessionEnd: the instance deregisters (its grants released, reason holder_deregistered) and
+ * the session ends; by /clear or resume (`reason`) the instance is held for the next session.
+ * Returns whether it was held.
+ */
+export async function endSession(ctx: Ctx, tx: Tx, session: Session, reason: unknown): Promise<boolean> {
+  if (typeof reason === 'string' && GOING_ON.has(reason)) {
+    await tx.sessions.hold(session.row.session_id, nowIso(), new Date(nowMs() + ctx.config.sessionHoldMs).toISOString())
+    return true
+  }
   await deregisterIn(ctx, tx, session.instance.id)
   await tx.sessions.end(session.row.session_id, nowIso())
+  return false
+}
+
+/** One run of the hold job: each instance held past its hold, and taken over by no session, deregisters. */
+export async function releaseExpiredHolds(ctx: Ctx): Promise<number> {
+  // A committed read first: most runs find nothing held, and need no write unit.
+  const next = await ctx.store.sessions.nextHoldEnd()
+  if (next === null || next > nowIso()) return 0
+  return ctx.store.write(async (tx) => {
+    let released = 0
+    for (const held of await tx.sessions.takeExpiredHolds(nowIso(), 100))
+      if (!(await tx.sessions.liveFor(held.instance_id)) && (await deregisterIn(ctx, tx, held.instance_id))) released++
+    return released
+  })
 }

@@ -19,6 +19,24 @@ export const HOOK_AGENTS: readonly HookAgent[] = ['claude-code', 'codex']
 
 export type HookAnswer = Record<string, unknown>
 
+/**
+ * Who a SessionStart or SessionEnd acted as, for `muster hook` on the agent's machine (sent
+ * as response headers, never in the answer the model reads): SessionStart gives the token
+ * the agent's shell commands act with; SessionEnd says whether the instance is held.
+ */
+export interface HookIdentity {
+  instanceId: string
+  name: string
+  sessionId: string
+  token?: string
+  held?: boolean
+}
+
+export interface HookResult {
+  answer: HookAnswer
+  identity?: HookIdentity
+}
+
 const context = (hookEventName: string, additionalContext: string) => ({ hookSpecificOutput: { hookEventName, additionalContext } })
 const deny = (reason: string) => ({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason } })
 const joined = (...parts: (string | null)[]) => parts.filter(Boolean).join('\n\n')
@@ -59,11 +77,11 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
   return {}
 }
 
-export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<HookAnswer> {
+export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<HookResult> {
   const name = event.hook_event_name
   await assertSessionOwner(ctx, event.session_id, headers)
   const quick = await withoutWrites(ctx, event, headers)
-  if (quick) return quick
+  if (quick) return { answer: quick }
   if (name === 'SessionStart') {
     const { session, budget } = await ctx.store.write(async (tx) => {
       const session = await openSession(tx, agent, event, headers)
@@ -73,9 +91,12 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
       ctx.store.instances.list({}),
       ctx.store.reservations.list({ project: session.row.project }),
     ])
-    return context(name, finishBriefing(budget, session, { instances, reservations }))
+    const { row, instance } = session
+    const identity = { instanceId: instance.id, name: row.name, sessionId: row.session_id, token: row.token }
+    return { answer: context(name, finishBriefing(budget, session, { instances, reservations })), identity }
   }
   let beat: string | null = null
+  let identity: HookIdentity | undefined
   const answer = await ctx.store.write(async (tx): Promise<HookAnswer> => {
     const session = await openSession(tx, agent, event, headers)
     if (session.throttledBeat) beat = session.instance.id
@@ -99,14 +120,16 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
         const text = await newMessages(tx, session)
         return text ? { decision: 'block', reason: text } : {}
       }
-      case 'SessionEnd':
-        await endSession(ctx, tx, session)
+      case 'SessionEnd': {
+        const held = await endSession(ctx, tx, session, event.reason)
+        identity = { instanceId: session.instance.id, name: session.row.name, sessionId: session.row.session_id, held }
         return {}
+      }
       default:
         return {}
     }
   })
   // After the unit: a SessionEnd's instance is gone by then.
   if (beat && name !== 'SessionEnd') ctx.heartbeats.seen(ctx, beat)
-  return answer
+  return { answer, identity }
 }

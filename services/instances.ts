@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto'
 import type { Ctx } from './context'
 import type { Tx } from '../store'
 import type { Instance, NewInstance } from '../store/instances'
-import { hashToken } from '../lib/token'
+import { derivedInstanceToken, hashToken } from '../lib/token'
 import { forbidden, invalid, notFound } from '../lib/errors'
 import { recordAudit, type AuditScope, type Caller } from './audit'
 import { releaseHeld } from './releasers'
@@ -49,31 +49,57 @@ export async function assertManages(ctx: Ctx, who: Pick<Caller, 'role' | 'tokenI
 export type Registered = Instance & { token: string; resumed?: true; warning?: string }
 
 /**
+ * The agent token a registration is made with: `id` the token's id, `secret` the token as
+ * presented (the instance token is made from it, so the same token can be told it again).
+ * Null for the admin token or with auth off.
+ */
+export interface Owner {
+  id: string
+  secret: string
+}
+
+/** A registration's body: `new` forces a new instance where one of that name would be resumed. */
+export type Registration = NewInstance & { new?: boolean }
+
+/**
  * Registers and announces an instance; returns it with its token (shown only here and to
  * the caller that presented it). `presented`: the caller's X-Instance-Token. When it is the
  * token of a registered instance of the same name, that instance is resumed (same id, what
- * it holds kept); otherwise a new one is made, and the answer warns when another active
+ * it holds kept). Without one, an agent token that registered an instance of this name
+ * (REST, MCP or a hook session) resumes it: one name, one live instance per agent token,
+ * unless `new`. Otherwise a new one is made, and the answer warns when another active
  * instance already has the name.
  */
-export async function registerInstance(ctx: Ctx, scope: AuditScope | undefined, body: NewInstance, presented?: string | null): Promise<Registered> {
+export async function registerInstance(ctx: Ctx, scope: AuditScope | undefined, body: Registration, presented?: string | null, owner?: Owner | null): Promise<Registered> {
   if (!body.name?.trim()) throw invalid('name is required')
   for (const field of ['name', 'workspace', 'intent', 'stack'] as const) checkText(field, body[field])
-  const input = { ...body, capabilities: checkCapabilities(body.capabilities) }
+  const { new: fresh, ...fields } = body
+  const input: NewInstance = { ...fields, capabilities: checkCapabilities(body.capabilities) }
   const resumable = presented ? await ctx.tokens.idOf(ctx, presented) : null
   if (resumable) {
     const resumed = await ctx.store.write(async (tx) => {
       const known = await tx.instances.get(resumable)
-      if (known?.name !== input.name) return null
-      const instance = (await tx.instances.resume(known.id, input))!
-      await tx.emit('instance.resumed', { id: instance.id, name: instance.name, workspace: instance.workspace, stack: instance.stack }, 'instances')
-      await recordAudit(tx, scope, `${instance.id} (${instance.name}) resumed`)
-      return instance
+      return known?.name === input.name ? resumeIn(tx, scope, known.id, input) : null
     })
     if (resumed) return { ...resumed, token: presented!, resumed: true as const }
   }
+  if (owner && !presented && !fresh) {
+    const resumed = await ctx.store.write(async (tx) => {
+      for (const { id, token_hash } of await tx.instances.namedFor(input.name, owner.id)) {
+        // Only an instance whose token was made from this agent token can be told its token again.
+        const token = derivedInstanceToken(owner.secret, id)
+        if (hashToken(token) !== token_hash) continue
+        const instance = await resumeIn(tx, scope, id, input)
+        if (instance) return { ...instance, token, resumed: true as const }
+      }
+      return null
+    })
+    if (resumed) return resumed
+  }
   const namesakes = (await ctx.store.instances.list({ name: input.name, status: 'active' })).length
-  const token = newToken()
-  const instance = await ctx.store.write((tx) => registerIn(tx, scope, input, token, scope?.tokenId ?? null))
+  const id = crypto.randomUUID()
+  const token = instanceTokenFor(id, owner)
+  const instance = await ctx.store.write((tx) => registerIn(tx, scope, input, token, owner?.id ?? scope?.tokenId ?? null, id))
   const registered: Registered = { ...instance, token }
   if (namesakes > 0)
     registered.warning =
@@ -82,14 +108,26 @@ export async function registerInstance(ctx: Ctx, scope: AuditScope | undefined, 
   return registered
 }
 
+/** Takes up instance `id` again inside the caller's unit, with its event and audit entry. */
+async function resumeIn(tx: Tx, scope: AuditScope | undefined, id: string, input: NewInstance): Promise<Instance | null> {
+  const instance = await tx.instances.resume(id, input)
+  if (!instance) return null
+  await tx.emit('instance.resumed', { id: instance.id, name: instance.name, workspace: instance.workspace, stack: instance.stack }, 'instances')
+  await recordAudit(tx, scope, `${instance.id} (${instance.name}) resumed`)
+  return instance
+}
+
+/** The token of a new instance `id`: made from the agent token when there is one (see Owner), else random. */
+export const instanceTokenFor = (id: string, owner?: Owner | null) => (owner ? derivedInstanceToken(owner.secret, id) : newToken())
+
 export const newToken = () => randomBytes(32).toString('hex')
 
 /**
  * Registers inside the caller's unit (input already checked), with its event; audited when
  * `scope` is given. `tokenId`: the agent token it is bound to (null for the admin token).
  */
-export async function registerIn(tx: Tx, scope: AuditScope | undefined, input: NewInstance, token: string, tokenId: string | null): Promise<Instance> {
-  const instance = await tx.instances.register(input, hashToken(token), tokenId)
+export async function registerIn(tx: Tx, scope: AuditScope | undefined, input: NewInstance, token: string, tokenId: string | null, id?: string): Promise<Instance> {
+  const instance = await tx.instances.register(input, hashToken(token), tokenId, id)
   await tx.emit('instance.registered', { id: instance.id, name: instance.name, workspace: instance.workspace, stack: instance.stack }, 'instances')
   await recordAudit(tx, scope, `${instance.id} (${instance.name})`)
   return instance

@@ -12,6 +12,7 @@ import type { LockHolderRow } from '../store/locks'
 import { conflict, forbidden, invalid, notFound } from '../lib/errors'
 import { Waiters } from '../lib/waiters'
 import { recordAudit, type AuditScope } from './audit'
+import { throwIfEnded } from './credentials'
 import { SOURCE, expiresAt, touchId, withHolders, type ReleaseReason } from './holders'
 import type { Releaser } from './releasers'
 
@@ -22,6 +23,8 @@ export interface AcquireOptions {
   waitMs: number
   /** Aborted when the caller hangs up: it leaves the line rather than be granted a lock it never hears of. */
   signal?: AbortSignal
+  /** Aborted when the caller's token is revoked or expires: it leaves the line with a 401. */
+  until?: AbortSignal
   limit?: number
   reason: string | null
 }
@@ -123,7 +126,8 @@ export async function acquireLock(ctx: Ctx, audit: AuditScope | undefined, holde
   try {
     for (;;) {
       // Registered before the re-check, so a release committed in between still wakes it.
-      const wait = line.waiters.wait(ticket, Math.max(0, deadline - Date.now()))
+      throwIfEnded(o.until)
+      const wait = line.waiters.wait(ticket, Math.max(0, deadline - Date.now()), o.until)
       if (o.signal?.aborted) wait.cancel()
       else o.signal?.addEventListener('abort', wait.cancel, { once: true })
       const r = await ctx.store.write((tx) => attempt(tx, audit, holder, name, o, o.signal?.aborted ? Infinity : queue.tickets.indexOf(ticket)))
@@ -134,6 +138,7 @@ export async function acquireLock(ctx: Ctx, audit: AuditScope | undefined, holde
       queue.limit = Math.max(queue.limit, r.held[0]?.limit ?? o.limit ?? 1)
       const why = await wait.done
       o.signal?.removeEventListener('abort', wait.cancel)
+      throwIfEnded(o.until)
       if (why !== 'woken') throw await heldError(ctx, r.held)
     }
   } finally {

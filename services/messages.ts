@@ -13,6 +13,7 @@ import { Waiters } from '../lib/waiters'
 import { nowIso, nowMs } from '../lib/time'
 import { logFailure } from '../obs/log'
 import { recordAudit, type AuditScope } from './audit'
+import { throwIfEnded } from './credentials'
 
 export const SOURCE = 'messages'
 export const IMPORTANCE = ['low', 'normal', 'high', 'urgent'] as const satisfies readonly Importance[]
@@ -205,6 +206,8 @@ export interface InboxQuery {
   unacked: boolean
   /** Hold up to this long while there is nothing to return (0: answer at once). */
   waitMs: number
+  /** Ends the hold with a 401 when aborted: the reader's token revoked or expired. */
+  until?: AbortSignal
 }
 
 /**
@@ -218,13 +221,14 @@ export async function readInbox(ctx: Ctx, reader: Pick<Instance, 'name'>, q: Inb
   const deadline = Date.now() + q.waitMs
   for (;;) {
     const remaining = deadline - Date.now()
-    const wait = remaining > 0 ? ctx.inboxWaiters.wait(reader.name, remaining) : null
+    const wait = remaining > 0 ? ctx.inboxWaiters.wait(reader.name, remaining, q.until) : null
     const messages = await ctx.store.messages.inbox(reader.name, q)
     if (messages.length || !wait) {
       wait?.cancel()
       return page(ctx, reader.name, messages, q.after)
     }
     const woken = await wait.done
+    throwIfEnded(q.until)
     if (typeof woken === 'string') return { messages: [], cursor: q.after }
     if (q.unacked || woken.id <= q.after) continue
     const message = await woken.message(ctx)

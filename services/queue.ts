@@ -29,6 +29,7 @@ import {
 import { Waiters } from '../lib/waiters'
 import { assertClaimAllowed } from './budgets'
 import { recordAudit, type AuditScope } from './audit'
+import { throwIfEnded } from './credentials'
 import { SOURCE, touch, touchId, TTL_MAX_MS, TTL_MIN_MS, waitMsParam, type ReleaseReason } from './holders'
 import type { Releaser } from './releasers'
 import { checkPaths, checkProject, grantIn, overlapsIn, releaseIn } from './reservations'
@@ -270,14 +271,15 @@ function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Holder, queue
 }
 
 /** Several waits as one: resolves with the first of them; cancel ends them all. */
-function waitAny(waiters: Waiters, keys: string[], ms: number) {
-  const waits = keys.map((key) => waiters.wait(key, ms))
+function waitAny(waiters: Waiters, keys: string[], ms: number, until?: AbortSignal) {
+  const waits = keys.map((key) => waiters.wait(key, ms, until))
   return { done: Promise.race(waits.map((w) => w.done)), cancel: () => waits.forEach((w) => w.cancel()) }
 }
 
 /**
  * Claims the first claimable task of `queue` for `holder`, holding up to `wait_ms`
- * for one. Null when none came in time (or the server is stopping).
+ * for one. Null when none came in time (or the server is stopping); 401 when `until`
+ * (the caller's token) ends while it waits, before anything is claimed.
  */
 export async function claimTask(
   ctx: Ctx,
@@ -285,6 +287,7 @@ export async function claimTask(
   holder: Holder,
   queue: string,
   body: { wait_ms?: unknown; visibility_ms?: unknown },
+  until?: AbortSignal,
 ): Promise<ShownTask | null> {
   checkQueue(queue)
   const waitMs = waitMsParam(body.wait_ms)
@@ -294,9 +297,10 @@ export async function claimTask(
   // Wake-up keys: the queue, and each project whose reservations held a task back.
   const keys = [queue]
   for (;;) {
+    throwIfEnded(until)
     const remaining = deadline - Date.now()
     // Registered before the attempt: a task committed (or a reservation released) during it still wakes this claim.
-    const wait = remaining > 0 ? waitAny(waiters, keys, remaining) : null
+    const wait = remaining > 0 ? waitAny(waiters, keys, remaining, until) : null
     const { task, next, heldBy } = await tryClaim(ctx, audit, holder, queue, visibilityMs)
     if (task || !wait) {
       wait?.cancel()
@@ -318,6 +322,7 @@ export async function claimTask(
     const reason = await Promise.race([wait.done, delayEnds])
     clearTimeout(timer)
     wait.cancel()
+    throwIfEnded(until)
     if (reason === 'shutdown') return null
   }
 }

@@ -11,6 +11,7 @@ import type { EventQuery } from '../store/events'
 import { Waiters } from '../lib/waiters'
 import { topicMatcher } from '../lib/glob'
 import { notFound } from '../lib/errors'
+import { throwIfEnded } from './credentials'
 
 /** The server's held watches (ctx.watches): state keys, and event queries by topic and source. */
 export interface Watches {
@@ -35,13 +36,13 @@ export type StateWatch = { changed: Doc } | { unchanged: Doc | null }
 /**
  * Waits until key's value is not one of `known` (ETag hashes), or, with
  * `known === '*'`, until the key exists. Throws not found when the key is (or
- * becomes) absent while the caller knew a value.
+ * becomes) absent while the caller knew a value, 401 when `until` (the caller's token) ends.
  */
-export async function watchState(ctx: Ctx, key: string, known: '*' | ((hash: string) => boolean), ms: number): Promise<StateWatch> {
+export async function watchState(ctx: Ctx, key: string, known: '*' | ((hash: string) => boolean), ms: number, until?: AbortSignal): Promise<StateWatch> {
   const { state } = ctx.watches
   const deadline = Date.now() + ms
   for (;;) {
-    const wait = state.wait(key, Math.max(0, deadline - Date.now()))
+    const wait = state.wait(key, Math.max(0, deadline - Date.now()), until)
     const doc = await ctx.store.state.get(key)
     if (doc && (known === '*' || !known(doc.hash))) {
       wait.cancel()
@@ -51,12 +52,14 @@ export async function watchState(ctx: Ctx, key: string, known: '*' | ((hash: str
       wait.cancel()
       throw notFound('key not found')
     }
-    if ((await wait.done) !== 'woken') return { unchanged: doc }
+    const why = await wait.done
+    throwIfEnded(until)
+    if (why !== 'woken') return { unchanged: doc }
   }
 }
 
-/** Events matching `q` after `q.afterId`, waiting up to `ms` for the first one; [] when none came. */
-export async function waitForEvents(ctx: Ctx, q: EventQuery & { afterId: number }, ms: number): Promise<Event[]> {
+/** Events matching `q` after `q.afterId`, waiting up to `ms` for the first one; [] when none came; 401 when `until` (the caller's token) ends. */
+export async function waitForEvents(ctx: Ctx, q: EventQuery & { afterId: number }, ms: number, until?: AbortSignal): Promise<Event[]> {
   const w = ctx.watches
   const key = `${q.source ?? '\u0000'}\u0001${q.topic ?? '*'}`
   if (!w.filters.has(key)) {
@@ -66,13 +69,15 @@ export async function waitForEvents(ctx: Ctx, q: EventQuery & { afterId: number 
   const deadline = Date.now() + ms
   try {
     for (;;) {
-      const wait = w.events.wait(key, Math.max(0, deadline - Date.now()))
+      const wait = w.events.wait(key, Math.max(0, deadline - Date.now()), until)
       const found = await ctx.store.events.query(q)
       if (found.length) {
         wait.cancel()
         return found
       }
-      if ((await wait.done) !== 'woken') return []
+      const why = await wait.done
+      throwIfEnded(until)
+      if (why !== 'woken') return []
     }
   } finally {
     if (!w.events.keys().includes(key)) w.filters.delete(key)

@@ -46,8 +46,10 @@ export interface InstancesStore {
 }
 
 export interface InstancesWrites {
-  /** `tokenId`: the agent token registering it (null for the admin token or without auth). */
-  register(i: NewInstance, tokenHash: string, tokenId: string | null): Promise<Instance>
+  /** `tokenId`: the agent token registering it (null for the admin token or without auth); `id` when the caller chose it. */
+  register(i: NewInstance, tokenHash: string, tokenId: string | null, id?: string): Promise<Instance>
+  /** The registered instances (active or stale) named `name` that agent token `tokenId` registered, newest first. */
+  namedFor(name: string, tokenId: string): Promise<{ id: string; token_hash: string }[]>
   /** Takes up a registered instance again: the given fields replace its own, last_seen is now, status active. */
   resume(id: string, i: NewInstance): Promise<Instance | null>
   get(id: string): Promise<Instance | null>
@@ -95,6 +97,7 @@ const RESUME = stmt<Row>(
 )
 const BY_HASH = stmt<{ id: string; token_id: string | null }>('SELECT id, token_id FROM instances WHERE token_hash = ?')
 const TOKEN_ID = stmt<{ token_id: string | null }>('SELECT token_id FROM instances WHERE id = ?')
+const NAMED_FOR = stmt<{ id: string; token_hash: string }>('SELECT id, token_hash FROM instances WHERE name = ? AND token_id = ? ORDER BY registered_at DESC')
 const COUNT = stmt<{ n: number | string }>('SELECT COUNT(*) AS n FROM instances')
 
 export function instancesWrites(w: Runner, d: Dialect): InstancesWrites {
@@ -102,15 +105,16 @@ export function instancesWrites(w: Runner, d: Dialect): InstancesWrites {
     `UPDATE instances SET status = 'stale' WHERE status = 'active' AND last_seen < ? ${RETURNING}, ${d.seq} AS seq`,
   )
   return {
-    async register(i, tokenHash, tokenId) {
+    async register(i, tokenHash, tokenId, id = crypto.randomUUID()) {
       const at = nowIso()
       const caps = JSON.stringify(i.capabilities ?? [])
-      return toInstance((await w.get(INSERT, crypto.randomUUID(), i.name, i.workspace ?? '', i.intent ?? '', i.stack ?? '', caps, at, at, tokenHash, tokenId))!)
+      return toInstance((await w.get(INSERT, id, i.name, i.workspace ?? '', i.intent ?? '', i.stack ?? '', caps, at, at, tokenHash, tokenId))!)
     },
     async resume(id, i) {
       const caps = i.capabilities === undefined ? null : JSON.stringify(i.capabilities)
       return maybe(await w.get(RESUME, i.workspace ?? null, i.intent ?? null, i.stack ?? null, caps, nowIso(), id))
     },
+    namedFor: (name, tokenId) => w.all(NAMED_FOR, name, tokenId),
     get: async (id) => maybe(await w.get(ONE, id)),
     heartbeat: async (id) => maybe(await w.get(BEAT, nowIso(), id)),
     activate: async (id) => maybe(await w.get(ACTIVATE, id)),

@@ -1,6 +1,8 @@
 // Agent hook sessions (Claude Code, Codex): each session_id acts as one instance. The
 // instance token is kept here in the clear, unlike in instances, because a resumed
-// session is told it again in its briefing; GET /api/sessions never shows it.
+// session's `muster hook` is told it again (for the agent's shell, never its model);
+// GET /api/sessions never shows it. A session ended by /clear or resume is held: its
+// instance stays registered until held_until for the next session to take over.
 import { stmt, type Runner } from './runner'
 
 export type HookAgent = 'claude-code' | 'codex'
@@ -25,12 +27,26 @@ export interface SessionsWrites {
   /** Inserts the session, or starts it over (new instance, token, started_at) when the id is known. */
   put(s: HookSession): Promise<void>
   end(sessionId: string, at: string): Promise<void>
+  /** Ends the session, its instance kept for a takeover until `until`. */
+  hold(sessionId: string, at: string, until: string): Promise<void>
+  /**
+   * The newest held session (held_until after `now`) of `agent` at `root`, named `name` when
+   * given, else any, whose instance agent token `tokenId` registered (undefined: any), taken
+   * (held_until cleared) so no other SessionStart takes it too; null when none.
+   */
+  takeHeld(agent: HookAgent, root: string, name: string | null, tokenId: string | undefined, now: string): Promise<HookSession | null>
+  /** Held sessions whose hold ran out by `now`, each released (held_until cleared). */
+  takeExpiredHolds(now: string, limit: number): Promise<HookSession[]>
+  /** Whether a session that has not ended acts as instance `instanceId`. */
+  liveFor(instanceId: string): Promise<boolean>
 }
 
 export interface SessionsStore {
   get(sessionId: string): Promise<SessionView | null>
   /** Newest first. */
   list(limit: number): Promise<SessionView[]>
+  /** When the earliest hold runs out, or null when no session is held. */
+  nextHoldEnd(): Promise<string | null>
 }
 
 const COLUMNS = 'session_id, agent, instance_id, name, token, root, project, started_at, ended_at'
@@ -43,13 +59,43 @@ const PUT = stmt(
    ON CONFLICT (session_id) DO UPDATE SET agent = excluded.agent, instance_id = excluded.instance_id, name = excluded.name,
      token = excluded.token, root = excluded.root, project = excluded.project, started_at = excluded.started_at, ended_at = NULL`,
 )
-const END = stmt('UPDATE hook_sessions SET ended_at = ? WHERE session_id = ?')
+const END = stmt('UPDATE hook_sessions SET ended_at = ?, held_until = NULL WHERE session_id = ?')
+const HOLD = stmt('UPDATE hook_sessions SET ended_at = ?, held_until = ? WHERE session_id = ?')
+/**
+ * The takeover statement with its optional conditions: the session's name, its instance's agent
+ * token. The outer `held_until IS NOT NULL` is checked again on a row another unit changed first
+ * (PostgreSQL), so two SessionStarts never both take one hold.
+ */
+const takeHeld = (named: boolean, owned: boolean) =>
+  stmt<HookSession>(
+    `UPDATE hook_sessions SET held_until = NULL WHERE session_id = (
+       SELECT session_id FROM hook_sessions WHERE held_until > ? AND agent = ? AND root = ?${named ? ' AND name = ?' : ''}
+         ${owned ? 'AND instance_id IN (SELECT id FROM instances WHERE token_id = ?)' : ''}
+       ORDER BY ended_at DESC, session_id LIMIT 1) AND held_until IS NOT NULL
+     RETURNING ${COLUMNS}`,
+  )
+const TAKE_EXPIRED = stmt<HookSession>(
+  `UPDATE hook_sessions SET held_until = NULL WHERE session_id IN (
+     SELECT session_id FROM hook_sessions WHERE held_until <= ? ORDER BY held_until LIMIT ?) AND held_until IS NOT NULL
+   RETURNING ${COLUMNS}`,
+)
+const NEXT_HOLD_END = stmt<{ at: string | null }>('SELECT MIN(held_until) AS at FROM hook_sessions WHERE held_until IS NOT NULL')
+const LIVE_FOR = stmt<{ n: number }>('SELECT 1 AS n FROM hook_sessions WHERE instance_id = ? AND ended_at IS NULL LIMIT 1')
 
 export function sessionsWrites(w: Runner): SessionsWrites {
   return {
     get: (id) => w.get(ONE, id),
     put: async (s) => void (await w.run(PUT, s.session_id, s.agent, s.instance_id, s.name, s.token, s.root, s.project, s.started_at)),
     end: async (id, at) => void (await w.run(END, at, id)),
+    hold: async (id, at, until) => void (await w.run(HOLD, at, until, id)),
+    takeHeld: (agent, root, name, tokenId, now) => {
+      const args: string[] = [now, agent, root]
+      if (name !== null) args.push(name)
+      if (tokenId !== undefined) args.push(tokenId)
+      return w.get(takeHeld(name !== null, tokenId !== undefined), ...args)
+    },
+    takeExpiredHolds: (now, limit) => w.all(TAKE_EXPIRED, now, limit),
+    liveFor: async (id) => !!(await w.get(LIVE_FOR, id)),
   }
 }
 
@@ -57,5 +103,6 @@ export function sessionsStore(r: Runner): SessionsStore {
   return {
     get: (id) => r.get(ONE_VIEW, id),
     list: (limit) => r.all(LIST, limit),
+    nextHoldEnd: async () => (await r.get(NEXT_HOLD_END))?.at ?? null,
   }
 }

@@ -102,6 +102,38 @@ describe('tokens', () => {
     }
     expect((await call(s.api, 'GET', '/api/whoami', undefined, admin)).body).toEqual({ role: 'admin', auth: true, token: null, instance: null })
   })
+
+  test('a trailing slash or another spelling skips no role check: no token minted or revoked, no webhook, no backup', async () => {
+    const agent = await makeToken('agent')
+    const viewer = await makeToken('viewer')
+    const victim = await makeToken('agent')
+    const hook = (await call(s.api, 'POST', '/api/webhooks', { id: 'slash-hook', url: 'http://127.0.0.1:9/h', patterns: ['nothing.*'] }, admin)).body
+    const tokensBefore = (await call(s.api, 'GET', '/api/tokens', undefined, admin)).body.length
+    const attempts: [string, string, unknown, { token: string }][] = [
+      ['POST', '/api/tokens/', { name: 'minted', role: 'agent' }, agent],
+      ['POST', '/api//tokens', { name: 'minted', role: 'agent' }, agent],
+      ['POST', '/%61pi/tokens', { name: 'minted', role: 'agent' }, agent],
+      ['DELETE', `/api/tokens/${victim.id}/`, undefined, agent],
+      ['POST', '/api/webhooks/', { id: 'evil', url: 'http://127.0.0.1:9/evil', patterns: ['*'] }, agent],
+      ['PATCH', `/api/webhooks/${hook.id}/`, { url: 'http://127.0.0.1:9/evil' }, agent],
+      ['GET', '/api/backup/', undefined, viewer],
+      ['GET', '/api/tokens/', undefined, viewer],
+      ['HEAD', '/api/backup', undefined, viewer],
+    ]
+    for (const [method, path, body, who] of attempts) {
+      const r = await call(s.api, method, path, body, bearer(who.token))
+      expect([method, path, r.status]).toEqual([method, path, method === 'HEAD' ? 403 : 404])
+      expect(r.text).not.toContain('SQLite')
+    }
+    // The admin is told the one spelling each route has.
+    const slashed = await call(s.api, 'GET', '/api/tokens/', undefined, admin)
+    expect(slashed.body).toEqual({ error: expect.stringContaining('call /api/tokens'), code: 404 })
+    expect((await call(s.api, 'GET', '/api/tokens', undefined, admin)).body.length).toBe(tokensBefore)
+    expect((await call(s.api, 'GET', '/api/state', undefined, bearer(victim.token))).status).toBe(200)
+    expect((await call(s.api, 'GET', `/api/webhooks/${hook.id}`, undefined, admin)).body.url).toBe('http://127.0.0.1:9/h')
+    expect((await call(s.api, 'GET', '/api/webhooks/evil', undefined, admin)).status).toBe(404)
+    expect((await call(s.api, 'DELETE', `/api/webhooks/${hook.id}`, undefined, admin)).status).toBe(200)
+  })
 })
 
 test('every route the access policy names is served', async () => {
@@ -292,11 +324,13 @@ describe('agent', () => {
     expect(audit.find((e: { resource: string }) => e.resource === 'state/by-instance').actor).toBe(ada.id)
   })
 
-  test('register again with the instance token resumes it; without it, a new instance and a warning', async () => {
+  test('register again with the instance token, or the same agent token alone, resumes it; new: true makes another, with a warning', async () => {
     const again = await call(s.api, 'POST', '/api/instances/register', { name: 'ada', intent: 'back' }, { ...bearer(a.token), ...ada.h })
     expect(again.status).toBe(200)
     expect(again.body).toMatchObject({ id: ada.id, token: ada.token, resumed: true, intent: 'back', status: 'active' })
-    const fresh = await call(s.api, 'POST', '/api/instances/register', { name: 'ada' }, bearer(a.token))
+    const byName = await call(s.api, 'POST', '/api/instances/register', { name: 'ada' }, bearer(a.token))
+    expect(byName.body).toMatchObject({ id: ada.id, token: ada.token, resumed: true })
+    const fresh = await call(s.api, 'POST', '/api/instances/register', { name: 'ada', new: true }, bearer(a.token))
     expect(fresh.body.id).not.toBe(ada.id)
     expect(fresh.body.resumed).toBeUndefined()
     expect(fresh.body.warning).toContain('"ada"')

@@ -42,7 +42,7 @@ describe('identity in a repository', () => {
     const root = repo({ server: s.api, token: TOKEN })
     const reg = await runCli(['register', 'ada'], { cwd: root })
     expect(reg.code).toBe(0)
-    const file = join(root, '.muster', 'identity.json')
+    const file = join(root, '.muster', 'agents', 'ada.json')
     expect(json(file)).toEqual({ name: 'ada', server: s.api, instance_id: reg.json.id, instance_token: reg.json.token })
     expect(statSync(file).mode & 0o777).toBe(0o600)
     expect(readFileSync(join(root, '.muster', '.gitignore'), 'utf8').split('\n')).toContain('*')
@@ -78,14 +78,14 @@ describe('identity in a repository', () => {
     const root = repo()
     const reg = await runCli(['register', 'x'], { cwd: root, env: viaEnv })
     expect(reg.code).toBe(0)
-    expect(existsSync(join(root, '.muster', 'identity.json'))).toBe(true)
+    expect(existsSync(join(root, '.muster', 'agents', 'x.json'))).toBe(true)
     expect(git(root, 'status', '--porcelain', '--untracked-files=all')).toBe('')
     // Also when someone runs `git add -A`.
     git(root, 'add', '-A')
     expect(git(root, 'status', '--porcelain')).toBe('')
   })
 
-  test('register of the same name resumes the saved instance (same id, lock kept); another name replaces it', async () => {
+  test('register of the same name resumes the saved instance (same id, lock kept); another name gets a file of its own', async () => {
     const root = repo()
     const first = await runCli(['register', 'bo'], { cwd: root, env: viaEnv })
     expect(first.code).toBe(0)
@@ -102,7 +102,8 @@ describe('identity in a repository', () => {
 
     const other = await runCli(['register', 'cy'], { cwd: root, env: viaEnv })
     expect(other.json.id).not.toBe(first.json.id)
-    expect(identityOf(root)).toMatchObject({ name: 'cy', instance_id: other.json.id })
+    expect(identityOf(root, undefined, { MUSTER_AGENT: 'cy' })).toMatchObject({ name: 'cy', instance_id: other.json.id })
+    expect(identityOf(root, undefined, { MUSTER_AGENT: 'bo' })).toMatchObject({ name: 'bo', instance_id: first.json.id })
   })
 
   test('register --new makes a fresh instance; the answer and stderr carry the warning', async () => {

@@ -2,11 +2,11 @@
 // each test has its own ./settings.json and identity, with SERVICE_* and
 // MUSTER_SERVER/MUSTER_TOKEN under the test's control only, and a config
 // directory of the test run's own (XDG_CONFIG_HOME) instead of the user's.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
-import { identityPath } from '../cli/identity'
+import { chooseIdentity } from '../cli/identity'
 
 const CLI = join(import.meta.dir, '..', 'cli.ts')
 
@@ -31,7 +31,8 @@ export interface CliOptions {
 
 /** Where identities of directories outside a repository go in these tests. */
 export const CONFIG_HOME = mkdtempSync(join(tmpdir(), 'muster-cli-config-'))
-const INHERITED_NOT = /^(SERVICE_|MUSTER_SERVER$|MUSTER_TOKEN$)/
+// An identity chosen from the environment (agents.md): the test's own, never the runner's.
+const INHERITED_NOT = /^(SERVICE_|MUSTER_SERVER$|MUSTER_TOKEN$|MUSTER_AGENT$|MUSTER_INSTANCE_TOKEN$|MUSTER_SESSION$|CLAUDE_ENV_FILE$)/
 
 function cliEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {}
@@ -40,8 +41,8 @@ function cliEnv(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 /** The identity file the CLI keeps for `dir` (as run by runCli), parsed; null when there is none. */
-export function identityOf(dir: string, configHome = CONFIG_HOME): Record<string, any> | null {
-  const file = identityPath(dir, { XDG_CONFIG_HOME: configHome })
+export function identityOf(dir: string, configHome = CONFIG_HOME, env: Record<string, string> = {}): Record<string, any> | null {
+  const { file } = chooseIdentity(dir, { XDG_CONFIG_HOME: configHome, ...env })
   return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : null
 }
 
@@ -115,4 +116,12 @@ export function removeWorkdirs(): void {
   for (const dir of workdirs.splice(0)) rmSync(dir, { recursive: true, force: true })
   // A later test file of the same run may still use it: the CLI makes it again when it writes there.
   rmSync(CONFIG_HOME, { recursive: true, force: true })
+}
+
+/** A scratch git repository (its real path: the git root as git prints it), removed by removeWorkdirs. */
+export function gitWorkdir(): string {
+  const dir = realpathSync(workdir())
+  const init = Bun.spawnSync(['git', 'init', '-q', dir])
+  if (init.exitCode !== 0) throw new Error(`git init: ${init.stderr.toString()}`)
+  return dir
 }

@@ -70,6 +70,18 @@ describe('events', () => {
     expect(live.lines().map((l) => JSON.parse(l))).toEqual([one, two])
   })
 
+  test('subscribe ends with the 401 when its token is revoked, rather than reconnecting with it', async () => {
+    const made = (await call(s.api, 'POST', '/api/tokens', { name: 'cli-subscriber', role: 'agent' }, auth)).body
+    const live = spawnCli(['events', 'subscribe', 'rev.*'], { cwd: workdir({ server: s.api, token: made.token }) })
+    await waitForNote(live, "subscribed to 'rev.*' (websocket)")
+    expect((await call(s.api, 'DELETE', `/api/tokens/${made.id}`, undefined, auth)).status).toBe(200)
+    expect(await live.proc.exited).toBe(1)
+    expect(JSON.parse(live.stderr().split('\n').filter((l) => l.startsWith('{')).join(''))).toEqual({
+      error: 'token revoked: the subscription ended; ask the admin for a new token',
+      code: 401,
+    })
+  })
+
   test('subscribe --after-id replays stored events first, without duplicates', async () => {
     const start = (await publish('replay.start')).body.id
     const a = (await publish('replay.a')).body

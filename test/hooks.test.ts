@@ -22,13 +22,23 @@ function session(agent: 'claude-code' | 'codex' = 'claude-code', headers: Record
     const e = JSON.parse(JSON.stringify(fixtures[name]).replaceAll('/work/repo', root))
     return { ...e, session_id: id, ...extra }
   }
+  let last: Headers | null = null
+  let started: Headers | null = null
   const send = async (name: string, extra: Record<string, unknown> = {}, h: Record<string, string> = {}) => {
     const r = await call(s.api, 'POST', `/api/hooks/${agent}`, event(name, extra), { ...headers, ...h })
     expect(r.status).toBe(200)
     expect(r.text).not.toContain('"allow"')
+    last = r.headers
+    if (r.headers.has('x-muster-instance-token')) started = r.headers
     return r.body
   }
-  return { id, project, root, event, send }
+  /** The instance token the last SessionStart answered in its headers (for `muster hook`, never in the body). */
+  const token = () => {
+    const t = started?.get('x-muster-instance-token')
+    expect(t).toMatch(/^[0-9a-f]{64}$/)
+    return t!
+  }
+  return { id, project, root, event, send, token, headers: () => last! }
 }
 
 const events = async (topic: string) => (await call(s.api, 'GET', `/api/events/history?topic=${topic}&after_id=0&last=500`)).body as any[]
@@ -80,7 +90,7 @@ describe('endpoint', () => {
 })
 
 describe('sessions', () => {
-  test('SessionStart registers from the headers and briefs: name, instance id, a working token; hook.session audited', async () => {
+  test('SessionStart registers from the headers and briefs: name, instance id; a working token in the headers only; hook.session audited', async () => {
     const c = session('claude-code', { 'x-muster-agent': 'ada', 'x-muster-project': 'shared-proj', 'x-muster-capabilities': 'ts, review' })
     const answer = await c.send('SessionStart')
     expect(answer.hookSpecificOutput.hookEventName).toBe('SessionStart')
@@ -91,13 +101,17 @@ describe('sessions', () => {
     const text = contextOf(answer)
     expect(text).toContain('"ada"')
     expect(text).toContain(row.instance_id)
-    const token = /token[^:]*: ([0-9a-f]{64})/.exec(text)![1]
+    const token = c.token()
+    expect(text).not.toContain(token)
+    expect(text).toContain('CLI in your shell already acts as this session')
+    expect(c.headers().get('x-muster-instance-id')).toBe(row.instance_id)
+    expect(c.headers().get('x-muster-instance-name')).toBe('ada')
     const r = await call(s.api, 'POST', '/api/reservations', { project: 'shared-proj', paths: ['x/**'] }, { 'x-instance-token': token })
     expect(r.body.instance_id).toBe(row.instance_id)
     expect((await audit('hook.session', row.instance_id))[0]).toMatchObject({ outcome: 'success', resource: `sessions/${c.id}` })
   })
 
-  test('SessionStart of a known session resumes it: same instance, holdings kept, token told again; every event a heartbeat', async () => {
+  test('SessionStart of a known session resumes it: same instance, holdings kept, token in the headers again; every event a heartbeat', async () => {
     const c = session('codex')
     const first = contextOf(await c.send('SessionStart'))
     const row = await sessionRow(c.id)
@@ -106,7 +120,8 @@ describe('sessions', () => {
     await Bun.sleep(5)
     expect(await c.send('PreToolUse.Bash')).toEqual({})
     await eventually(async () => (await call(s.api, 'GET', `/api/instances/${row.instance_id}`)).body.last_seen > registered)
-    const token = /token[^:]*: ([0-9a-f]{64})/.exec(first)![1]
+    const token = c.token()
+    expect(first).not.toContain(token)
     const held = await reserve({ h: { 'x-instance-token': token } }, c.project, ['lib/**'])
     const q = `hookq${n}`
     expect((await call(s.api, 'POST', `/api/queues/${q}/tasks`, { title: 'port the lexer' })).status).toBe(201)
@@ -114,7 +129,8 @@ describe('sessions', () => {
     const seen = (await call(s.api, 'GET', `/api/instances/${row.instance_id}`)).body.last_seen
     await Bun.sleep(5)
     const again = contextOf(await c.send('SessionStart', { source: 'resume' }))
-    expect(again).toContain(token)
+    expect(again).not.toContain(token)
+    expect(c.token()).toBe(token)
     expect(again).toContain(`Tasks you have claimed (1):\n- task ${task.id} in queue ${q}: port the lexer`)
     expect((await sessionRow(c.id)).instance_id).toBe(row.instance_id)
     expect((await reservationsOf(row.instance_id)).map((r) => r.id)).toEqual([held.id])
@@ -235,7 +251,8 @@ describe('PreToolUse', () => {
     expect(renewed.map((x) => x.id)).toEqual([r.id])
     expect(renewed[0].expires_at > r.expires_at).toBe(true)
     // a reservation of this instance made by hand covers src/**: left as it is
-    const token = /token[^:]*: ([0-9a-f]{64})/.exec(contextOf(await c.send('SessionStart')))![1]
+    await c.send('SessionStart')
+    const token = c.token()
     const own = await reserve({ h: { 'x-instance-token': token } }, c.project, ['src/**'], { reason: 'task 7' })
     await c.send('PreToolUse.Write')
     expect((await reservationsOf(row.instance_id)).map((x) => x.id).sort()).toEqual([r.id, own.id].sort())
@@ -286,7 +303,7 @@ describe('messages', () => {
 
     // Acked messages stay away; a new session under the same name shows the unacked ones again.
     const row = await sessionRow(c.id)
-    const token = /token[^:]*: ([0-9a-f]{64})/.exec(brief)![1]
+    const token = c.token()
     expect((await call(s.api, 'POST', `/api/messages/${m2.id}/ack`, undefined, { 'x-instance-token': token })).status).toBe(200)
     const d = session('codex', { 'x-muster-agent': name })
     const again = contextOf(await d.send('SessionStart'))

@@ -35,7 +35,9 @@ async function hookSession(agent: 'claude-code' | 'codex' = 'claude-code') {
     'x-muster-project': project,
   })
   expect(r.status).toBe(200)
-  const token = /token[^:]*: ([0-9a-f]{64})/.exec(r.body.hookSpecificOutput.additionalContext)![1]!
+  // who the session acts as comes in headers, never in the text the model reads
+  const token = r.headers.get('x-muster-instance-token')!
+  expect(r.text).not.toContain(token)
   const row = ((await call(s.api, 'GET', '/api/sessions', undefined, admin)).body as any[]).find((x) => x.session_id === id)
   return { id, project, instance: row.instance_id as string, name: row.name as string, token }
 }

@@ -187,6 +187,11 @@ export const PG_MIGRATIONS: string[] = [
   DROP INDEX tasks_claim_requires;
   CREATE INDEX tasks_claim_requires ON tasks (queue, requires, priority DESC, id) WHERE status = 'ready';
   `,
+  // As the SQLite schema's hook session hold.
+  `
+  ALTER TABLE hook_sessions ADD COLUMN held_until ${T};
+  CREATE INDEX hook_sessions_held ON hook_sessions (held_until) WHERE held_until IS NOT NULL;
+  `,
   // As the SQLite schema's agent telemetry and budgets migration.
   `
   ALTER TABLE llm_usage ADD COLUMN task_id BIGINT;

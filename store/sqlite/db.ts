@@ -268,6 +268,12 @@ export const MIGRATIONS: string[] = [
   DROP INDEX tasks_claim_requires;
   CREATE INDEX tasks_claim_requires ON tasks (queue, requires, priority DESC, id) WHERE status = 'ready';
   `,
+  // A hook session that ended by /clear or resume keeps its instance until held_until, for the
+  // next SessionStart of the same agent and root to take over (services/hook-session.ts).
+  `
+  ALTER TABLE hook_sessions ADD COLUMN held_until TEXT;
+  CREATE INDEX hook_sessions_held ON hook_sessions (held_until) WHERE held_until IS NOT NULL;
+  `,
   // Agent telemetry and budgets (oversight.md): a usage record names the task its instance
   // had claimed, and one received over OTLP carries a key so a resent batch records it once.
   // A budget keeps what was spent in its current window, added to as usage is recorded, so a
