@@ -5,6 +5,10 @@
 // that only reads each body, so the /health figures have their floor beside them.
 // Where a limit now refuses the probe's size, the request is sent at the probe's size
 // (the 413 is timed) and again just under the limit. BENCH_MB sets the probe's size.
+// Issue 44: hook events whose edited paths are far past a reservation's limits (a 100 KB and
+// a 200 KB file_path of 50,000 and 100,000 segments, an apply_patch of 101 files) and checks
+// of such paths, each refused (the hook: `{}` unchecked; the check: 400); /health has its
+// own figures over their window. BENCH_PART=hooks sends only those.
 import { join } from 'node:path'
 import { startBaseline, startMuster, spawnChild, type Proc } from './lib'
 import { MAX_TASK_BODY } from '../routes/queue'
@@ -12,6 +16,11 @@ import { INLINE_JSON_BYTES } from '../lib/json-thread'
 
 const MB = Number(process.env.BENCH_MB ?? 10)
 const TASKS = Number(process.env.BENCH_TASKS ?? 40)
+const HOOKS_ONLY = process.env.BENCH_PART === 'hooks'
+const HOOK_ROUNDS = Number(process.env.BENCH_HOOK_ROUNDS ?? 500)
+
+/** `segments` one-character segments: `a/a/…/a.ts` (the issue's 100 KB path has 50,000). */
+const deepPath = (segments: number) => `${'a/'.repeat(segments - 1)}a.ts`
 
 /** A JSON array of `[]` of about `bytes` (the probe's payload): many tiny values, the costliest JSON to parse per byte. */
 const emptyArrays = (bytes: number, mark = -1) =>
@@ -81,6 +90,8 @@ async function probeRequests(url: string, bare: boolean): Promise<Timed[]> {
     ? ''
     : JSON.parse((await send(url, 'register', 'POST', '/api/instances/register', JSON.stringify({ name: 'bench-worker' }))).text).token
   const auth = { 'x-instance-token': token }
+  await hookRequests(run, url)
+  if (HOOKS_ONLY) return out
   const task = (payload: string) => `{"title":"large","payload":${payload}}`
   await run(url, `create, ${MB} MB payload`, 'POST', '/api/queues/big/tasks', task(probe))
   for (let i = 0; i < TASKS; i++) await run(url, `create, payload at the limit`, 'POST', '/api/queues/big/tasks', task(taskSized))
@@ -101,15 +112,46 @@ async function probeRequests(url: string, bare: boolean): Promise<Timed[]> {
   return out
 }
 
+/** The long hook paths, edit-reserve mode on (the costliest way: a grant would follow), and checks of such paths. */
+async function hookRequests(run: (...args: Parameters<typeof send>) => Promise<unknown>, url: string, warm = false) {
+  const root = '/work/shop'
+  const hook = (tool: string, tool_input: unknown) =>
+    JSON.stringify({ session_id: `bench-${crypto.randomUUID()}`, hook_event_name: 'PreToolUse', cwd: root, tool_name: tool, tool_input })
+  const headers = { 'x-muster-project': 'shop', 'x-muster-reserve': '30m' }
+  const edit = (segments: number) => hook('Edit', { file_path: `${root}/${deepPath(segments)}`, old_string: 'a', new_string: 'b' })
+  const patch = hook('apply_patch', { command: ['*** Begin Patch', ...Array.from({ length: 101 }, (_, i) => `*** Add File: src/f${i}.ts\n+x`), '*** End Patch'].join('\n') })
+  const bodies = [edit(50_000), edit(100_000)]
+  // The first round (route code compiled, the sessions registered) is sent before; the rounds are the steady state.
+  const rounds = warm ? 1 : HOOK_ROUNDS
+  for (let i = 0; i < rounds; i++) {
+    await run(url, 'hook Edit, 100 KB file_path', 'POST', '/api/hooks/claude-code', bodies[0], headers)
+    await run(url, 'hook Edit, 200 KB file_path', 'POST', '/api/hooks/claude-code', bodies[1], headers)
+    await run(url, 'hook apply_patch, 101 files', 'POST', '/api/hooks/codex', patch, headers)
+    await run(url, 'hook check, 100 KB path', 'POST', '/api/reservations/check', JSON.stringify({ project: 'shop', paths: [deepPath(50_000)] }))
+  }
+}
+
+/** The /health samples sent while the requests named `what…` were sent (first sent to last answered). */
+function during(health: [number, number][], requests: Timed[], what: string): [number, number][] {
+  const rs = requests.filter((r) => r.what.startsWith(what))
+  if (!rs.length) return []
+  const from = Math.min(...rs.map((r) => r.at))
+  const to = Math.max(...rs.map((r) => r.at + r.ms))
+  return health.filter(([at]) => at >= from && at <= to)
+}
+
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]
 const healthLine = (name: string, samples: [number, number][], lat = samples.map((x) => x[1])) =>
+  !lat.length ? `${name.padEnd(16)} /health no samples` :
   `${name.padEnd(16)} /health ${String(lat.length).padStart(5)} samples   p50 ${pct(lat, 50).toFixed(1)} ms   p99 ${pct(lat, 99).toFixed(1)} ms   max ${Math.max(...lat).toFixed(1)} ms   over 100 ms: ${lat.filter((x) => x > 100).length}`
 
 async function measure(server: Proc, bare: boolean) {
   // Warm the request path (and the sampler's first connection) before anything is timed.
   for (let i = 0; i < 20; i++) await (await fetch(`${server.url}/health`)).arrayBuffer()
+  await hookRequests((...args) => send(...args), server.url, true)
   const s = sampler(server.url)
-  await Bun.sleep(200)
+  // Long enough for the sampler's own start: samples begin before the first request.
+  await Bun.sleep(500)
   const requests = await probeRequests(server.url, bare)
   await Bun.sleep(200)
   return { requests, health: await s.stop() }
@@ -149,6 +191,8 @@ for (const [what, rs] of byWhat)
   console.log(`  ${what.padEnd(36)} ${[...new Set(rs.map((r) => r.status))].join('/')}   max ${Math.max(...rs.map((r) => r.ms)).toFixed(1)} ms`)
 console.log(healthLine('Muster', ours.health))
 console.log(healthLine('bare Bun.serve', base.health))
+console.log(healthLine('Muster, hooks', during(ours.health, ours.requests, 'hook')))
+console.log(healthLine('bare, hooks', during(base.health, base.requests, 'hook')))
 // What was in flight when /health was slow: the request to look at next.
 for (const [at, ms] of ours.health.filter(([, ms]) => ms > 50)) {
   const during = ours.requests.filter((r) => r.at < at + ms && r.at + r.ms > at).map((r) => r.what)

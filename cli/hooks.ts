@@ -1,6 +1,7 @@
 // `muster hook claude-code|codex`: what a command hook runs. The event comes on stdin and
 // goes to POST /api/hooks/{agent} with the X-Muster-* headers (MUSTER_AGENT,
-// MUSTER_PROJECT, MUSTER_RESERVE, and the git root of the working directory); the answer
+// MUSTER_PROJECT, MUSTER_RESERVE, and the git root of the event's cwd as X-Muster-Root and
+// X-Muster-Git-Root: services/hook-session.ts holds a new session to it); the answer
 // goes to stdout as the agent expects it. A server that cannot be reached must not stop
 // the agent: one line on stderr, exit 0 — unless --fail-closed (exit 2 blocks the call).
 // `muster init` (cli/init.ts) writes the hook configuration.
@@ -8,7 +9,7 @@
 // that becomes the identity of the agent's shell commands with no step by the model
 // (.muster/agents/<name>.json at the git root, and Claude Code's CLAUDE_ENV_FILE); the
 // answer printed for the model never carries the token.
-import { appendFileSync } from 'node:fs'
+import { appendFileSync, existsSync } from 'node:fs'
 import type { Command } from 'commander'
 import { agentFile, AGENT_ENV, readIdentity, SESSION_ENV, TOKEN_ENV, writeIdentity } from './identity'
 import { api, authHeaders, resolveConfig } from './client'
@@ -16,6 +17,8 @@ import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { planInit, writeInit, type InitAgent } from './init'
+import { gitRoot } from './git-repo'
+import { setProjectCase } from './project-case'
 
 const AGENTS = ['claude-code', 'codex'] as const
 /** Hooks run on every tool call: a server that does not answer in this long counts as unreachable. */
@@ -26,15 +29,13 @@ function agentArg(value: string): InitAgent {
   return value as InitAgent
 }
 
-/** The git root of the working directory, or null outside a repository. */
-function gitRoot(cwd = process.cwd()): string | null {
+/** The git root of the event's `cwd` when it names a directory here (null outside a repository), else of the working directory. */
+function gitRootOf(event: string): string | null {
+  let cwd: unknown
   try {
-    const r = Bun.spawnSync(['git', 'rev-parse', '--show-toplevel'], { cwd, stdout: 'pipe', stderr: 'ignore' })
-    const root = r.exitCode === 0 ? r.stdout.toString().trim() : ''
-    return root || null
-  } catch {
-    return null
-  }
+    cwd = (JSON.parse(event) as { cwd?: unknown })?.cwd
+  } catch {}
+  return typeof cwd === 'string' && cwd !== '' && existsSync(cwd) ? gitRoot(cwd) : gitRoot()
 }
 
 async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string }): Promise<void> {
@@ -60,7 +61,11 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   set('x-muster-agent', process.env.MUSTER_AGENT)
   set('x-muster-project', process.env.MUSTER_PROJECT)
   set('x-muster-reserve', o.reserve ?? process.env.MUSTER_RESERVE)
-  set('x-muster-root', gitRoot())
+  // The git root of the event's cwd (where the agent resolves relative paths), else of ours:
+  // the session's root, and said to be the git root so the server corrects any other.
+  const root = gitRootOf(event)
+  set('x-muster-root', root)
+  set('x-muster-git-root', root)
   let res: Response
   try {
     res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(HOOK_TIMEOUT_MS) })
@@ -138,7 +143,7 @@ export function hookCommands(program: Command): void {
     .argument('<agent>', 'claude-code | codex', agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
-    .action((agent: InitAgent, o: { reserve?: string; dryRun?: boolean }) => {
+    .action(async (agent: InitAgent, o: { reserve?: string; dryRun?: boolean }) => {
       const root = gitRoot() ?? process.cwd()
       const cfg = resolveConfig()
       const files = planInit({
@@ -146,8 +151,10 @@ export function hookCommands(program: Command): void {
         codexHome: process.env.CODEX_HOME || undefined,
         claudeHome: process.env.CLAUDE_CONFIG_DIR || undefined,
       })
-      if (o.dryRun) return printJson({ dry_run: true, root, files })
+      // A repository on a case-insensitive filesystem (git's own core.ignorecase): its project matches paths so too.
+      const project = await setProjectCase(root, undefined, o.dryRun)
+      if (o.dryRun) return printJson({ dry_run: true, root, files, project })
       writeInit(root, files)
-      printJson({ root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })) })
+      printJson({ root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })), project })
     })
 }

@@ -20,6 +20,13 @@
 //      overlapping (wider, never a missed overlap). Ordinary patterns take a
 //      handful of steps and only contrived ones within LIMITS reach the cap;
 //      it makes the worst case of one pair a constant, not a product of lengths.
+//      A pair whose segment alignment alone has more cells than MAX_STEPS (only
+//      paths past LIMITS.segments can) counts as overlapping without being built.
+//   6. Paths and patterns are compared in Unicode NFC (é as one code point or
+//      two is one file name), and for a case-insensitive project (store/projects.ts)
+//      without regard to case: each character as its lower case, a class with its
+//      ASCII letters in both cases, a negated class or one naming non-ASCII
+//      characters as any character (wider).
 // Pure: no I/O. The cost of a pair is counted in steps: one per pair of
 // alternatives, one per cell of the segment alignment, one per state of a
 // segment intersection; two segments that
@@ -179,6 +186,22 @@ function classEnd(p: string, i: number): number {
 
 const EXTGLOB = /[@!+*?]\(/
 
+/** Compiling for a case-insensitive project (rule 6): set by compile() around its work. */
+let caseless = false
+
+/** A character as rule 6 compares it: its lower case (when that is one code unit) for a case-insensitive project. */
+function fold(code: number): number {
+  if (!caseless) return code
+  if (code < 128) return code >= 65 && code <= 90 ? code + 32 : code
+  const lower = String.fromCharCode(code).toLowerCase()
+  return lower.length === 1 ? lower.charCodeAt(0) : code
+}
+
+const char = (code: number): Atom => {
+  const c = fold(code)
+  return { star: false, ranges: [[c, c]], negated: false }
+}
+
 /** One segment's atoms; a segment picomatch would read as an extglob becomes `**` (wider). */
 function compileSegment(seg: string): Segment {
   if (seg === '**') return 'globstar'
@@ -186,20 +209,15 @@ function compileSegment(seg: string): Segment {
   const atoms: Atom[] = []
   for (let i = 0; i < seg.length; i++) {
     const c = seg[i]
-    if (c === '\\' && i + 1 < seg.length) {
-      const code = seg.charCodeAt(++i)
-      atoms.push({ star: false, ranges: [[code, code]], negated: false })
-    } else if (c === '*') {
+    if (c === '\\' && i + 1 < seg.length) atoms.push(char(seg.charCodeAt(++i)))
+    else if (c === '*') {
       if (atoms.at(-1) !== STAR) atoms.push(STAR)
     } else if (c === '?') atoms.push(ANY)
     else if (c === '[' && classEnd(seg, i) > 0) {
       const end = classEnd(seg, i)
       atoms.push(compileClass(seg.slice(i + 1, end)))
       i = end
-    } else {
-      const code = seg.charCodeAt(i)
-      atoms.push({ star: false, ranges: [[code, code]], negated: false })
-    }
+    } else atoms.push(char(seg.charCodeAt(i)))
   }
   return atoms
 }
@@ -219,6 +237,16 @@ function compileClass(body: string): Atom {
       if (body[i] === '\\' && i + 1 < body.length) hi = body.charCodeAt(++i)
       ranges.push([Math.min(lo, hi), Math.max(lo, hi)])
     } else ranges.push([lo, lo])
+  }
+  if (caseless) {
+    // Rule 6: which characters a negated class leaves out in another case is not worth
+    // deciding, nor the case pairs beyond ASCII: any character (wider, never a missed overlap).
+    if (negated || ranges.some(([, hi]) => hi > 127)) return ANY
+    for (const [lo, hi] of [...ranges]) {
+      const from = Math.max(lo, 65)
+      const to = Math.min(hi, 90)
+      if (from <= to) ranges.push([from + 32, to + 32])
+    }
   }
   return { star: false, ranges, negated }
 }
@@ -258,10 +286,15 @@ export function classReadings(alt: string, max = MAX_EXPANSIONS): string[] | nul
   return out.map((o) => o + alt.slice(from))
 }
 
-export function compile(pattern: string): Compiled {
-  const alts = expandBraces(pattern)?.flatMap((alt) => classReadings(alt) ?? [null])
+export function compile(pattern: string, caseInsensitive = false): Compiled {
+  const alts = expandBraces(pattern.normalize('NFC'))?.flatMap((alt) => classReadings(alt) ?? [null])
   if (!alts || alts.length > MAX_EXPANSIONS || alts.includes(null)) return [['globstar']]
-  return (alts as string[]).map(segmentsOf)
+  caseless = caseInsensitive
+  try {
+    return (alts as string[]).map(segmentsOf)
+  } finally {
+    caseless = false
+  }
 }
 
 /** Do two character atoms (neither `*`) accept a common character? */
@@ -371,6 +404,9 @@ function step(): void {
  */
 function pathsMeet(a: Segment[], b: Segment[]): boolean {
   const w = b.length + 1
+  // A table past the step budget could not be filled within it anyway: no allocation that
+  // grows with the product of two lengths (within LIMITS it holds at most 65 × 65 cells).
+  if ((a.length + 1) * w > MAX_STEPS) throw ((steps = budget + 1), OVER)
   const reach = new Uint8Array((a.length + 1) * w)
   reach[0] = 1
   for (let i = 0; i <= a.length; i++)
@@ -394,15 +430,16 @@ function pathsMeet(a: Segment[], b: Segment[]): boolean {
   return false
 }
 
-/** Compiled patterns of recent calls: a grant checks against every held pattern of its project. */
-const cache = new Map<string, Compiled>()
+/** Compiled patterns of recent calls (a grant checks against every held pattern of its project): as given, and case-insensitive. */
+const caches = [new Map<string, Compiled>(), new Map<string, Compiled>()]
 const CACHE_MAX = 20_000
 
-function compiled(pattern: string): Compiled {
+function compiled(pattern: string, caseInsensitive: boolean): Compiled {
+  const cache = caches[caseInsensitive ? 1 : 0]
   let c = cache.get(pattern)
   if (!c) {
     if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value!)
-    cache.set(pattern, (c = compile(pattern)))
+    cache.set(pattern, (c = compile(pattern, caseInsensitive)))
   }
   return c
 }
@@ -430,15 +467,15 @@ const headOf = (alt: Segment[]) => {
   return h
 }
 
-/** True when some file path could match both patterns (never false for a real overlap). */
-export function overlaps(a: string, b: string): boolean {
-  return overlapCost(a, b).overlaps
+/** True when some file path could match both patterns (never false for a real overlap); `caseInsensitive`: rule 6. */
+export function overlaps(a: string, b: string, caseInsensitive = false): boolean {
+  return overlapCost(a, b, caseInsensitive).overlaps
 }
 
 /** The decision with the steps it took (at most MAX_STEPS + 1: then it is an overlap by rule 5). */
-export function overlapCost(a: string, b: string): { overlaps: boolean; steps: number } {
-  const ca = compiled(a)
-  const cb = compiled(b)
+export function overlapCost(a: string, b: string, caseInsensitive = false): { overlaps: boolean; steps: number } {
+  const ca = compiled(a, caseInsensitive)
+  const cb = compiled(b, caseInsensitive)
   steps = 0
   budget = MAX_STEPS
   try {

@@ -8,16 +8,22 @@
 /** Anything that could make a segment mean more than its text: globs, braces, classes, extglobs, escapes. */
 const SPECIAL = /[*?[\]{}()!+@\\]/
 
-/** A segment is literal only when nothing about it is doubtful (`.` and empty segments drop out of a match). */
-const literal = (segment: string) => segment !== '' && segment !== '.' && !SPECIAL.test(segment)
+/**
+ * A segment is literal only when nothing about it is doubtful (`.` and empty segments drop out
+ * of a match), and a key only when it is printable ASCII: paths are compared in NFC and, in a
+ * case-insensitive project, without regard to case (lib/overlap.ts rule 6), so a segment with
+ * other characters ends the key, and the key is in lower case (for every project: the index is
+ * only coarser for a case-sensitive one, never wrong).
+ */
+const literal = (segment: string) => segment !== '' && segment !== '.' && !SPECIAL.test(segment) && /^[\x20-\x7e]+$/.test(segment)
 
-/** `src/lib/*.ts` → `src/lib`; `**` or `{a,b}/x` → '' (every reservation could meet it). */
+/** `src/lib/*.ts` → `src/lib`; `SRC/Lib/a.ts` → `src/lib/a.ts`; `**` or `{a,b}/x` → '' (every reservation could meet it). */
 export function pathPrefix(pattern: string): string {
   const parts = pattern.split('/')
   let n = 0
   // A literal path is its own prefix (`src/a.ts`): `src/a.ts/**` lies below it and still meets it.
   while (n < parts.length && literal(parts[n])) n++
-  return parts.slice(0, n).join('/')
+  return parts.slice(0, n).join('/').toLowerCase()
 }
 
 /** The distinct prefixes of a reservation's paths (one index row each). */
@@ -25,11 +31,17 @@ export function pathPrefixes(patterns: string[]): string[] {
   return [...new Set(patterns.map(pathPrefix))]
 }
 
-/** `a/b/c` → ['', 'a', 'a/b', 'a/b/c']: the prefixes a pattern with prefix `p` can meet from above. */
+/**
+ * `a/b/c` → ['', 'a', 'a/b', 'a/b/c']: the prefixes a pattern with prefix `p` can meet from above.
+ * Slices of the prefix at each `/`, not joins of its segments: joining rebuilt every ancestor,
+ * characters and memory growing with the square of the path's length.
+ */
 export function ancestors(prefix: string): string[] {
-  if (prefix === '') return ['']
-  const parts = prefix.split('/')
-  return parts.map((_, i) => parts.slice(0, i).join('/')).concat(prefix)
+  const out = ['']
+  if (prefix === '') return out
+  for (let i = prefix.indexOf('/'); i !== -1; i = prefix.indexOf('/', i + 1)) out.push(prefix.slice(0, i))
+  out.push(prefix)
+  return out
 }
 
 /**

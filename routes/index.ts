@@ -29,6 +29,7 @@ import { hooksRoutes } from './hooks'
 import { messagesRoutes } from './messages'
 import { prometheusRoutes } from './prometheus'
 import { tokensRoutes } from './tokens'
+import { projectsRoutes } from './projects'
 export { createDashboard } from './dashboard'
 
 /** The API app of a server. */
@@ -61,6 +62,7 @@ export function apiApp(ctx: Ctx) {
     messagesRoutes(ctx),
     prometheusRoutes(ctx),
     tokensRoutes(ctx),
+    projectsRoutes(ctx),
   ]
   return createApi(ctx, routes, [...stateFastRoutes(ctx), ...locksFastRoutes(ctx), ...queueFastRoutes(ctx)])
 }

@@ -6,7 +6,7 @@
 // session id right after, and that SessionStart (same agent, name and root, within
 // --session-hold, 60 s by default, on whichever replica) takes the instance over with all it holds;
 // jobs/session-holds.ts deregisters an instance nobody took over.
-import { basename } from 'node:path'
+import { basename, isAbsolute, relative, resolve } from 'node:path'
 import { nowIso, nowMs, parseDuration } from '../lib/time'
 import { invalid } from '../lib/errors'
 import type { Ctx } from './context'
@@ -17,12 +17,15 @@ import { checkCapabilities, deregisterIn, instanceTokenFor, registerIn, type Own
 import { holderScope, TTL_MAX_MS, TTL_MIN_MS } from './holders'
 import { recordAudit, type Role } from './audit'
 import { forbidden } from '../lib/errors'
+import { log } from '../obs/log'
 
 /** What the hook config says about the session (X-Muster-* headers), checked once per request. */
 export interface HookHeaders {
   agentName?: string
   project?: string
   root?: string
+  /** The git root `muster hook` found for the event's cwd (X-Muster-Git-Root): a new session's root. */
+  gitRoot?: string
   /** Edit-reserve mode: the TTL of each edit's reservation. */
   reserveMs?: number
   capabilities?: string[]
@@ -49,6 +52,7 @@ export function hookHeaders(headers: Headers): HookHeaders {
     agentName: text('X-Muster-Agent', headers.get('x-muster-agent')),
     project: text('X-Muster-Project', headers.get('x-muster-project'), 1024),
     root: text('X-Muster-Root', headers.get('x-muster-root'), 4096),
+    gitRoot: text('X-Muster-Git-Root', headers.get('x-muster-git-root'), 4096),
   }
   const reserve = text('X-Muster-Reserve', headers.get('x-muster-reserve'))
   if (reserve !== undefined) {
@@ -115,7 +119,7 @@ export async function openSession(tx: Tx, agent: HookAgent, event: HookEvent, he
       return { row, instance, registered: false, resumed, throttledBeat: !resumed && known!.status === 'active' }
     }
   }
-  const root = headers.root ?? row?.root ?? (typeof event.cwd === 'string' ? event.cwd : '')
+  const { root, given } = sessionRoot(event, headers, row?.root)
   if (event.hook_event_name === 'SessionStart') {
     const taken = await takeOver(tx, agent, event, headers, root)
     if (taken) return taken
@@ -124,7 +128,13 @@ export async function openSession(tx: Tx, agent: HookAgent, event: HookEvent, he
   const id = crypto.randomUUID()
   const token = instanceTokenFor(id, headers.owner)
   const instance = await registerIn(tx, undefined, { name, workspace: root, capabilities: headers.capabilities }, token, headers.tokenId ?? null, id)
-  await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.session_id)), `registered ${name} (${agent})`)
+  const corrected = given === null ? '' : `; root ${root}, the git root, not ${given}`
+  await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.session_id)), `registered ${name} (${agent})${corrected}`)
+  if (given !== null) {
+    const data = { session_id: event.session_id, instance_id: instance.id, root, given }
+    await tx.emit('session.root_corrected', data, 'hooks')
+    log.warn({ ...data, instance_name: name }, 'hook session root corrected to the git root its muster hook reported')
+  }
   const fresh = await putSession(tx, event.session_id, { agent, instance_id: instance.id, name, token, root, project: projectOf(headers, row, root) })
   return { row: fresh, instance, registered: true, resumed: false, throttledBeat: false }
 }
@@ -154,6 +164,34 @@ async function takeOver(tx: Tx, agent: HookAgent, event: HookEvent, headers: Hoo
   const row = await putSession(tx, event.session_id, { agent, instance_id: instance.id, name: held.name, token: held.token, root, project: projectOf(headers, held, root) })
   await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.session_id)), `took over ${instance.name} from session ${held.session_id}`)
   return { row, instance, registered: false, resumed: true, throttledBeat: false }
+}
+
+/** `path` is `root` or lies below it. */
+function within(root: string, path: string): boolean {
+  const rel = relative(resolve(root), resolve(root, path))
+  return rel === '' || (rel !== '..' && !rel.startsWith('../') && !isAbsolute(rel))
+}
+
+/**
+ * A new session's root, against which its edited paths are placed (a root above or below the
+ * repository would place `src/a.ts` as `shop/src/a.ts` or `a.ts`, and miss what others hold):
+ * - the git root `muster hook` reports (X-Muster-Git-Root) is the root; an X-Muster-Root that
+ *   differs is corrected to it (`given`, for the event and the log line);
+ * - without one (an http hook, a hand-made call) X-Muster-Root, else the session's earlier root,
+ *   else the event's cwd, and a root must contain the event's cwd: 400 otherwise, as the
+ *   session's paths would be placed outside it.
+ * The server cannot read the agent's disk: it holds the root to what the session's own hook saw.
+ */
+export function sessionRoot(event: HookEvent, headers: HookHeaders, earlier: string | undefined): { root: string; given: string | null } {
+  const cwd = typeof event.cwd === 'string' && event.cwd.trim() !== '' ? event.cwd : null
+  const root = headers.gitRoot ?? headers.root ?? earlier ?? cwd ?? ''
+  const named = headers.gitRoot ? 'X-Muster-Git-Root' : headers.root ? 'X-Muster-Root' : null
+  if (named && cwd && !within(root, cwd))
+    throw invalid(
+      `${named} "${root}" does not contain the event's cwd "${cwd}": a session's root is the git root of its repository (muster hook sends it); fix the hook's headers`,
+    )
+  const given = headers.gitRoot && headers.root && resolve(headers.root) !== resolve(headers.gitRoot) ? headers.root : null
+  return { root, given }
 }
 
 /**

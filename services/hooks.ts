@@ -7,10 +7,12 @@
 // skip the user's own permission rules; `{}` means "no opinion".
 import type { Ctx } from './context'
 import type { HookAgent } from '../store/sessions'
-import { editedFiles, literalPattern, writesFiles } from './hook-paths'
+import { editedFiles, literalPattern, writesFiles, type EditedFiles } from './hook-paths'
+import { log } from '../obs/log'
 import { decideEdit, planEdit, writes } from './hook-edits'
 import { finishBriefing, newMessages, startBriefing } from './hook-briefing'
-import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders } from './hook-session'
+import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders, type Session } from './hook-session'
+import type { Tx } from '../store'
 import { budgetDenial, pendingWarnings, warningLines } from './budgets'
 
 export { hookHeaders, type HookEvent, type HookHeaders } from './hook-session'
@@ -41,11 +43,25 @@ const context = (hookEventName: string, additionalContext: string) => ({ hookSpe
 const deny = (reason: string) => ({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason } })
 const joined = (...parts: (string | null)[]) => parts.filter(Boolean).join('\n\n')
 
-/** The root-relative files a PreToolUse writes (none for a tool that writes no files). */
-function filesOf(event: HookEvent, root: string): string[] {
-  const tool = typeof event.tool_name === 'string' ? event.tool_name : ''
-  if (!writesFiles(tool)) return []
+const toolOf = (event: HookEvent) => (typeof event.tool_name === 'string' ? event.tool_name : '')
+
+/** The root-relative files a PreToolUse writes (none for a tool that writes no files), or why they are not checked. */
+function filesOf(event: HookEvent, root: string): EditedFiles {
+  const tool = toolOf(event)
+  if (!writesFiles(tool)) return { files: [], named: 0, problem: null }
   return editedFiles(tool, event.tool_input, root, typeof event.cwd === 'string' ? event.cwd : root)
+}
+
+/**
+ * A call whose files break a reservation's limits is left to the agent (no opinion, never a
+ * deny: the limits are the server's, not the file's owner's), and said so: an edit.unchecked
+ * event and a log line, naming the session, the tool and the limit (never the token).
+ */
+async function unchecked(tx: Tx, session: Session, tool: string, edited: EditedFiles): Promise<HookAnswer> {
+  const data = { session_id: session.row.session_id, instance_id: session.instance.id, tool, files: edited.named, problem: edited.problem }
+  await tx.emit('edit.unchecked', data, 'hooks')
+  log.warn({ ...data, instance_name: session.instance.name, project: session.row.project }, 'hook edit not checked: its paths break the reservation limits')
+  return {}
 }
 
 /** The events whose only work is showing new messages. */
@@ -70,7 +86,8 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
   if (denied) return deny(denied)
   if (name !== 'PreToolUse' && name !== 'Stop' && (await pendingWarnings(ctx, instance, row.project, row.session_id)).length) return null
   if (name === 'PreToolUse') {
-    const files = filesOf(event, row.root)
+    const { files, problem } = filesOf(event, row.root)
+    if (problem) return null
     if (files.length && writes(await planEdit(ctx.store.reservations, row.project, instance.id, files.map(literalPattern), headers.reserveMs))) return null
   } else if (!(name === 'Stop' && event.stop_hook_active === true) && (await ctx.store.messages.unshown(instance.name, row.session_id, 1)).length) return null
   ctx.heartbeats.seen(ctx, instance.id)
@@ -104,7 +121,9 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
       case 'PreToolUse': {
         const denied = await budgetDenial(ctx, session.instance, session.row.project)
         if (denied) return deny(denied)
-        const files = filesOf(event, session.row.root)
+        const edited = filesOf(event, session.row.root)
+        if (edited.problem) return unchecked(tx, session, toolOf(event), edited)
+        const files = edited.files
         if (!files.length) return {}
         const decision = await decideEdit(tx, session, files, headers.reserveMs)
         if (!decision.denied) return {}

@@ -60,15 +60,18 @@ export async function overlapsIn(
   self: string | null,
 ): Promise<Overlap[]> {
   // Only the reservations the index says could meet `paths`: the same answer as all of them.
-  return overlapsWith(await reads.holdingsFor(project, paths), paths, exclusive, self)
+  const held = await reads.holdingsFor(project, paths)
+  // The project's case rule is read only when something could overlap at all (most checks find nothing).
+  const caseless = held.some((r) => r.instance_id !== self && (exclusive || r.exclusive)) && (await reads.caseInsensitive(project))
+  return overlapsWith(held, paths, exclusive, self, caseless)
 }
 
 /** Overlaps between `paths` and the reservations of others where at least one side is exclusive. */
-function overlapsWith(held: Holding[], paths: string[], exclusive: boolean, self: string | null): Overlap[] {
+function overlapsWith(held: Holding[], paths: string[], exclusive: boolean, self: string | null, caseless: boolean): Overlap[] {
   const out: Overlap[] = []
   for (const r of held) {
     if (r.instance_id === self || (!exclusive && !r.exclusive)) continue
-    for (const path of paths) for (const h of r.paths) if (overlaps(path, h)) out.push({ path, held_path: h, holding: r })
+    for (const path of paths) for (const h of r.paths) if (overlaps(path, h, caseless)) out.push({ path, held_path: h, holding: r })
   }
   return out
 }

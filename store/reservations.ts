@@ -1,6 +1,7 @@
 // Path reservations: globs of a project held by one instance, exclusive or shared.
 import { int, stmt, type Dialect, type Runner, type Stmt } from './runner'
 import { pathPrefixes, prefixQuery } from '../lib/path-prefix'
+import { settingsOn } from './projects'
 
 export interface Reservation {
   id: string
@@ -36,6 +37,8 @@ export interface HoldingsReads {
    * whose paths' literal prefixes meet the paths' ones; every one when a path has none. Grant order.
    */
   holdingsFor(project: string, paths: string[]): Promise<Holding[]>
+  /** Whether the project's paths compare without regard to case (its settings, store/projects.ts). */
+  caseInsensitive(project: string): Promise<boolean>
 }
 
 export interface ReservationsWrites extends HoldingsReads {
@@ -119,6 +122,7 @@ function holdingsReads(r: Runner, d: Dialect): HoldingsReads {
   const holdings = async (project: string) => (await r.all(HOLDINGS, project)).map(toHolding)
   return {
     holdings,
+    caseInsensitive: async (project) => (await settingsOn(r, project)).case_insensitive,
     async holdingsFor(project, paths) {
       const q = prefixQuery(paths)
       if (!q) return holdings(project)

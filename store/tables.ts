@@ -21,6 +21,7 @@ import { templatesStore, templatesWrites } from './templates'
 import { webhooksStore, webhooksWrites } from './webhooks'
 import { messagesStore, messagesWrites } from './messages'
 import { tokensStore, tokensWrites } from './tokens'
+import { projectsStore, projectsWrites } from './projects'
 
 export interface Backend {
   /** Reads: committed data only. */
@@ -78,6 +79,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       reservations: reservationsStore(r, d),
       messages,
       sessions: sessionsStore(r),
+      projects: projectsStore(r),
     },
     writes: {
       state: stateWrites(docs),
@@ -99,6 +101,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       reservations: reservationsWrites(w, d),
       messages: messagesWrites(w, d, unit, messages.changed),
       sessions: sessionsWrites(w),
+      projects: projectsWrites(w),
     },
   }
 }

@@ -98,6 +98,29 @@ describe('overlap rule', () => {
   })
 })
 
+describe('rule 6: NFC always, case per project', () => {
+  test('NFC: é as one code point or two is one character, in literals, escapes and classes', () => {
+    expect(overlaps('caf\u00e9.ts', 'cafe\u0301.ts')).toBe(true)
+    expect(overlaps('src/*\u00e9', 'src/xe\u0301')).toBe(true)
+    expect(overlaps('[\u00e9]', 'e\u0301')).toBe(true)
+    expect(overlaps('caf\u00e9.ts', 'cafe.ts')).toBe(false)
+  })
+
+  test('case-insensitive: literals, escapes and ASCII classes in both cases; a negated or non-ASCII class is any character', () => {
+    expect(overlaps('SRC/Held.ts', 'src/held.ts')).toBe(false)
+    expect(overlaps('SRC/Held.ts', 'src/held.ts', true)).toBe(true)
+    expect(overlaps('src/**', 'SRC/a/b.ts', true)).toBe(true)
+    expect(overlaps('\\S', 's', true)).toBe(true)
+    expect(overlaps('[A-C].ts', 'b.ts', true)).toBe(true)
+    expect(overlaps('[a-c].ts', 'B.TS', true)).toBe(true)
+    expect(overlaps('[a-c].ts', 'd.ts', true)).toBe(false)
+    // picomatch's [^a-z] matches "A": folded, it must still meet "a"
+    expect(overlaps('[^a-z].ts', 'A.ts', true)).toBe(true)
+    expect(overlaps('\u00c9t\u00e9', '\u00e9T\u00c9', true)).toBe(true)
+    expect(overlaps('src/a.ts', 'lib/A.ts', true)).toBe(false)
+  })
+})
+
 describe('bounded cost', () => {
   test('each limit on a pattern\'s size and shape is a named refusal', () => {
     expect(LIMITS).toEqual({ length: 1024, segments: 64, segmentLength: 255, wildcards: 16, globstars: 16, expansions: 256 })
@@ -134,6 +157,18 @@ describe('bounded cost', () => {
     const small = overlapCost('**/*' + 'a'.repeat(100) + '/c', 'a'.repeat(100) + '/' + 'a'.repeat(101) + '/b')
     expect(small.overlaps).toBe(false)
     expect(small.steps).toBeLessThan(MAX_STEPS)
+  })
+
+  test('a path past the limits costs at most its length plus MAX_STEPS: no table the size of a product of lengths', () => {
+    const path = 'a/'.repeat(50_000) + 'a.ts' // 100 KB, 50,001 segments
+    const started = performance.now()
+    for (const held of ['**', '**/b.ts', 'a/**/a.ts', 'src/*.ts', '*/*/*/**/x/**/a.ts']) {
+      const { steps } = overlapCost(path, held)
+      expect(steps).toBeLessThanOrEqual(MAX_STEPS + 1)
+    }
+    expect(overlapCost(path, 'a/'.repeat(63) + '**').overlaps).toBe(true)
+    // Not a speed target (bench/ has those): quadratic in the path, this pair of loops took many seconds.
+    expect(performance.now() - started).toBeLessThan(2000)
   })
 
   test('segment intersection agrees with picomatch on every small pattern pair', () => {

@@ -192,6 +192,14 @@ export const PG_MIGRATIONS: string[] = [
   ALTER TABLE hook_sessions ADD COLUMN held_until ${T};
   CREATE INDEX hook_sessions_held ON hook_sessions (held_until) WHERE held_until IS NOT NULL;
   `,
+  // As the SQLite schema's project settings, and its reservation index keyed anew.
+  `
+  CREATE TABLE project_settings (
+    project ${T} PRIMARY KEY, case_insensitive INTEGER NOT NULL DEFAULT 0, updated_at ${T} NOT NULL
+  );
+  DELETE FROM reservation_paths;
+  INSERT INTO reservation_paths (project, prefix, reservation_id) SELECT project, '', id FROM reservations;
+  `,
   // As the SQLite schema's agent telemetry and budgets migration.
   `
   ALTER TABLE llm_usage ADD COLUMN task_id BIGINT;

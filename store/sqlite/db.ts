@@ -274,6 +274,17 @@ export const MIGRATIONS: string[] = [
   ALTER TABLE hook_sessions ADD COLUMN held_until TEXT;
   CREATE INDEX hook_sessions_held ON hook_sessions (held_until) WHERE held_until IS NOT NULL;
   `,
+  // Project settings (store/projects.ts): case-insensitive path matching per project. The
+  // reservation index's prefixes are now folded (lib/path-prefix.ts: ASCII lower case, cut
+  // before a segment with any other character); rows keyed the old way are read as before
+  // the index, under '' (every check reads them), until their reservations end.
+  `
+  CREATE TABLE project_settings (
+    project TEXT PRIMARY KEY, case_insensitive INTEGER NOT NULL DEFAULT 0, updated_at TEXT NOT NULL
+  );
+  DELETE FROM reservation_paths;
+  INSERT INTO reservation_paths (project, prefix, reservation_id) SELECT project, '', id FROM reservations;
+  `,
   // Agent telemetry and budgets (oversight.md): a usage record names the task its instance
   // had claimed, and one received over OTLP carries a key so a resent batch records it once.
   // A budget keeps what was spent in its current window, added to as usage is recorded, so a
