@@ -137,7 +137,7 @@ export function llmRoutes(ctx: Ctx) {
     .get(
       '/api/llm/usage/buckets',
       async ({ query }) => {
-        const by = query.by as BucketKey
+        const by = (query.by || 'project') as BucketKey
         if (!Object.hasOwn(BUCKET_KEYS, by)) throw invalid(`invalid by: expected one of ${Object.keys(BUCKET_KEYS).join(', ')}`)
         const step = (query.step || 'day') as 'hour' | 'day'
         if (step !== 'hour' && step !== 'day') throw invalid('invalid step: expected hour or day')
@@ -145,7 +145,7 @@ export function llmRoutes(ctx: Ctx) {
       },
       {
         query: t.Object({
-          by: t.String({ description: 'instance, project or task', ...checks({ enum: Object.keys(BUCKET_KEYS) }) }),
+          by: t.Optional(t.String({ description: 'instance, project or task', ...checks({ enum: Object.keys(BUCKET_KEYS), default: 'project' }) })),
           step: t.Optional(t.String({ description: 'hour or day (UTC)', ...checks({ enum: ['hour', 'day'], default: 'day' }) })),
           ...Window,
         }),
