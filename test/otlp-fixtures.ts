@@ -10,6 +10,9 @@ export const CLAUDE_VERSION = '2.1.332'
 /** The session id the Claude Code fixtures were captured with. */
 export const CLAUDE_SESSION = '7d5c1e6a-0b1f-4c7e-9a51-3c2f0e4d8b21'
 export const CODEX_SESSION = '019abc00-0000-7000-8000-000000000001'
+export const CODEX_VERSION = '0.171.0'
+/** The conversation id the Codex capture was made with. */
+export const CODEX_CAPTURED_SESSION = '01a22089-358a-7c93-978e-b8c344e3bee0'
 
 const proto = (root as any).opentelemetry.proto.collector
 const REQUEST = { logs: proto.logs.v1.ExportLogsServiceRequest, metrics: proto.metrics.v1.ExportMetricsServiceRequest }
@@ -32,9 +35,10 @@ export function claudeProto(signal: Signal, session: string, gzip = false): Uint
   return gzip ? Bun.gzipSync(out) : out
 }
 
-/** The Codex body built from its source, for `session`. */
-export function codexJson(session: string, model = 'gpt-5-codex'): string {
-  return readFileSync(join(DIR, 'codex-sse-event-completed.json'), 'utf8').replaceAll(CODEX_SESSION, session).replaceAll('"gpt-5-codex"', JSON.stringify(model))
+/** A Codex logs body for `session`: captured from Codex 0.171.0, or the one built from its source. */
+export function codexJson(session: string, model = 'gpt-5-codex', captured = true): string {
+  const [file, id] = captured ? [`codex-${CODEX_VERSION}-logs.json`, CODEX_CAPTURED_SESSION] : ['codex-sse-event-completed.json', CODEX_SESSION]
+  return readFileSync(join(DIR, file), 'utf8').replaceAll(id, session).replaceAll('"gpt-5-codex"', JSON.stringify(model))
 }
 
 /** A price table file for --llm-prices. */

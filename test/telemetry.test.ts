@@ -3,7 +3,7 @@
 // usage records attributed through hook sessions; a resent batch is recorded once.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, startApp, type InProcessServer } from './helpers'
-import { CODEX_SESSION, RESPONSE, claudeJson, claudeProto, codexJson, pricesFile } from './otlp-fixtures'
+import { CODEX_CAPTURED_SESSION, CODEX_SESSION, RESPONSE, claudeJson, claudeProto, codexJson, pricesFile } from './otlp-fixtures'
 
 const ADMIN = 'telemetry-admin-token'
 const admin = { authorization: `Bearer ${ADMIN}` }
@@ -117,9 +117,12 @@ describe('POST /v1/logs', () => {
     const [row] = await usageOf(h.id)
     // 2,400 in at $1.25 and 600 out at $10 per million tokens
     expect(row).toMatchObject({ provider: 'openai', model: 'gpt-5-codex', tokens_in: 2400, tokens_out: 600, cost_usd: 0.009, instance_id: h.instance, project: h.project })
+    // as captured from Codex 0.171.0: its log records carry no timeUnixNano, only the observed time
+    expect(row.created_at.startsWith('2026-11-28T05:03:13')).toBe(true)
+    // the body built from Codex's source, of a model the price table lacks
     const session = crypto.randomUUID()
-    await send('logs', codexJson(session, 'gpt-unpriced-x'))
-    expect((await usageOf(session))[0]).toMatchObject({ model: 'gpt-unpriced-x', cost_usd: 0 })
+    await send('logs', codexJson(session, 'gpt-unpriced-x', false))
+    expect((await usageOf(session))[0]).toMatchObject({ provider: 'openai', model: 'gpt-unpriced-x', tokens_in: 2400, tokens_out: 600, cost_usd: 0 })
     const summary = (await call(s.api, 'GET', '/api/llm/usage/summary?group_by=model', undefined, admin)).body
     expect(summary.unpriced_models).toEqual({ 'gpt-unpriced-x': 1 })
   })
@@ -202,6 +205,7 @@ describe('POST /v1/metrics', () => {
   })
 })
 
-test('the Codex fixture session id is what its hooks call session_id', () => {
-  expect(codexJson('x')).not.toContain(CODEX_SESSION)
+test('the Codex fixtures carry their session id only where it is swapped', () => {
+  expect(codexJson('x')).not.toContain(CODEX_CAPTURED_SESSION)
+  expect(codexJson('x', 'gpt-5-codex', false)).not.toContain(CODEX_SESSION)
 })
