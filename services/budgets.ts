@@ -176,7 +176,8 @@ const spentText = (b: BudgetRow) => `${usd(current(b).spent)} spent of ${usd(b.l
 /** Why a deny budget stops a call: which budget, what was spent, who may raise it. */
 export const denialOf = (b: BudgetRow) =>
   `Muster budget "${b.name}" (${scopeText(b)}) is exceeded: ${spentText(b)}. Stop and tell the user; ` +
-  `a person with the admin token may raise it (muster budgets set ${b.name} --limit <usd>) or it lifts when the next ${b.window === 'total' ? 'limit is set' : b.window} starts.`
+  `a person with the admin token may raise it (muster budgets set ${b.name} --limit <usd>)` +
+  (b.window === 'total' ? '.' : `, or it lifts when the next ${b.window} starts (UTC).`)
 
 /** The deny reason of a PreToolUse of `instance`, or null when no deny budget holds it. */
 export async function budgetDenial(ctx: Ctx, instance: Instance, project: string): Promise<string | null> {
@@ -184,7 +185,7 @@ export async function budgetDenial(ctx: Ctx, instance: Instance, project: string
   return b ? denialOf(b) : null
 }
 
-/** The warn budgets over their limit that this session has not been told of yet (as [budget, window start]). */
+/** The warn budgets over their limit that this session has not been told of yet in their current window. */
 export async function pendingWarnings(ctx: Ctx, instance: Instance, project: string, sessionId: string): Promise<BudgetRow[]> {
   const over = await overFor(ctx, instance, project, 'warn')
   const pending: BudgetRow[] = []
@@ -197,7 +198,7 @@ export async function warningLines(ctx: Ctx, tx: Tx, instance: Instance, project
   const lines: string[] = []
   for (const b of await pendingWarnings(ctx, instance, project, sessionId)) {
     await tx.budgets.markShown(sessionId, b.name, current(b).start)
-    lines.push(`Muster budget "${b.name}" (${scopeText(b)}) is over its limit: ${spentText(b)}. Keep further model calls short.`)
+    lines.push(`Muster budget "${b.name}" (${scopeText(b)}) is over its limit: ${spentText(b)}. Keep further model calls short, and tell the user if the work needs more.`)
   }
   return lines.join('\n')
 }

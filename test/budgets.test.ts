@@ -194,6 +194,7 @@ describe('enforcement', () => {
     expect(denied.permissionDecisionReason).toContain(`budget "${name}" (agent ${agentName}) is exceeded: $0.6000 spent of $0.5000 this day`)
     expect(denied.permissionDecisionReason).toContain('admin token')
     expect(denied.permissionDecisionReason).toContain(`muster budgets set ${name} --limit`)
+    expect(denied.permissionDecisionReason).toContain('or it lifts when the next day starts (UTC).')
     // an edit too, and the session's other events go on
     const edit = await h.send('PreToolUse', { tool_name: 'Write', tool_input: { file_path: `/tmp/${h.project}/a.ts`, content: '' } })
     expect(edit.hookSpecificOutput.permissionDecision).toBe('deny')
@@ -242,7 +243,7 @@ describe('enforcement', () => {
     expect(await a.send('PreToolUse', bash)).toEqual({})
     const first = (await a.send('PostToolUse', bash)).hookSpecificOutput.additionalContext as string
     expect(first.split('\n').filter((l) => l.includes(name))).toEqual([
-      `Muster budget "${name}" (project ${project}) is over its limit: $1.25 spent of $1.00 this day. Keep further model calls short.`,
+      `Muster budget "${name}" (project ${project}) is over its limit: $1.25 spent of $1.00 this day. Keep further model calls short, and tell the user if the work needs more.`,
     ])
     expect(await a.send('PostToolUse', bash)).toEqual({})
     expect((await b.send('UserPromptSubmit', { prompt: 'go on' })).hookSpecificOutput.additionalContext).toContain(name)
