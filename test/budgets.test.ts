@@ -4,6 +4,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, register, startApp, type InProcessServer } from './helpers'
 import { claudeJson } from './otlp-fixtures'
+import { rawQuery } from './pg'
+import { windowStart } from '../services/budgets'
 
 const ADMIN = 'budgets-admin-token'
 const admin: Record<string, string> = { authorization: `Bearer ${ADMIN}` }
@@ -176,6 +178,35 @@ describe('spend', () => {
     await put(name, { scope: 'project', target: project, limit_usd: 1.5, window: 'day', action: 'warn' })
     expect(await mine('budget.warning')).toHaveLength(2)
     expect(await mine('budget.exceeded')).toHaveLength(1)
+    await del(name)
+  })
+})
+
+describe('windows', () => {
+  test('a day starts at UTC midnight, a week on Monday at UTC midnight, total at the epoch', () => {
+    const sunday = Date.UTC(2026, 10, 29, 23, 59, 59)
+    expect(windowStart('day', sunday)).toBe('2026-11-29T00:00:00.000Z')
+    expect(windowStart('week', sunday)).toBe('2026-11-23T00:00:00.000Z')
+    expect(windowStart('week', Date.UTC(2026, 10, 23, 0, 0, 0))).toBe('2026-11-23T00:00:00.000Z')
+    expect(windowStart('total', sunday)).toBe('1970-01-01T00:00:00.000Z')
+  })
+
+  test('a new window lifts an exceeded budget: what an older window spent counts for nothing, and its events come again', async () => {
+    const agentName = uniq('window')
+    const h = await session(agentName)
+    const name = uniq('win')
+    await put(name, { scope: 'agent', target: agentName, limit_usd: 0.5, window: 'day', action: 'deny' })
+    await spend({ instance_id: h.instance, cost_usd: 1 })
+    expect((await h.send('PreToolUse', bash)).hookSpecificOutput.permissionDecision).toBe('deny')
+    // the stored spend is yesterday's, as it is after midnight UTC
+    const yesterday = new Date(Date.parse(midnight().toISOString()) - 86_400_000).toISOString()
+    await rawQuery(s.dataDir, 'UPDATE budgets SET window_start = ?, warned_window = ?, exceeded_window = ? WHERE name = ?', yesterday, yesterday, yesterday, name)
+    expect((await get(name)).body).toMatchObject({ spent_usd: 0, window_start: midnight().toISOString() })
+    expect(await h.send('PreToolUse', bash)).toEqual({})
+    await spend({ instance_id: h.instance, cost_usd: 0.75 })
+    expect((await get(name)).body.spent_usd).toBe(0.75)
+    expect((await events('budget.exceeded')).filter((e) => e.data.name === name).map((e) => e.data.spent_usd)).toEqual([1, 0.75])
+    expect((await h.send('PreToolUse', bash)).hookSpecificOutput.permissionDecision).toBe('deny')
     await del(name)
   })
 })
