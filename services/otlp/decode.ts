@@ -3,6 +3,8 @@
 // (and turned into the JSON mapping by it: camelCase fields, 64-bit integers as strings),
 // either one gzipped or not.
 import { gunzipSync } from 'node:zlib'
+import Long from 'long'
+import protobuf from 'protobufjs/minimal'
 import root from '@opentelemetry/otlp-transformer/build/src/generated/root'
 import { AppError, invalid } from '../../lib/errors'
 import { MAX_DEPTH, nestedDeeperThan } from '../../lib/json'
@@ -11,6 +13,11 @@ export type Signal = 'logs' | 'metrics'
 
 /** What a body may inflate to: a gzip bomb stops here (400), never fills the memory. */
 export const MAX_INFLATED = 64 * 1024 * 1024
+
+// 64-bit fields (nanosecond times) as Long, whatever protobufjs's own lookup of `long` finds:
+// in the compiled binary it finds the module object, not the class, and every decode fails.
+protobuf.util.Long = Long
+protobuf.configure()
 
 const proto = (root as any).opentelemetry.proto.collector
 const REQUESTS = {
