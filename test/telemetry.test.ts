@@ -209,3 +209,24 @@ test('the Codex fixtures carry their session id only where it is swapped', () =>
   expect(codexJson('x')).not.toContain(CODEX_CAPTURED_SESSION)
   expect(codexJson('x', 'gpt-5-codex', false)).not.toContain(CODEX_SESSION)
 })
+
+describe('--llm-prices', () => {
+  test('a file that is not a price table stops the server with one line naming the flag and the model', async () => {
+    const { ConfigError, loadConfig } = await import('../lib/config')
+    const bad: [unknown, string][] = [
+      [{ 'gpt-x': { in_usd_per_mtok: 1 } }, 'model gpt-x needs in_usd_per_mtok and out_usd_per_mtok'],
+      [{ 'gpt-x': { in_usd_per_mtok: -1, out_usd_per_mtok: 2 } }, 'model gpt-x'],
+      [[1, 2], 'expected {model: {in_usd_per_mtok, out_usd_per_mtok}}'],
+    ]
+    for (const [table, message] of bad) {
+      const run = () => loadConfig(['--llm-prices', pricesFile(table as any)], {})
+      expect(run).toThrow(ConfigError)
+      expect(run).toThrow(message)
+      expect(run).toThrow('--llm-prices / SERVICE_LLM_PRICES')
+    }
+    expect(() => loadConfig(['--llm-prices', '/nonexistent/prices.json'], {})).toThrow('cannot read /nonexistent/prices.json as JSON')
+    const ok = loadConfig([], { SERVICE_LLM_PRICES: pricesFile({ m: { in_usd_per_mtok: 0, out_usd_per_mtok: 2.5 } }) })
+    expect(ok.llmPrices).toEqual({ m: { in_usd_per_mtok: 0, out_usd_per_mtok: 2.5 } })
+    expect(loadConfig([], {}).llmPrices).toEqual({})
+  })
+})
