@@ -153,7 +153,9 @@ export function hookCommands(program: Command): void {
       })
       // A repository on a case-insensitive filesystem (git's own core.ignorecase): its project matches paths so too.
       const project = await setProjectCase(root, undefined, o.dryRun)
-      if (o.dryRun) return printJson({ dry_run: true, root, files, project })
+      // What would be written, without the token Codex's config would hold.
+      const shown = cfg.token ? files.map((f) => ({ ...f, content: f.content.replaceAll(cfg.token!, '<token>') })) : files
+      if (o.dryRun) return printJson({ dry_run: true, root, files: shown, project })
       writeInit(root, files)
       printJson({ root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })), project })
     })

@@ -193,6 +193,10 @@ describe('muster init', () => {
     )
     expect(files[2]).toContain('## How this team of agents coordinates (Muster)')
     expect(files.join('')).not.toContain('codex-token')
+    // --dry-run prints what it would write, the token left out
+    const dry = await runCli(['init', 'codex', '--dry-run'], { cwd: dir, env })
+    expect(dry.stdout).not.toContain('codex-token')
+    expect(dry.stdout).toContain('Bearer <token>')
     const exporter = (signal: string) => `{ otlp-http = { endpoint = "http://muster.test:9800/v1/${signal}", protocol = "json", headers = { Authorization = "Bearer codex-token" } } }`
     expect(read(home, 'config.toml')).toBe(
       `model = "o3"\n\n[otel]\nlog_user_prompt = false\nexporter = ${exporter('logs')}\nmetrics_exporter = ${exporter('metrics')}\n\n[tui]\nnotifications = true\n`,
