@@ -11,11 +11,13 @@ import { setFlagOverrides } from './cli/client'
 import { completionCommand } from './cli/completion'
 import { complianceCommands } from './cli/compliance'
 import { configCommands } from './cli/config'
+import { doctorCommand } from './cli/doctor'
 import { contractCommands } from './cli/contracts'
 import { eventsCommands } from './cli/events'
 import { addExamples } from './cli/examples'
 import { extractGlobals } from './cli/globals'
 import { hookCommands } from './cli/hooks'
+import { gitGuardCommands } from './cli/git-guard'
 import { instanceCommands } from './cli/instances'
 import { llmCommands } from './cli/llm'
 import { lockCommands } from './cli/locks'
@@ -75,6 +77,8 @@ export function buildProgram(): Command {
     lockCommands,
     reservationCommands,
     hookCommands,
+    gitGuardCommands,
+    doctorCommand,
     messageCommands,
     tokenCommands,
   ])

@@ -1,8 +1,10 @@
 // Agent hooks at scale: 10,000 reservations held by 50 instances in one project, then 32
-// hook sessions sending PreToolUse Write events at once under wrk, in four mixes: free
+// hook sessions sending PreToolUse Write events at once under wrk, in five mixes: free
 // files (no opinion), files another instance holds (denied), edit-reserve mode (each
-// session's files reserved on the first edit, renewed after), and a mix of the three
-// (a quarter reserving, the others alternating held and free files). The same load runs against a bare Bun.serve in the same
+// session's files reserved on the first edit, renewed after), a mix of the three
+// (a quarter reserving, the others alternating held and free files), and Bash commands
+// read for their writes (lib/shell), alternating a `cd … && sed -i` of a held file and a
+// pipeline that writes a free one. The same load runs against a bare Bun.serve in the same
 // invocation, so the decision's p50/p99 has its ceiling beside it. `--pg` runs Muster on a
 // throwaway PostgreSQL cluster instead of SQLite; BENCH_HELD and BENCH_SECONDS change the load.
 import { fmt, hasWrk, startBaseline, startMuster, startPg, wrk, type LoadResult, type Proc } from './lib'
@@ -65,7 +67,7 @@ const heldPath = (i: number) => {
   return i % 100 === 99 ? `src/mod${mod}/gen${n}/**` : `src/mod${mod}/file${n}.ts`
 }
 
-type Mix = 'free' | 'denied' | 'reserve' | 'mixed'
+type Mix = 'free' | 'denied' | 'reserve' | 'mixed' | 'shell'
 /** Which file session k edits on its request n, and whether it is in edit-reserve mode, per load mix (as Lua). */
 const CHOICE: Record<Mix, string> = {
   // no reservation in the way, no edit-reserve mode: answered from committed reads
@@ -77,7 +79,13 @@ const CHOICE: Record<Mix, string> = {
   // a quarter reserving, the others alternating between a held file and a free one
   mixed: `if k < ${RESERVING} then h["X-Muster-Reserve"] = "10m"; file = "work/mixed/s" .. k .. "/f" .. (j % 10) .. ".ts"
     elseif n % 2 == 0 then file = "src/mod" .. k .. "/file" .. j .. ".ts" else file = "lib/s" .. k .. "/f" .. j .. ".ts" end`,
+  // a shell command instead of a file: its writes read from the text
+  shell: `file = ""`,
 }
+/** The Bash command of session k's request n in the shell mix: a held file's in-place edit, or a free file written by a pipeline. */
+const shellCommand = (k: number, j: number, n: number) =>
+  n % 2 === 0 ? `cd src/mod${k} && sed -i 's/a/b/' file${j}.ts` : `git diff --stat | grep -v x | tee -a lib/s${k}/f${j}.log > /dev/null && echo done`
+const SHELL_LUA = `if n % 2 == 0 then cmd = "cd src/mod" .. k .. " && sed -i 's/a/b/' file" .. j .. ".ts" else cmd = "git diff --stat | grep -v x | tee -a lib/s" .. k .. "/f" .. j .. ".log > /dev/null && echo done" end`
 // Each wrk request: session n % 32 of the mix (sessions of one mix apart from the others').
 const lua = (mix: Mix) => `
 local n = 0
@@ -88,10 +96,17 @@ request = function()
   local h = { ["Content-Type"] = "application/json", ["X-Muster-Project"] = "big", ["X-Muster-Root"] = "${ROOT}" }
   local file
   ${CHOICE[mix]}
-  local body = '{"session_id":"bench-${mix}-' .. k .. '","hook_event_name":"PreToolUse","cwd":"${ROOT}","tool_name":"Write","tool_input":{"file_path":"${ROOT}/' .. file .. '","content":"x"}}'
+  local body
+  if ${mix === 'shell' ? 'true' : 'false'} then
+    local cmd
+    ${SHELL_LUA}
+    body = '{"session_id":"bench-${mix}-' .. k .. '","hook_event_name":"PreToolUse","cwd":"${ROOT}","tool_name":"Bash","tool_input":{"command":"' .. cmd .. '"}}'
+  else
+    body = '{"session_id":"bench-${mix}-' .. k .. '","hook_event_name":"PreToolUse","cwd":"${ROOT}","tool_name":"Write","tool_input":{"file_path":"${ROOT}/' .. file .. '","content":"x"}}'
+  end
   return wrk.format("POST", nil, h, body)
 end`
-const MIXES: Mix[] = ['free', 'denied', 'reserve', 'mixed']
+const MIXES: Mix[] = ['free', 'denied', 'reserve', 'mixed', 'shell']
 
 const baseline = await startBaseline()
 const base: LoadResult = await wrk(baseline.url, lua('mixed'), { seconds: SECONDS, warmup: 1 })
@@ -121,6 +136,9 @@ for (const mix of MIXES) for (let k = 0; k < SESSIONS; k++) await hook(event(ses
 const denied = await hook(event(sessionId('denied', 0), 'PreToolUse', 'src/mod0/file0.ts'))
 if (denied.hookSpecificOutput?.permissionDecision !== 'deny') throw new Error(`expected a denial: ${JSON.stringify(denied)}`)
 if (JSON.stringify(await hook(event(sessionId('free', 0), 'PreToolUse', 'lib/free.ts'))) !== '{}') throw new Error('expected {} for a free file')
+const bash = (id: string, command: string) => ({ session_id: id, hook_event_name: 'PreToolUse', cwd: ROOT, tool_name: 'Bash', tool_input: { command } })
+if ((await hook(bash(sessionId('shell', 0), shellCommand(0, 0, 0)))).hookSpecificOutput?.permissionDecision !== 'deny') throw new Error('expected a shell write denied')
+if (JSON.stringify(await hook(bash(sessionId('shell', 0), shellCommand(0, 0, 1)))) !== '{}') throw new Error('expected {} for a free shell write')
 
 // Each mix paced: file choice as in the Lua above, sessions of their own.
 const fileOf: Record<Mix, (k: number, j: number, n: number) => string> = {
@@ -128,6 +146,7 @@ const fileOf: Record<Mix, (k: number, j: number, n: number) => string> = {
   denied: (k, j) => `src/mod${k}/file${j}.ts`,
   reserve: (k, j) => `work/paced-reserve/s${k}/f${j % 10}.ts`,
   mixed: (k, j, n) => (k < RESERVING ? `work/paced-mixed/s${k}/f${j % 10}.ts` : n % 2 === 0 ? `src/mod${k}/file${j}.ts` : `lib/s${k}/f${j}.ts`),
+  shell: () => '',
 }
 const reserving = (mix: Mix, k: number) => mix === 'reserve' || (mix === 'mixed' && k < RESERVING)
 const pacedRuns: [Mix, Awaited<ReturnType<typeof paced>>][] = []
@@ -135,9 +154,11 @@ for (const mix of MIXES) {
   for (let k = 0; k < SESSIONS; k++) await hook(event(`bench-paced-${mix}-${k}`, 'SessionStart'))
   pacedRuns.push([
     mix,
-    await paced(`${m.url}/api/hooks/claude-code`, (k, n) =>
-      json('POST', event(`bench-paced-${mix}-${k}`, 'PreToolUse', fileOf[mix](k, Math.floor(n / 2) % 20, n)), headersOf(reserving(mix, k))),
-    ),
+    await paced(`${m.url}/api/hooks/claude-code`, (k, n) => {
+      const id = `bench-paced-${mix}-${k}`
+      const j = Math.floor(n / 2) % 20
+      return json('POST', mix === 'shell' ? bash(id, shellCommand(k, j, n)) : event(id, 'PreToolUse', fileOf[mix](k, j, n)), headersOf(reserving(mix, k)))
+    }),
   ])
 }
 const runs: [Mix, LoadResult][] = []
@@ -157,7 +178,7 @@ else await m.stop()
 if (pg) await pg.stop()
 
 const ratio = (x: number, b: number) => `${((x / b) * 100).toFixed(1)}% of baseline`
-console.log(`${HELD} reservations held by ${AGENTS} instances in one project (${pg ? 'PostgreSQL' : 'SQLite'}); PreToolUse Write from ${SESSIONS} sessions at once; ${SECONDS} s each, wrk 32 connections`)
+console.log(`${HELD} reservations held by ${AGENTS} instances in one project (${pg ? 'PostgreSQL' : 'SQLite'}); PreToolUse Write (Bash in the shell mix) from ${SESSIONS} sessions at once; ${SECONDS} s each, wrk 32 connections`)
 console.log(`baseline Bun.serve      ${fmt(base)}`)
 for (const [mix, r] of runs) console.log(`${mix.padEnd(22)} ${fmt(r)}   ${ratio(r.rps, base.rps)}`)
 const ms = (x: number) => `${x.toFixed(2)} ms`

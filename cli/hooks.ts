@@ -17,6 +17,7 @@ import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { planInit, writeInit, type InitAgent } from './init'
+import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
 
@@ -24,8 +25,9 @@ const AGENTS = ['claude-code', 'codex'] as const
 /** Hooks run on every tool call: a server that does not answer in this long counts as unreachable. */
 const HOOK_TIMEOUT_MS = 8000
 
-function agentArg(value: string): InitAgent {
-  if (!AGENTS.includes(value as InitAgent)) throw new UsageError(`unknown agent "${value}": expected claude-code or codex`)
+function agentArg(value: string): InitAgent | 'git' {
+  if (value === 'git') return value
+  if (!AGENTS.includes(value as InitAgent)) throw new UsageError(`unknown agent "${value}": expected claude-code, codex or git`)
   return value as InitAgent
 }
 
@@ -139,11 +141,12 @@ export function hookCommands(program: Command): void {
 
   program
     .command('init')
-    .description("wire Claude Code or Codex in this repository to Muster: hooks, MCP entry, CLAUDE.md / AGENTS.md section, the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes)")
-    .argument('<agent>', 'claude-code | codex', agentArg)
+    .description("wire Claude Code or Codex in this repository to Muster: hooks, MCP entry, CLAUDE.md / AGENTS.md section, the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
+    .argument('<agent>', 'claude-code | codex | git', agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
-    .action(async (agent: InitAgent, o: { reserve?: string; dryRun?: boolean }) => {
+    .action(async (agent: InitAgent | 'git', o: { reserve?: string; dryRun?: boolean }) => {
+      if (agent === 'git') return initGit(o)
       const root = gitRoot() ?? process.cwd()
       const cfg = resolveConfig()
       const files = planInit({

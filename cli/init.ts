@@ -49,7 +49,7 @@ type Hook = Json
 type Group = { matcher?: string; hooks: Hook[] }
 
 /** One of our own hook entries, whichever server or options it was written with. */
-const isOurs = (h: Hook) =>
+export const isOurs = (h: Hook) =>
   (h?.type === 'http' && typeof h.url === 'string' && /\/api\/hooks\/(claude-code|codex)$/.test(h.url)) ||
   (h?.type === 'command' && typeof h.command === 'string' && /^muster hook (claude-code|codex)\b/.test(h.command))
 
@@ -89,7 +89,9 @@ export function mergeHooks(settings: Json, o: InitOptions): Json {
   const events = o.agent === 'codex' ? CODEX_EVENTS : CLAUDE_EVENTS
   for (const event of events) {
     const hook = ourHook(o, event)
-    // No matcher: PreToolUse sees every tool, not only edits, so a deny budget stops any tool call.
+    // No matcher: PreToolUse sees every tool: edits and shell commands (whose writes are read from
+    // their text, lib/shell; Codex sends every shell tool as `Bash`) are checked, and a deny budget
+    // stops any tool call.
     const group: Group = { hooks: [hook] }
     hooks[event] = [...(Array.isArray(hooks[event]) ? hooks[event] : []), group]
   }
@@ -177,6 +179,7 @@ export function guideSection(o: InitOptions): string {
     'a session tells you your name), and the `muster` CLI in your shell already acts as it: no `muster register`.',
     '',
     `- **Reservations.** An edit of a file another agent reserved is denied, with who holds it, why and until when. ${reserving}`,
+    '  A shell command that writes such a file (`>`, `sed -i`, `tee`, `cp`, `mv`, `rm`, …) is denied the same way.',
     '  Release what you no longer need (`muster release <id>`). Do not work around a denial: ask the holder.',
     '- **Inbox.** Messages from other agents and people are shown to you as they arrive. Ask a holder or a teammate',
     '  with `muster send <name> --subject "…" --body "…"`; acknowledge a message that asks for it with `muster ack <id>`.',

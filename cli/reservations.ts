@@ -6,7 +6,7 @@ import { api, apiPath, request } from './client'
 import { durationArg } from './input'
 import { EXIT, Exit, act, note, printJson, ServerError, UsageError } from './output'
 
-interface Conflict {
+export interface Conflict {
   path: string
   held_path: string
   reservation_id: string
@@ -19,7 +19,7 @@ interface Conflict {
 }
 
 /** A file name as a pattern that matches only itself (a staged `app/[id].tsx` is a file, not a class). */
-const literal = (path: string) => path.replace(/[\\*?[\]{}()!@+]/g, '\\$&')
+export const literal = (path: string) => path.replace(/[\\*?[\]{}()!@+]/g, '\\$&')
 
 function describe(c: Conflict): string {
   const who = `${c.instance_name || c.instance_id} (${c.instance_status})`

@@ -11,7 +11,7 @@ import type { HolderView } from '../store/holders'
 import { expiresAt, holderScope } from './holders'
 import { recordAudit } from './audit'
 import { grantIn, overlapsIn, withReservations, type Overlap } from './reservations'
-import { literalPattern } from './hook-paths'
+import { literalPattern, type CheckedPath } from './hook-paths'
 import type { Session } from './hook-session'
 
 /** One reservation in the way of an edit: as POST /api/reservations answers a conflict. */
@@ -54,11 +54,12 @@ export const writes = (p: EditPlan) => p.blocking.length > 0 || p.grants.length 
  * instance holds exclusively denies it; in edit-reserve mode each file nothing overlaps
  * is to be reserved, one the session's own `edit` reservation covers has that renewed,
  * and one another own reservation covers (a task's, one by hand), or another instance's
- * shared one overlaps, is left as it is.
+ * shared one overlaps, is left as it is. `checked` patterns (a shell command's trees and
+ * maybes) can deny it but are never reserved.
  */
-export async function planEdit(reads: EditReads, project: string, self: string, patterns: string[], reserveMs: number | undefined): Promise<EditPlan> {
+export async function planEdit(reads: EditReads, project: string, self: string, patterns: string[], reserveMs: number | undefined, checked: string[] = []): Promise<EditPlan> {
   // Everyone's overlapping reservations, the session's own included (edit-reserve mode renews those).
-  const found = await overlapsIn(reads, project, patterns, true, null)
+  const found = await overlapsIn(reads, project, checked.length ? [...patterns, ...checked] : patterns, true, null)
   const plan: EditPlan = { blocking: found.filter((o) => o.holding.instance_id !== self && o.holding.exclusive), grants: [], renewals: [] }
   if (plan.blocking.length || reserveMs === undefined) return plan
   const byPath = new Map<string, Holding[]>()
@@ -79,12 +80,12 @@ export async function planEdit(reads: EditReads, project: string, self: string, 
 }
 
 /** Decides an edit of `files` (root-relative) by the session inside `tx`: a denial emits edit.blocked and audits hook.deny. */
-export async function decideEdit(tx: Tx, session: Session, files: string[], reserveMs: number | undefined): Promise<EditDecision> {
+export async function decideEdit(tx: Tx, session: Session, files: string[], reserveMs: number | undefined, checked: CheckedPath[] = []): Promise<EditDecision> {
   const { project, session_id } = session.row
   const patterns = files.map(literalPattern)
-  const plan = await planEdit(tx.reservations, project, session.instance.id, patterns, reserveMs)
+  const plan = await planEdit(tx.reservations, project, session.instance.id, patterns, reserveMs, checked.map((c) => c.pattern))
   if (plan.blocking.length) {
-    const conflicts = await conflictsIn(tx, plan.blocking, files, patterns)
+    const conflicts = await conflictsIn(tx, plan.blocking, [...files, ...checked.map((c) => c.file)], [...patterns, ...checked.map((c) => c.pattern)])
     const paths = [...new Set(conflicts.map((c) => c.path))]
     await tx.emit('edit.blocked', { session_id, instance_id: session.instance.id, paths, conflicts }, 'hooks')
     await recordAudit(tx, holderScope(session.instance, 'hook.deny', `sessions/${session_id}`), conflicts.map(describe).join('; ').slice(0, 1000))

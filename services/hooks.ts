@@ -7,7 +7,7 @@
 // skip the user's own permission rules; `{}` means "no opinion".
 import type { Ctx } from './context'
 import type { HookAgent } from '../store/sessions'
-import { editedFiles, literalPattern, writesFiles, type EditedFiles } from './hook-paths'
+import { editTargets, literalPattern, writesFiles, type EditTargets } from './hook-paths'
 import { log } from '../obs/log'
 import { decideEdit, planEdit, writes } from './hook-edits'
 import { finishBriefing, newMessages, startBriefing } from './hook-briefing'
@@ -45,19 +45,21 @@ const joined = (...parts: (string | null)[]) => parts.filter(Boolean).join('\n\n
 
 const toolOf = (event: HookEvent) => (typeof event.tool_name === 'string' ? event.tool_name : '')
 
-/** The root-relative files a PreToolUse writes (none for a tool that writes no files), or why they are not checked. */
-function filesOf(event: HookEvent, root: string): EditedFiles {
+/** The root-relative files a PreToolUse writes and the paths it only checks (none for a tool that writes no files), or why they are not checked. */
+function filesOf(event: HookEvent, root: string): EditTargets {
   const tool = toolOf(event)
-  if (!writesFiles(tool)) return { files: [], named: 0, problem: null }
-  return editedFiles(tool, event.tool_input, root, typeof event.cwd === 'string' ? event.cwd : root)
+  if (!writesFiles(tool)) return { files: [], checked: [], named: 0, problem: null }
+  return editTargets(tool, event.tool_input, root, typeof event.cwd === 'string' ? event.cwd : root)
 }
+
+const anything = (t: EditTargets) => t.files.length > 0 || t.checked.length > 0
 
 /**
  * A call whose files break a reservation's limits is left to the agent (no opinion, never a
  * deny: the limits are the server's, not the file's owner's), and said so: an edit.unchecked
  * event and a log line, naming the session, the tool and the limit (never the token).
  */
-async function unchecked(tx: Tx, session: Session, tool: string, edited: EditedFiles): Promise<HookAnswer> {
+async function unchecked(tx: Tx, session: Session, tool: string, edited: EditTargets): Promise<HookAnswer> {
   const data = { session_id: session.row.session_id, instance_id: session.instance.id, tool, files: edited.named, problem: edited.problem }
   await tx.emit('edit.unchecked', data, 'hooks')
   log.warn({ ...data, instance_name: session.instance.name, project: session.row.project }, 'hook edit not checked: its paths break the reservation limits')
@@ -86,9 +88,9 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
   if (denied) return deny(denied)
   if (name !== 'PreToolUse' && name !== 'Stop' && (await pendingWarnings(ctx, instance, row.project, row.session_id)).length) return null
   if (name === 'PreToolUse') {
-    const { files, problem } = filesOf(event, row.root)
-    if (problem) return null
-    if (files.length && writes(await planEdit(ctx.store.reservations, row.project, instance.id, files.map(literalPattern), headers.reserveMs))) return null
+    const t = filesOf(event, row.root)
+    if (t.problem) return null
+    if (anything(t) && writes(await planEdit(ctx.store.reservations, row.project, instance.id, t.files.map(literalPattern), headers.reserveMs, t.checked.map((c) => c.pattern)))) return null
   } else if (!(name === 'Stop' && event.stop_hook_active === true) && (await ctx.store.messages.unshown(instance.name, row.session_id, 1)).length) return null
   ctx.heartbeats.seen(ctx, instance.id)
   return {}
@@ -123,9 +125,8 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
         if (denied) return deny(denied)
         const edited = filesOf(event, session.row.root)
         if (edited.problem) return unchecked(tx, session, toolOf(event), edited)
-        const files = edited.files
-        if (!files.length) return {}
-        const decision = await decideEdit(tx, session, files, headers.reserveMs)
+        if (!anything(edited)) return {}
+        const decision = await decideEdit(tx, session, edited.files, headers.reserveMs, edited.checked)
         if (!decision.denied) return {}
         return deny(decision.reason)
       }

@@ -246,7 +246,7 @@ describe('Claude Code plugin', () => {
       }
     }
     expect(Object.keys(plugin.hooks).sort()).toEqual(['PostToolUse', 'PreToolUse', 'SessionEnd', 'SessionStart', 'Stop', 'UserPromptSubmit'])
-    expect(plugin.hooks.PreToolUse[0].matcher).toBe('Write|Edit|MultiEdit|NotebookEdit')
+    expect(plugin.hooks.PreToolUse[0].matcher).toBe('Write|Edit|MultiEdit|NotebookEdit|Bash')
     expect(plugin.mcpServers.muster).toMatchObject({ type: 'http', url: expect.stringMatching(/\/mcp$/) })
   })
 

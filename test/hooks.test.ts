@@ -313,3 +313,105 @@ describe('messages', () => {
     expect(row.name).toBe(name)
   })
 })
+
+describe('PreToolUse of a shell tool', () => {
+  const bash = (command: string) => ({ tool_input: { command } })
+
+  test('a write another instance holds is denied as an edit is: the same reason, edit.blocked, hook.deny (Claude Code Bash, Codex Bash)', async () => {
+    for (const agent of ['claude-code', 'codex'] as const) {
+      const c = session(agent)
+      await c.send('SessionStart')
+      const holder = await register(s, `hopper${n}`)
+      await reserve(holder, c.project, ['src/auth/**'], { reason: 'auth rework', ttl_ms: 600_000 })
+      const edit = deny(await c.send('PreToolUse.Write', { tool_name: 'Write', tool_input: { file_path: `${c.root}/src/auth/login.ts`, content: '' } }))
+      const shell = deny(await c.send('PreToolUse.Bash', bash("printf 'export const x = 1\\n' >> src/auth/login.ts")))
+      expect(shell).toEqual(edit)
+      expect(shell.permissionDecisionReason).toContain(`src/auth/login.ts: reserved as "src/auth/**" by ${holder.name} (active), reason "auth rework"`)
+      // every form of the contract, through cd prefixes and operators
+      for (const command of [
+        'cd src && sed -i "s/a/b/" auth/login.ts',
+        'echo ok; cat notes.txt | tee -a src/auth/login.ts > /dev/null',
+        'cd src/auth && cp /tmp/login.ts login.ts',
+        'git checkout -- src/auth/login.ts',
+        'rm -rf src',
+        "bash -lc 'touch src/auth/new.ts'",
+      ]) {
+        const answer = deny(await c.send('PreToolUse.Bash', bash(command)))
+        expect(answer.permissionDecision).toBe('deny')
+        expect(answer.permissionDecisionReason).toContain(`by ${holder.name} (active), reason "auth rework"`)
+      }
+      const row = await sessionRow(c.id)
+      const blocked = (await events('edit.blocked')).filter((e) => e.data.session_id === c.id)
+      expect(blocked.length).toBe(8)
+      expect(blocked[1].data).toMatchObject({ session_id: c.id, instance_id: row.instance_id, paths: ['src/auth/login.ts'], conflicts: [{ path: 'src/auth/login.ts', held_path: 'src/auth/**', instance_name: holder.name }] })
+      expect(blocked[6].data.paths).toEqual(['src'])
+      expect((await audit('hook.deny', row.instance_id)).length).toBe(8)
+    }
+  })
+
+  test('commands that write nothing held, or nothing that can be read, are left alone', async () => {
+    const c = session('codex')
+    await c.send('SessionStart')
+    const holder = await register(s, 'lovelace')
+    await reserve(holder, c.project, ['src/**'])
+    for (const command of [
+      'cat src/a.ts | grep x',
+      'echo > /dev/null',
+      'git diff > /tmp/x',
+      'ls > ../outside.txt',
+      'echo "> src/a.ts"',
+      'echo x > "$TARGET"',
+      'npm test',
+      'git restore --staged src/a.ts',
+      'echo x > docs/free.md',
+    ])
+      expect(await c.send('PreToolUse.Bash', bash(command))).toEqual({})
+    // Codex's older tool names and its argv form
+    expect(deny(await c.send('PreToolUse.Bash', { tool_name: 'shell', tool_input: { command: ['bash', '-lc', 'touch src/a.ts'] } })).permissionDecision).toBe('deny')
+    expect(deny(await c.send('PreToolUse.Bash', { tool_name: 'exec_command', tool_input: { cmd: 'touch src/a.ts' } })).permissionDecision).toBe('deny')
+    expect((await events('edit.blocked')).filter((e) => e.data.session_id === c.id).length).toBe(2)
+  })
+
+  test('a command writing more paths than a reservation may hold, or one past the limits: no opinion, edit.unchecked', async () => {
+    const c = session('claude-code', { 'x-muster-reserve': '10m' })
+    await c.send('SessionStart')
+    const holder = await register(s, 'knuth')
+    await reserve(holder, c.project, ['src/**'])
+    const many = Array.from({ length: 101 }, (_, i) => `src/f${i}.ts`).join(' ')
+    expect(await c.send('PreToolUse.Bash', bash(`touch ${many}`))).toEqual({})
+    expect(await c.send('PreToolUse.Bash', bash(`echo x > src/${'a/'.repeat(600)}a.ts`))).toEqual({})
+    const seen = (await events('edit.unchecked')).filter((e) => e.data.session_id === c.id).map((e) => [e.data.tool, e.data.files, e.data.problem])
+    expect(seen).toEqual([
+      ['Bash', 101, 'the command writes more than 100 paths; at most 100 are checked, as a reservation holds'],
+      ['Bash', 1, 'a pattern is at most 1024 characters'],
+    ])
+    expect(await reservationsOf((await sessionRow(c.id)).instance_id)).toEqual([])
+  })
+
+  test('Codex: apply_patch run through the shell is read as apply_patch (its files, from the directory of a cd before it)', async () => {
+    const c = session('codex', { 'x-muster-reserve': '10m' })
+    await c.send('SessionStart')
+    const holder = await register(s, 'turing')
+    await reserve(holder, c.project, ['pkg/src/held.ts'], { reason: 'held' })
+    const patch = (file: string) => `*** Begin Patch\n*** Update File: ${file}\n@@\n-a\n+b\n*** End Patch`
+    const refused = deny(await c.send('PreToolUse.Bash', bash(`cd pkg && apply_patch <<'EOF'\n${patch('src/held.ts')}\nEOF\n`)))
+    expect(refused.permissionDecisionReason).toContain('pkg/src/held.ts: reserved as "pkg/src/held.ts" by turing')
+    expect(await c.send('PreToolUse.Bash', { tool_input: { command: ['apply_patch', patch('pkg/src/free.ts')] } })).toEqual({})
+    const row = await sessionRow(c.id)
+    expect((await reservationsOf(row.instance_id)).map((r) => r.paths[0])).toEqual(['pkg/src/free.ts'])
+  })
+
+  test('edit-reserve mode: the files it plainly writes are reserved, not a tree it removes nor a maybe', async () => {
+    const c = session('claude-code', { 'x-muster-reserve': '10m' })
+    await c.send('SessionStart')
+    const row = await sessionRow(c.id)
+    expect(await c.send('PreToolUse.Bash', bash('cd src && echo x > a.ts && cp b.ts c.ts && rm -r old && echo x > $X.ts'))).toEqual({})
+    const mine = await reservationsOf(row.instance_id)
+    expect(mine.map((r) => r.paths[0]).sort()).toEqual(['src/a.ts', 'src/c.ts'])
+    expect(mine.every((r) => r.reason === 'edit' && r.exclusive)).toBe(true)
+    // the next agent's shell write to it is refused
+    const d = session('codex')
+    const other = deny(await d.send('PreToolUse.Bash', { ...bash('sed -i s/x/y/ src/a.ts'), cwd: c.root, session_id: d.id }, { 'x-muster-project': c.project, 'x-muster-root': c.root }))
+    expect(other.permissionDecisionReason).toContain(`src/a.ts: reserved as "src/a.ts" by ${row.name} (active), reason "edit"`)
+  })
+})
