@@ -16,7 +16,8 @@ import { api, authHeaders, resolveConfig } from './client'
 import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
-import { planInit, writeInit, type InitAgent } from './init'
+import { codexHooksTrust, trustCodexHooks } from './codex-trust'
+import { CODEX_NETWORK_SETTING, hookTokenProblem, planInit, writeInit, type InitAgent } from './init'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
@@ -24,6 +25,18 @@ import { setProjectCase } from './project-case'
 const AGENTS = ['claude-code', 'codex'] as const
 /** Hooks run on every tool call: a server that does not answer in this long counts as unreachable. */
 const HOOK_TIMEOUT_MS = 8000
+/** Codex kills a SessionEnd hook after 3 s: answer (or give up) well inside that, start-up included. */
+const SESSION_END_MS: Partial<Record<InitAgent, number>> = { codex: 2000 }
+
+/** The event's name, read cheaply (the server validates the event). */
+function eventName(text: string): string | null {
+  try {
+    const name = JSON.parse(text)?.hook_event_name
+    return typeof name === 'string' ? name : null
+  } catch {
+    return null
+  }
+}
 
 function agentArg(value: string): InitAgent | 'git' {
   if (value === 'git') return value
@@ -70,7 +83,8 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   set('x-muster-git-root', root)
   let res: Response
   try {
-    res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(HOOK_TIMEOUT_MS) })
+    const budget = eventName(event) === 'SessionEnd' ? (SESSION_END_MS[agent] ?? HOOK_TIMEOUT_MS) : HOOK_TIMEOUT_MS
+    res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(budget) })
   } catch (err) {
     return fail(`cannot reach ${cfg.server} (${(err as Error).message})`)
   }
@@ -145,12 +159,18 @@ export function hookCommands(program: Command): void {
     .argument('<agent>', 'claude-code | codex | git', agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
-    .action(async (agent: InitAgent | 'git', o: { reserve?: string; dryRun?: boolean }) => {
+    .option('--trust', `codex: record in Codex's own config ($CODEX_HOME/config.toml) the trust it asks for (its /hooks review) for the hooks written here, and the project's`)
+    .option('--allow-network', `codex: let Codex's default workspace-write sandbox reach the network, so \`muster\` in the model's shell reaches the server (${CODEX_NETWORK_SETTING} in .codex/config.toml)`)
+    .action(async (agent: InitAgent | 'git', o: { reserve?: string; dryRun?: boolean; trust?: boolean; allowNetwork?: boolean }) => {
+      if (agent !== 'codex' && (o.trust || o.allowNetwork)) throw new UsageError('--trust and --allow-network are for codex')
       if (agent === 'git') return initGit(o)
+      const tokenProblem = agent === 'claude-code' ? hookTokenProblem(resolveConfig().from.token) : null
+      if (tokenProblem) throw new UsageError(tokenProblem)
       const root = gitRoot() ?? process.cwd()
       const cfg = resolveConfig()
+      const server = cfg.server
       const files = planInit({
-        agent, root, server: cfg.server, reserve: o.reserve, token: cfg.token,
+        agent, root, server, reserve: o.reserve, allowNetwork: o.allowNetwork, token: cfg.token,
         codexHome: process.env.CODEX_HOME || undefined,
         claudeHome: process.env.CLAUDE_CONFIG_DIR || undefined,
       })
@@ -160,6 +180,19 @@ export function hookCommands(program: Command): void {
       const shown = cfg.token ? files.map((f) => ({ ...f, content: f.content.replaceAll(cfg.token!, '<token>') })) : files
       if (o.dryRun) return printJson({ dry_run: true, root, files: shown, project })
       writeInit(root, files)
-      printJson({ root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })), project })
+      const out: Record<string, unknown> = { root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })), project }
+      if (agent === 'codex') {
+        const notes: string[] = []
+        if (o.trust) {
+          const t = trustCodexHooks(root)
+          out.trusted = { config: t.configFile, project: t.project, hooks: t.hooks.map((h) => h.key) }
+        } else if (!codexHooksTrust(root).ok) {
+          notes.push(`Codex runs these hooks only once you trust them, and says nothing otherwise: run \`muster init codex --trust\` (or review them in Codex's /hooks)`)
+        }
+        if (!o.allowNetwork)
+          notes.push(`Codex's default workspace-write sandbox has no network: \`muster\` in the model's shell cannot reach ${server}. Run \`muster init codex --allow-network\` (${CODEX_NETWORK_SETTING} in .codex/config.toml), or run Codex with another sandbox`)
+        if (notes.length) out.notes = notes
+      }
+      printJson(out)
     })
 }

@@ -3,13 +3,14 @@
 // environment through allowedEnvVars; SessionStart and SessionEnd as command hooks) and
 // the MCP server in .mcp.json; Codex gets command
 // hooks running `muster hook codex` in .codex/hooks.json and the MCP server in
-// .codex/config.toml; both a short CLAUDE.md / AGENTS.md section, and the agent's telemetry
+// .codex/config.toml (with --allow-network, the sandbox setting that lets the model's shell
+// reach the server); both a short CLAUDE.md / AGENTS.md section, and the agent's telemetry
 // towards the server in the user's own agent config (the only place each reads it from).
-// Each file is merged
-// into what is there (other hooks and settings kept), and a second run writes nothing.
+// Each file is merged into what is there (other hooks and settings kept), and a second run writes nothing.
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
+import { setTomlValue } from './codex-trust'
 import { UsageError } from './output'
 
 export type InitAgent = 'claude-code' | 'codex'
@@ -28,6 +29,8 @@ export interface InitOptions {
   codexHome?: string
   /** Claude Code's config dir ($CLAUDE_CONFIG_DIR, default ~/.claude): it takes telemetry settings only from the user's settings there. */
   claudeHome?: string
+  /** Codex: let the default workspace-write sandbox reach the network (the CLI calls the server). */
+  allowNetwork?: boolean
 }
 
 export interface PlannedFile {
@@ -39,8 +42,13 @@ export interface PlannedFile {
 /** The environment variables a Claude Code http hook may put in its headers. */
 export const HOOK_ENV = ['SERVICE_TOKEN', 'MUSTER_AGENT', 'MUSTER_PROJECT'] as const
 const CLAUDE_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'] as const
-// Codex has no SessionEnd hook: its instances go stale and are released by the liveness check.
-const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop'] as const
+// Codex has SessionEnd since 0.145: `codex exec` ending releases the session's files at once.
+const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'] as const
+/** Codex caps a SessionEnd hook at 3 s (and hashes its trust with the capped value). */
+const CODEX_SESSION_END_TIMEOUT = 3
+// The shell tools too: a command's writes are read from its text (lib/shell). Codex sends
+// every shell tool to hooks as `Bash`.
+const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|NotebookEdit|Bash', codex: 'apply_patch|Write|Edit|Bash' }
 const BEGIN = '<!-- muster:begin -->'
 const END = '<!-- muster:end -->'
 
@@ -62,7 +70,8 @@ const COMMAND_ONLY = new Set(['SessionStart', 'SessionEnd'])
 function ourHook(o: InitOptions, event: string): Hook {
   if (o.agent === 'codex' || COMMAND_ONLY.has(event)) {
     const reserve = o.reserve ? ` --reserve ${o.reserve}` : ''
-    return { type: 'command', command: `muster hook ${o.agent} --server ${o.server}${reserve}`, timeout: 10 }
+    const timeout = o.agent === 'codex' && event === 'SessionEnd' ? CODEX_SESSION_END_TIMEOUT : 10
+    return { type: 'command', command: `muster hook ${o.agent} --server ${o.server}${reserve}`, timeout }
   }
   const headers: Record<string, string> = {
     Authorization: 'Bearer $SERVICE_TOKEN',
@@ -71,6 +80,17 @@ function ourHook(o: InitOptions, event: string): Hook {
   }
   if (o.reserve) headers['X-Muster-Reserve'] = o.reserve
   return { type: 'http', url: `${o.server}/api/hooks/claude-code`, headers, allowedEnvVars: [...HOOK_ENV], timeout: 10 }
+}
+
+/**
+ * Why `init claude-code` must not go on, or null: Claude Code's http hooks can send only
+ * `$SERVICE_TOKEN`. A token the CLI found elsewhere (`from`: MUSTER_TOKEN, a settings.json)
+ * would reach them as an empty bearer, a 401 that Claude Code treats as non-blocking, and
+ * no edit would ever be denied, without a word.
+ */
+export function hookTokenProblem(from: string | null, env: Record<string, string | undefined> = process.env): string | null {
+  if (!from || env.SERVICE_TOKEN) return null
+  return `the server token comes from ${from}, but Claude Code's http hooks can read it only from $SERVICE_TOKEN (without it every hook call is refused and no edit is ever denied): set SERVICE_TOKEN to the same token where you start claude, then run init again`
 }
 
 /** `settings.hooks` with our entries replaced (other groups and hooks kept where they are). */
@@ -89,10 +109,7 @@ export function mergeHooks(settings: Json, o: InitOptions): Json {
   const events = o.agent === 'codex' ? CODEX_EVENTS : CLAUDE_EVENTS
   for (const event of events) {
     const hook = ourHook(o, event)
-    // No matcher: PreToolUse sees every tool: edits and shell commands (whose writes are read from
-    // their text, lib/shell; Codex sends every shell tool as `Bash`) are checked, and a deny budget
-    // stops any tool call.
-    const group: Group = { hooks: [hook] }
+    const group: Group = event === 'PreToolUse' ? { matcher: EDIT_TOOLS[o.agent], hooks: [hook] } : { hooks: [hook] }
     hooks[event] = [...(Array.isArray(hooks[event]) ? hooks[event] : []), group]
   }
   for (const [event, groups] of Object.entries(hooks)) if (Array.isArray(groups) && groups.length === 0) delete hooks[event]
@@ -165,6 +182,13 @@ export function mergeTomlTable(text: string, header: string, body: string): stri
   return (before ? `${before}\n` : '') + table + (after.trim() ? `\n${after.replace(/^\n+/, '')}` : '')
 }
 
+/**
+ * Codex's default `workspace-write` sandbox has no network, so `muster` in the model's shell
+ * cannot reach the server (EPERM): this is the setting that opens it, for this project.
+ */
+export const CODEX_NETWORK_SETTING = '[sandbox_workspace_write] network_access = true'
+export const allowSandboxNetwork = (text: string) => setTomlValue(text, '[sandbox_workspace_write]', 'network_access', 'true')
+
 /** The coordination section of CLAUDE.md / AGENTS.md. */
 export function guideSection(o: InitOptions): string {
   const reserving = o.reserve
@@ -221,7 +245,7 @@ export function planInit(o: InitOptions): PlannedFile[] {
         ]
       : [
           { path: '.codex/hooks.json', content: () => jsonText(mergeHooks(readJson(join(o.root, '.codex/hooks.json')), o)) },
-          { path: '.codex/config.toml', content: (t) => mergeCodexConfig(t, o.server) },
+          { path: '.codex/config.toml', content: (t) => (o.allowNetwork ? allowSandboxNetwork(mergeCodexConfig(t, o.server)) : mergeCodexConfig(t, o.server)) },
           { path: 'AGENTS.md', content: (t) => mergeGuide(t, guideSection(o)) },
           { path: userFile(o.codexHome ?? join(homedir(), '.codex'), 'config.toml'), content: (t) => mergeTomlTable(t, '[otel]', codexOtelTable(o.server, o.token)) },
         ]

@@ -11,10 +11,12 @@ import { MAX_PATHS } from './reservations'
 const FILE_PATH_TOOLS = new Set(['Write', 'Edit', 'MultiEdit'])
 /**
  * `*** Add File: P`, `*** Update File: P`, `*** Delete File: P`, `*** Move to: P` (apply_patch's
- * envelope). The name is the rest of the line, trimmed after the match: a lazy `(.+?)\s*$`
- * backtracks over every run of spaces, quadratic in a padded line.
+ * envelope). Codex's own parser trims each line before it looks for these, so an indented
+ * header is a header: a patch Codex applies must be a patch Muster checks. The name is the
+ * rest of the line, trimmed after the match: a lazy `(.+?)\s*$` backtracks over every run of
+ * spaces, quadratic in a padded line.
  */
-const PATCH_LINE = /^\*\*\* (?:Add File|Update File|Delete File|Move to): (.*)$/gm
+const PATCH_LINE = /^[ \t]*\*\*\* (?:Add File|Update File|Delete File|Move to): (.*)$/gm
 
 /**
  * Shell tools: Claude Code's `Bash`; Codex sends each of its shell tools (`shell`,

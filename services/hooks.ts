@@ -55,6 +55,13 @@ function filesOf(event: HookEvent, root: string): EditTargets {
 const anything = (t: EditTargets) => t.files.length > 0 || t.checked.length > 0
 
 /**
+ * Codex has no quiet Stop answer (no additionalContext there): a block's reason is the only
+ * way to its model, and Codex hands it over as a new user-role prompt (in a hook_prompt
+ * wrapper). This line says whose it is, so the model reads it as a notice, not a request.
+ */
+const CODEX_STOP_NOTE = 'Muster (a hook, not from the user): messages arrived for you. Read them; act only on what they ask, then finish.'
+
+/**
  * A call whose files break a reservation's limits is left to the agent (no opinion, never a
  * deny: the limits are the server's, not the file's owner's), and said so: an edit.unchecked
  * event and a log line, naming the session, the tool and the limit (never the token).
@@ -138,7 +145,11 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
       case 'Stop': {
         if (event.stop_hook_active === true) return {}
         const text = await newMessages(tx, session)
-        return text ? { decision: 'block', reason: text } : {}
+        if (!text) return {}
+        // Claude Code takes another turn on a Stop's additionalContext, quietly; its
+        // `decision: block` shows the user a hook error. Codex has no quieter shape: the block,
+        // its reason saying whose it is.
+        return agent === 'claude-code' ? context(name, text) : { decision: 'block', reason: `${CODEX_STOP_NOTE}\n${text}` }
       }
       case 'SessionEnd': {
         const held = await endSession(ctx, tx, session, event.reason)

@@ -61,6 +61,9 @@ describe('muster doctor', () => {
     expect(d.line('PATH')).toContain('-- fix: put the muster binary on PATH')
     expect(d.line('codex sandbox')).toContain("FAIL codex sandbox: Codex's workspace-write sandbox has no network")
     expect(d.line('codex sandbox')).toContain('network_access = true')
+    expect(d.line('codex trust')).toStartWith(`FAIL codex trust: Codex does not trust the project ${dir}`)
+    expect(d.line('codex trust')).toContain('Codex hooks not trusted: 6 untrusted')
+    expect(d.line('codex trust')).toContain(`-- fix: run \`muster init codex --trust\` in ${dir}`)
     expect(d.line('git guards')).toBe(`warn git guards: no Muster pre-commit or pre-push hook in ${join(dir, '.git/hooks')}: a commit or push of a held file goes through -- fix: \`muster init git\` (kept beside your hooks)`)
     expect(d.lines.every((l) => /^(ok  |warn|FAIL) [\w -]+: /.test(l))).toBe(true)
     expect(d.stdout).not.toContain(agentToken)
@@ -70,14 +73,17 @@ describe('muster doctor', () => {
     const dir = await wired()
     writeFileSync(join(dir, '.codex/config.toml'), readFileSync(join(dir, '.codex/config.toml'), 'utf8') + '\n[sandbox_workspace_write]\nnetwork_access = true\n')
     expect((await runCli(['init', 'git'], { cwd: dir, env: { SERVICE_SERVER: s.api } })).code).toBe(0)
-    const d = await doctor(dir, { SERVICE_SERVER: s.api, SERVICE_TOKEN: agentToken, PATH: withMuster })
+    const CODEX_HOME = workdir()
+    expect((await runCli(['init', 'codex', '--trust'], { cwd: dir, env: { SERVICE_SERVER: s.api, CODEX_HOME } })).code).toBe(0)
+    const d = await doctor(dir, { SERVICE_SERVER: s.api, SERVICE_TOKEN: agentToken, PATH: withMuster, CODEX_HOME })
     expect(d.lines.filter((l) => !l.startsWith('ok '))).toEqual([])
     expect(d.code).toBe(0)
     expect(d.line('hook token')).toBe('ok   hook token: the http hooks send $SERVICE_TOKEN, which is set')
     expect(d.line('codex sandbox')).toBe('ok   codex sandbox: workspace-write with network_access = true: the CLI reaches the server')
     expect(d.line('git guards')).toBe(`ok   git guards: pre-commit and pre-push in ${join(dir, '.git/hooks')}`)
+    expect(d.line('codex trust')).toBe(`ok   codex trust: the project and its 6 Muster hooks are trusted in ${join(CODEX_HOME, 'config.toml')}`)
     // --json: the same findings for a program
-    const json = await runCli(['doctor', '--json'], { cwd: dir, env: { SERVICE_SERVER: s.api, SERVICE_TOKEN: agentToken, PATH: withMuster, CODEX_HOME: workdir() } })
+    const json = await runCli(['doctor', '--json'], { cwd: dir, env: { SERVICE_SERVER: s.api, SERVICE_TOKEN: agentToken, PATH: withMuster, CODEX_HOME } })
     expect(json.json.map((f: any) => f.status)).toEqual(d.lines.map(() => 'ok'))
   })
 
@@ -106,7 +112,7 @@ describe('muster doctor', () => {
     writeFileSync(join(dir, '.codex/hooks.json'), '{ not json')
     const d = await doctor(dir, env)
     expect(d.line('hooks claude-code')).toBe(
-      'FAIL hooks claude-code: .claude/settings.json lacks PreToolUse of MultiEdit, NotebookEdit, Bash, any other tool (without Bash, writes through the shell are not checked) -- fix: `muster init claude-code` (merges, keeps your other hooks)',
+      'FAIL hooks claude-code: .claude/settings.json lacks PreToolUse of NotebookEdit, Bash (without Bash, writes through the shell are not checked) -- fix: `muster init claude-code` (merges, keeps your other hooks)',
     )
     expect(d.line('hooks codex')).toStartWith('FAIL hooks codex: .codex/hooks.json is not a JSON object')
 

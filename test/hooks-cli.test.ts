@@ -50,7 +50,7 @@ describe('muster hook', () => {
     const denied = await runCli(['hook', 'codex'], {
       cwd: sub,
       env,
-      stdin: event('PreToolUse.Write', root, session, { tool_input: { file_path: join(root, 'lib/x.ts'), content: '' } }),
+      stdin: event('PreToolUse.apply_patch', root, session, { tool_input: { command: `*** Begin Patch\n*** Add File: ${join(root, 'lib/x.ts')}\n+x\n*** End Patch\n` } }),
     })
     expect(denied.code).toBe(0)
     expect(denied.json.hookSpecificOutput).toMatchObject({ hookEventName: 'PreToolUse', permissionDecision: 'deny' })
@@ -131,7 +131,7 @@ describe('muster init', () => {
     expect(settings.model).toBe('opus')
     expect(settings.hooks.PreToolUse[0]).toEqual(mine)
     const ours = settings.hooks.PreToolUse[1]
-    expect(ours.matcher).toBeUndefined()
+    expect(ours.matcher).toBe('Write|Edit|NotebookEdit|Bash')
     expect(ours.hooks[0]).toEqual({
       type: 'http',
       url: 'http://muster.test:9800/api/hooks/claude-code',
@@ -187,7 +187,7 @@ describe('muster init', () => {
       { hooks: [{ type: 'command', command: 'notify-send done' }] },
       { hooks: [{ type: 'command', command: 'muster hook codex --server http://muster.test:9800', timeout: 10 }] },
     ])
-    expect(hooks.PreToolUse[0].matcher).toBeUndefined()
+    expect(hooks.PreToolUse[0].matcher).toBe('apply_patch|Write|Edit|Bash')
     expect(files[1]).toBe(
       'model = "gpt-5-codex"\n\n[mcp_servers.docs]\nurl = "http://docs.test/mcp"\n\n[mcp_servers.muster]\nurl = "http://muster.test:9800/mcp"\nbearer_token_env_var = "SERVICE_TOKEN"\n',
     )
@@ -246,7 +246,7 @@ describe('Claude Code plugin', () => {
       }
     }
     expect(Object.keys(plugin.hooks).sort()).toEqual(['PostToolUse', 'PreToolUse', 'SessionEnd', 'SessionStart', 'Stop', 'UserPromptSubmit'])
-    expect(plugin.hooks.PreToolUse[0].matcher).toBe('Write|Edit|MultiEdit|NotebookEdit|Bash')
+    expect(plugin.hooks.PreToolUse[0].matcher).toBe('Write|Edit|NotebookEdit|Bash')
     expect(plugin.mcpServers.muster).toMatchObject({ type: 'http', url: expect.stringMatching(/\/mcp$/) })
   })
 

@@ -219,10 +219,13 @@ describe('PreToolUse', () => {
     expect(reason).toContain('src/renamed.ts: reserved as "src/renamed.ts" by ken')
     expect(reason).toContain('docs/hello.md: reserved as "docs/**" by ken')
     expect(reason).not.toContain('src/app.ts')
-    expect(await c.send('PreToolUse.Write')).toEqual({})
+    // Codex itself never sends Write/Edit (its fixtures are recorded); the contract reads them as Claude Code's.
+    const write = { tool_name: 'Write', tool_input: { file_path: `${c.root}/src/app.ts`, content: 'export const app = 3\n' } }
+    const edit = { tool_name: 'Edit', tool_input: { file_path: 'src/app.ts', old_string: '= 3', new_string: '= 4' } }
+    expect(await c.send('PreToolUse.apply_patch', write)).toEqual({})
     await reserve(other, c.project, ['src/app.ts'])
-    expect(deny(await c.send('PreToolUse.Write')).permissionDecisionReason).toContain('src/app.ts')
-    expect(deny(await c.send('PreToolUse.Edit')).permissionDecisionReason).toContain('src/app.ts')
+    expect(deny(await c.send('PreToolUse.apply_patch', write)).permissionDecisionReason).toContain('src/app.ts')
+    expect(deny(await c.send('PreToolUse.apply_patch', edit)).permissionDecisionReason).toContain('src/app.ts')
     // the patch in another string field of tool_input
     const patch = codex['PreToolUse.apply_patch'].tool_input.command
     expect(deny(await c.send('PreToolUse.apply_patch', { tool_input: { input: patch } })).permissionDecision).toBe('deny')
@@ -274,7 +277,7 @@ describe('messages', () => {
       return r.body
     })
 
-  test('UserPromptSubmit and PostToolUse add new messages once; Stop blocks once unless stop_hook_active; SessionStart shows them', async () => {
+  test('UserPromptSubmit and PostToolUse add new messages once; Stop adds them once unless stop_hook_active; SessionStart shows them', async () => {
     const name = `mia${n}`
     const c = session('claude-code', { 'x-muster-agent': name })
     const m1 = await send(name, 'first', { ack_required: true })
@@ -298,7 +301,7 @@ describe('messages', () => {
     const m4 = await send(name, 'before stopping')
     expect(await c.send('Stop', { stop_hook_active: true })).toEqual({})
     const stop = await c.send('Stop')
-    expect(stop).toEqual({ decision: 'block', reason: expect.stringContaining(`Message ${m4.id}`) })
+    expect(stop).toEqual({ hookSpecificOutput: { hookEventName: 'Stop', additionalContext: expect.stringContaining(`Message ${m4.id}`) } })
     expect(await c.send('Stop')).toEqual({})
 
     // Acked messages stay away; a new session under the same name shows the unacked ones again.
@@ -323,7 +326,7 @@ describe('PreToolUse of a shell tool', () => {
       await c.send('SessionStart')
       const holder = await register(s, `hopper${n}`)
       await reserve(holder, c.project, ['src/auth/**'], { reason: 'auth rework', ttl_ms: 600_000 })
-      const edit = deny(await c.send('PreToolUse.Write', { tool_name: 'Write', tool_input: { file_path: `${c.root}/src/auth/login.ts`, content: '' } }))
+      const edit = deny(await c.send('PreToolUse.Bash', { tool_name: 'Write', tool_input: { file_path: `${c.root}/src/auth/login.ts`, content: '' } }))
       const shell = deny(await c.send('PreToolUse.Bash', bash("printf 'export const x = 1\\n' >> src/auth/login.ts")))
       expect(shell).toEqual(edit)
       expect(shell.permissionDecisionReason).toContain(`src/auth/login.ts: reserved as "src/auth/**" by ${holder.name} (active), reason "auth rework"`)

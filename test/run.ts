@@ -1,7 +1,10 @@
 // `npm test`: the whole suite on the embedded SQLite database, then again on
 // PostgreSQL (a throwaway cluster, test/pg.ts) for the files that can reach it,
-// and one total at the end. Without PostgreSQL installed the second run
-// cannot happen, and the last lines say so.
+// then the real agents (test/agents, `npm run test:agents`) on SQLite, and one total
+// at the end. Without PostgreSQL installed the second run cannot happen, and the
+// last lines say so. The agents run once: they test the wiring between an agent's
+// own loop and Muster (hooks, CLI, MCP), which takes the same service code on either
+// backend, and the hook services' storage is tested on both in test/hooks*.test.ts.
 import { testsWithoutPostgres, pgBinaries, startCluster, type Cluster } from './pg'
 
 const args = process.argv.slice(2)
@@ -29,8 +32,10 @@ async function suite(label: string, env: Record<string, string>, extra: string[]
   return { pass: count('pass'), fail: count('fail'), code }
 }
 
+// Given files to run, bun's filter decides (test/agents included when named); else the agents get a pass of their own.
+const agentsApart = args.length === 0
 const results: { label: string; pass: number; fail: number; code: number }[] = []
-results.push({ label: 'SQLite', ...(await suite('SQLite (embedded)', {})) })
+results.push({ label: 'SQLite', ...(await suite('SQLite (embedded)', {}, agentsApart ? ['--path-ignore-patterns=test/agents/**'] : [])) })
 
 const bins = pgBinaries()
 let missing = ''
@@ -42,7 +47,7 @@ else {
     // A file that never reaches PostgreSQL would only repeat what it did in the SQLite run.
     const once = testsWithoutPostgres(import.meta.dir)
     console.log(`\n${once.length} files never reach PostgreSQL and run in the SQLite pass only: ${once.join(' ')}`)
-    const skip = ['--pass-with-no-tests', ...once.map((f) => `--path-ignore-patterns=test/${f}`)]
+    const skip = ['--pass-with-no-tests', '--path-ignore-patterns=test/agents/**', ...once.map((f) => `--path-ignore-patterns=test/${f}`)]
     results.push({ label: 'PostgreSQL', ...(await suite(`PostgreSQL (${cluster.url})`, { MUSTER_TEST_PG: cluster.url }, skip)) })
   } catch (err) {
     missing = `the PostgreSQL cluster could not start (${(err as Error).message.trim()}): the PostgreSQL run was SKIPPED.`
@@ -50,6 +55,8 @@ else {
     await cluster?.stop()
   }
 }
+
+if (agentsApart) results.push({ label: 'Agents', ...(await suite('real agents (test/agents, SQLite)', {}, ['--timeout', '90000', 'test/agents'])) })
 
 console.log('\n===== summary =====')
 for (const r of results) console.log(`${r.label.padEnd(11)} ${r.pass} pass, ${r.fail} fail${r.code !== 0 && r.fail === 0 ? ` (exit ${r.code})` : ''}`)

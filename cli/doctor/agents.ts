@@ -11,12 +11,6 @@ const FILES: Record<InitAgent, { path: string; dir: string }> = {
 
 type Group = { matcher?: string; hooks?: Record<string, any>[] }
 
-/** The tools whose PreToolUse Muster checks (edits, and shell commands for the files they write). */
-const CHECKED_TOOLS: Record<InitAgent, string[]> = {
-  'claude-code': ['Write', 'Edit', 'MultiEdit', 'NotebookEdit', 'Bash'],
-  codex: ['apply_patch', 'Write', 'Edit', 'Bash'],
-}
-
 /** Our hooks in an agent's file, by event, with their matchers. */
 function ours(settings: Record<string, any>): Map<string, { matchers: (string | undefined)[]; hooks: Record<string, any>[] }> {
   const found = new Map<string, { matchers: (string | undefined)[]; hooks: Record<string, any>[] }>()
@@ -56,11 +50,7 @@ function agentFindings(ctx: DoctorContext, agent: InitAgent): Finding[] | null {
     }
     const tools = (groups[0].matcher ?? '').split('|').filter(Boolean)
     const matched = new Set(have.matchers.flatMap((m: string | undefined) => (m ?? '').split('|')))
-    const everyTool = (m: string | undefined) => m === undefined || m === '*' || m === ''
-    // init's PreToolUse matches every tool (a deny budget stops any call): a matcher naming tools
-    // lacks the checked ones it leaves out, and every other tool.
-    const wanted = everyTool(groups[0].matcher) && event === 'PreToolUse' ? CHECKED_TOOLS[agent] : tools
-    const lacking = have.matchers.some(everyTool) ? [] : [...wanted.filter((t) => !matched.has(t)), ...(wanted === tools ? [] : ['any other tool'])]
+    const lacking = have.matchers.some((m: string | undefined) => m === undefined || m === '*' || m === '') ? [] : tools.filter((t) => !matched.has(t))
     if (lacking.length) missing.push(`${event} of ${lacking.join(', ')}`)
   }
   const out: Finding[] = []

@@ -1,0 +1,302 @@
+// The real Codex CLI (pinned, installed from npm) driven through its own loop against a
+// fake OpenAI Responses API and a real Muster server: `muster init codex` in a scratch git
+// repository, then plain `codex exec` runs. Each scenario asserts what reached the model
+// (the fake logs every request) and what Muster and the files show afterwards.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { call, register, startServer, type TestServer } from '../helpers'
+import { codexHooksTrust } from '../../cli/codex-trust'
+import { startFakeOpenAI, type FakeOpenAI, type LoggedRequest } from './fake-openai'
+import { codexExec, codexWorld, muster, type CodexWorld } from './codex'
+
+/**
+ * Scenarios that fail only because another issue's work has not landed: reported as expected
+ * failures without failing the run (and announced when they start to pass).
+ */
+const awaiting: Record<string, string> = {}
+
+let s: TestServer
+let fake: FakeOpenAI
+let w: CodexWorld
+
+beforeAll(async () => {
+  s = await startServer()
+  fake = startFakeOpenAI()
+  w = await codexWorld({ modelUrl: fake.baseUrl, server: s.api })
+}, 240_000)
+
+afterAll(async () => {
+  fake?.stop()
+  await s?.cleanup()
+  w?.cleanup()
+})
+
+/** One scenario, one line in the output; an awaited one passes when it fails for its issue. */
+function scenario(name: string, fn: () => Promise<void>, timeout = 120_000) {
+  test(
+    name,
+    async () => {
+      const waitingFor = awaiting[name]
+      try {
+        await fn()
+      } catch (err) {
+        if (!waitingFor) throw err
+        console.log(`codex: expected failure (awaiting ${waitingFor}): ${name}: ${String((err as Error).message).split('\n')[0]}`)
+        return
+      }
+      console.log(waitingFor ? `codex: NOW PASSES, remove from awaiting (${waitingFor}): ${name}` : `codex: ok: ${name}`)
+    },
+    timeout,
+  )
+}
+
+let markers = 0
+/** A marker no other scenario's prompt contains. */
+const marker = (what: string) => `MUSTER-${what.toUpperCase()}-${++markers}`
+
+/** A scratch repository wired by `muster init codex …` (asserted to succeed). */
+function wired(...flags: string[]): string {
+  const repo = w.repo()
+  const r = muster(w, repo, ['init', 'codex', ...flags])
+  expect(r.code, r.stderr).toBe(0)
+  return repo
+}
+
+const sessionsOf = async (root: string) => ((await call(s.api, 'GET', '/api/sessions')).body as any[]).filter((x) => x.root === root)
+
+/** The tool outputs Codex sent back to the model in a request (function and custom tools). */
+const outputs = (r: LoggedRequest | undefined): string[] =>
+  ((r?.body?.input ?? []) as any[]).filter((i) => i?.type === 'function_call_output' || i?.type === 'custom_tool_call_output').map((i) => (typeof i.output === 'string' ? i.output : JSON.stringify(i.output)))
+
+const patchAdd = (path: string, line: string) => `*** Begin Patch\n*** Add File: ${path}\n+${line}\n*** End Patch\n`
+/** An update whose header is indented: Codex's parser trims it and applies the patch. */
+const patchUpdate = (path: string, from: string, to: string) => `*** Begin Patch\n  *** Update File: ${path}\n@@\n-${from}\n+${to}\n*** End Patch\n`
+
+function seed(repo: string, path: string, text: string) {
+  mkdirSync(join(repo, path, '..'), { recursive: true })
+  writeFileSync(join(repo, path), text)
+}
+
+scenario('untrusted hooks never run; after muster init codex --trust a plain codex exec runs them', async () => {
+  const repo = wired()
+  const trust = codexHooksTrust(repo, w.env)
+  expect(trust.ok).toBe(false)
+  expect(trust.problem).toContain('not trusted')
+  expect(trust.fix).toContain('muster init codex --trust')
+  const m = marker('trust')
+  fake.script({ marker: m, turns: [{ text: 'nothing to do' }] })
+  const before = await codexExec(w, repo, `${m} first`, { env: { MUSTER_AGENT: 'tru' } })
+  expect(before.code, before.stderr).toBe(0)
+  expect(await sessionsOf(repo)).toEqual([]) // Codex ran none of them, and said nothing
+
+  const again = muster(w, repo, ['init', 'codex', '--trust'])
+  expect(again.code, again.stderr).toBe(0)
+  expect(JSON.parse(again.stdout).trusted.hooks.length).toBe(6)
+  expect(codexHooksTrust(repo, w.env)).toMatchObject({ ok: true, problem: null })
+  const after = await codexExec(w, repo, `${m} second`, { env: { MUSTER_AGENT: 'tru' } })
+  expect(after.code, after.stderr).toBe(0)
+  expect(after.stderr).toContain('hook: SessionStart Completed')
+  expect(await sessionsOf(repo)).toMatchObject([{ agent: 'codex', name: 'tru' }])
+})
+
+scenario('a session registers and is briefed: the briefing reaches the model', async () => {
+  const repo = wired('--trust')
+  const holder = await register(s, 'bri-holder')
+  const project = repo.split('/').pop()
+  await call(s.api, 'POST', '/api/reservations', { project, paths: ['src/billing/**'], reason: 'billing rewrite' }, holder.h)
+  const m = marker('brief')
+  fake.script({ marker: m, turns: [{ text: 'read it' }] })
+  const r = await codexExec(w, repo, m, { env: { MUSTER_AGENT: 'bri' } })
+  expect(r.code, r.stderr).toBe(0)
+  const [first] = fake.of(m)
+  expect(first.text).toContain('Muster coordination: you are "bri"')
+  expect(first.text).toContain('src/billing/**: bri-holder (active), exclusive')
+  const [session] = await sessionsOf(repo)
+  expect(session).toMatchObject({ agent: 'codex', name: 'bri', root: repo, project })
+})
+
+scenario('an apply_patch edit reserves its file (edit-reserve mode)', async () => {
+  const repo = wired('--trust', '--reserve', '30m')
+  const m = marker('reserve')
+  let held: any[] = []
+  fake.script({
+    marker: m,
+    turns: [
+      { patch: patchAdd('src/app.ts', 'export const app = 1') },
+      async () => {
+        const [session] = await sessionsOf(repo)
+        held = (await call(s.api, 'GET', `/api/reservations?instance_id=${session.instance_id}`)).body
+        return { text: 'edited' }
+      },
+    ],
+  })
+  const r = await codexExec(w, repo, m, { env: { MUSTER_AGENT: 'res' } })
+  expect(r.code, r.stderr).toBe(0)
+  expect(readFileSync(join(repo, 'src/app.ts'), 'utf8')).toBe('export const app = 1\n')
+  expect(held).toMatchObject([{ paths: ['src/app.ts'], exclusive: true, reason: 'edit' }])
+  expect(outputs(fake.of(m)[1]).join('\n')).toContain('Success')
+})
+
+scenario("a second agent's edit of a held file is denied, the file unchanged, the reason reaches its model", async () => {
+  const repo = wired('--trust', '--reserve', '30m')
+  seed(repo, 'src/auth/login.ts', 'export const login = 1\nexport const logout = 1\n')
+  const [ma, mb] = [marker('holder'), marker('denied')]
+  let second: Awaited<ReturnType<typeof codexExec>> | null = null
+  let during = ''
+  // bob runs while ada's session holds the file: ada's second turn starts him and waits.
+  // bob's patch applies cleanly over ada's edit: only the deny keeps it out.
+  fake.script({ marker: mb, turns: [{ patch: patchUpdate('src/auth/login.ts', 'export const logout = 1', 'export const logout = 3') }, { text: 'denied, asking ada' }] })
+  fake.script({
+    marker: ma,
+    turns: [
+      { patch: patchUpdate('src/auth/login.ts', 'export const login = 1', 'export const login = 2') },
+      async () => {
+        second = await codexExec(w, repo, mb, { env: { MUSTER_AGENT: 'bob' } })
+        during = readFileSync(join(repo, 'src/auth/login.ts'), 'utf8')
+        return { text: 'done' }
+      },
+    ],
+  })
+  const first = await codexExec(w, repo, ma, { env: { MUSTER_AGENT: 'ada' } })
+  expect(first.code, first.stderr).toBe(0)
+  expect(second!.code, second!.stderr).toBe(0)
+  expect(during).toBe('export const login = 2\nexport const logout = 1\n') // ada's edit, not bob's
+  const reason = outputs(fake.of(mb)[1]).join('\n')
+  expect(reason).toContain('src/auth/login.ts')
+  expect(reason).toContain('by ada (active)')
+  expect(reason).toContain('muster send ada')
+})
+
+scenario('the session ends when codex exec exits and its files are free for the next', async () => {
+  const repo = wired('--trust', '--reserve', '30m')
+  seed(repo, 'src/cart.ts', 'export const cart = 1\n')
+  const [ma, mb] = [marker('ends'), marker('next')]
+  fake.script({ marker: ma, turns: [{ patch: patchUpdate('src/cart.ts', 'export const cart = 1', 'export const cart = 2') }, { text: 'done' }] })
+  fake.script({ marker: mb, turns: [{ patch: patchUpdate('src/cart.ts', 'export const cart = 2', 'export const cart = 3') }, { text: 'done' }] })
+  const a = await codexExec(w, repo, ma, { env: { MUSTER_AGENT: 'ena' } })
+  expect(a.code, a.stderr).toBe(0)
+  const [ended] = await sessionsOf(repo)
+  expect(ended.ended_at).not.toBeNull()
+  expect((await call(s.api, 'GET', `/api/reservations?instance_id=${ended.instance_id}`)).body).toEqual([])
+  const b = await codexExec(w, repo, mb, { env: { MUSTER_AGENT: 'enb' } })
+  expect(b.code, b.stderr).toBe(0)
+  expect(readFileSync(join(repo, 'src/cart.ts'), 'utf8')).toBe('export const cart = 3\n')
+  expect(outputs(fake.of(mb)[1]).join('\n')).toContain('Success')
+})
+
+scenario('under --sandbox workspace-write the CLI reaches the server once init --allow-network set it', async () => {
+  const repo = wired('--trust')
+  const [m1, m2] = [marker('sandboxed'), marker('network')]
+  const cmd = 'muster instances list -o json; echo "exit=$?"'
+  fake.script({ marker: m1, turns: [{ shell: cmd }, { text: 'done' }] })
+  fake.script({ marker: m2, turns: [{ shell: cmd }, { text: 'done' }] })
+  const blocked = await codexExec(w, repo, m1, { sandbox: 'workspace-write', env: { MUSTER_AGENT: 'san' } })
+  expect(blocked.code, blocked.stderr).toBe(0)
+  expect(outputs(fake.of(m1)[1]).join('\n')).toMatch(/cannot reach .*EPERM[\s\S]*exit=1/)
+
+  const init = muster(w, repo, ['init', 'codex', '--trust', '--allow-network'])
+  expect(init.code, init.stderr).toBe(0)
+  expect(readFileSync(join(repo, '.codex/config.toml'), 'utf8')).toContain('[sandbox_workspace_write]\nnetwork_access = true')
+  const open = await codexExec(w, repo, m2, { sandbox: 'workspace-write', env: { MUSTER_AGENT: 'san' } })
+  expect(open.code, open.stderr).toBe(0)
+  const out = outputs(fake.of(m2)[1]).join('\n')
+  expect(out).toContain('exit=0')
+  expect(out).toContain('"name":"san"')
+})
+
+scenario('a message reaches the model mid-session (after a tool call)', async () => {
+  const repo = wired('--trust')
+  const m = marker('midmsg')
+  fake.script({
+    marker: m,
+    turns: [
+      async () => {
+        await call(s.api, 'POST', '/api/messages', { to: ['mia'], subject: 'schema moved to v2', body: 'pull before you touch db/' })
+        return { shell: 'true' }
+      },
+      { text: 'noted' },
+    ],
+  })
+  const r = await codexExec(w, repo, m, { env: { MUSTER_AGENT: 'mia' } })
+  expect(r.code, r.stderr).toBe(0)
+  const [, next] = fake.of(m)
+  expect(next.text).toContain('schema moved to v2')
+  expect(next.text).toContain('pull before you touch db/')
+})
+
+scenario('a message that arrives before Stop reaches the model as a Muster notice, not a user request', async () => {
+  const repo = wired('--trust')
+  const m = marker('stopmsg')
+  fake.script({
+    marker: m,
+    turns: [
+      async () => {
+        await call(s.api, 'POST', '/api/messages', { to: ['sto'], subject: 'release freeze at 5pm' })
+        return { text: 'finished' }
+      },
+      { text: 'read the notice' },
+    ],
+  })
+  const r = await codexExec(w, repo, m, { env: { MUSTER_AGENT: 'sto' } })
+  expect(r.code, r.stderr).toBe(0)
+  const reqs = fake.of(m)
+  expect(reqs.length).toBe(2) // one more turn to read it, then Codex stops
+  const prompt = ((reqs[1].body.input as any[]).at(-1)?.content ?? []).map((c: any) => c.text).join('')
+  expect(prompt).toContain('<hook_prompt')
+  expect(prompt).toContain('release freeze at 5pm')
+  expect(prompt).toContain('not from the user')
+})
+
+scenario('MCP connects (SERVICE_TOKEN set) and its tools are callable from the model', async () => {
+  const repo = wired('--trust')
+  const m = marker('mcp')
+  fake.script({ marker: m, turns: [{ search: 'discover instances' }, { call: 'discover_instances', namespace: 'mcp__muster', arguments: { name: 'mcq' } }, { text: 'found' }] })
+  // Codex starts no MCP server whose bearer_token_env_var is unset: a token is needed even with auth off.
+  const r = await codexExec(w, repo, m, { env: { MUSTER_AGENT: 'mcq', SERVICE_TOKEN: 'unused-auth-off' } })
+  expect(r.code, r.stderr).toBe(0)
+  const [, found, called] = fake.of(m)
+  const search = (found.body.input as any[]).find((i) => i.type === 'tool_search_output')
+  expect(search.tools[0]).toMatchObject({ type: 'namespace', name: 'mcp__muster' })
+  expect(search.tools[0].tools.map((t: any) => t.name)).toContain('discover_instances')
+  const out = outputs(called).join('\n')
+  expect(out).toContain('"name":"mcq"')
+  expect(out).toContain(repo)
+})
+
+scenario('the CLI in the model shell acts as the session', async () => {
+  const repo = wired('--trust', '--allow-network')
+  const m = marker('identity')
+  fake.script({ marker: m, turns: [{ shell: 'muster send olga --subject "from inside ide" ; echo "exit=$?"' }, { text: 'sent' }] })
+  const r = await codexExec(w, repo, m, { env: { MUSTER_AGENT: 'ide' } })
+  expect(r.code, r.stderr).toBe(0)
+  expect(outputs(fake.of(m)[1]).join('\n')).toContain('exit=0')
+  const sent = (await call(s.api, 'GET', '/api/messages?to=olga')).body as any[]
+  expect(sent.find((x) => x.subject === 'from inside ide')).toMatchObject({ from: 'ide' })
+})
+
+scenario('the instance token never reaches the model', async () => {
+  const repo = wired('--trust')
+  const m = marker('token')
+  fake.script({ marker: m, turns: [{ text: 'hello' }] })
+  const r = await codexExec(w, repo, m, { env: { MUSTER_AGENT: 'tok' } })
+  expect(r.code, r.stderr).toBe(0)
+  for (const req of fake.of(m)) expect(req.text).not.toMatch(/instance token: \S+|\b[0-9a-f]{64}\b/i)
+})
+
+scenario('a shell write to a held file is refused, the file unchanged', async () => {
+  const repo = wired('--trust')
+  seed(repo, 'src/auth/login.ts', 'export const login = 1\n')
+  const holder = await register(s, 'shell-holder')
+  await call(s.api, 'POST', '/api/reservations', { project: repo.split('/').pop(), paths: ['src/auth/**'], reason: 'auth rewrite' }, holder.h)
+  const m = marker('shell')
+  fake.script({ marker: m, turns: [{ shell: "printf 'export const hack = 1\\n' >> src/auth/login.ts" }, { text: 'tried' }] })
+  const r = await codexExec(w, repo, m, { env: { MUSTER_AGENT: 'she' } })
+  expect(r.code, r.stderr).toBe(0)
+  expect(readFileSync(join(repo, 'src/auth/login.ts'), 'utf8')).toBe('export const login = 1\n')
+  expect(outputs(fake.of(m)[1]).join('\n')).toContain('shell-holder')
+})
+
+test('the fake model server saw no request it does not know', () => {
+  expect(fake.unknown.map((r) => `${r.method} ${r.path}`)).toEqual([])
+})

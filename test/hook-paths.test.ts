@@ -1,0 +1,34 @@
+// apply_patch headers read as Codex's own parser reads them: it trims each line before it
+// looks for a header, so an indented `*** Update File:` is applied by Codex and must be
+// checked by Muster. Pure functions: no server.
+import { describe, expect, test } from 'bun:test'
+import { editedFiles, namedFiles } from '../services/hook-paths'
+
+const patch = (body: string) => ({ command: `*** Begin Patch\n${body}\n*** End Patch\n` })
+
+describe('apply_patch file headers', () => {
+  test('each header kind, flush left', () => {
+    const input = patch('*** Add File: a.ts\n+x\n*** Update File: b.ts\n@@\n-a\n+b\n*** Delete File: c.ts\n*** Update File: d.ts\n*** Move to: e.ts\n@@\n-a\n+b')
+    expect(namedFiles('apply_patch', input)).toEqual(['a.ts', 'b.ts', 'c.ts', 'd.ts', 'e.ts'])
+  })
+
+  test('indented headers (spaces or tabs) and trailing blanks: read as Codex reads them', () => {
+    const input = patch('  *** Update File: src/auth/login.ts\n@@\n-a\n+b\n\t*** Add File: docs/x.md  \n+y\n    *** Update File: src/a.ts\n   *** Move to: src/b.ts\n@@\n-a\n+b')
+    expect(namedFiles('apply_patch', input)).toEqual(['src/auth/login.ts', 'docs/x.md', 'src/a.ts', 'src/b.ts'])
+  })
+
+  test('a header-looking line inside added content is content, not a header', () => {
+    const input = patch('*** Add File: notes.md\n+*** Update File: not-a-file.ts\n+  *** Delete File: nor-this.ts')
+    expect(namedFiles('apply_patch', input)).toEqual(['notes.md'])
+  })
+
+  test('the patch in whichever string field Codex sends it (custom tool: input; function tool: command)', () => {
+    expect(namedFiles('apply_patch', { input: '*** Begin Patch\n *** Update File: a.ts\n*** End Patch' })).toEqual(['a.ts'])
+    expect(namedFiles('apply_patch', { command: ['apply_patch', '*** Begin Patch\n*** Add File: b.ts\n+x\n*** End Patch'] })).toEqual(['b.ts'])
+  })
+
+  test('indented headers made relative to the root; outside the root not checked', () => {
+    const input = patch('  *** Update File: /repo/src/a.ts\n  *** Update File: ../../other/b.ts\n *** Add File: c.ts')
+    expect(editedFiles('apply_patch', input, '/repo', '/repo/pkg').files).toEqual(['src/a.ts', 'pkg/c.ts'])
+  })
+})
