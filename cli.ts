@@ -4,6 +4,7 @@
 // turns every outcome into an exit code: 0 ok, 1 server error, 2 usage error,
 // 3 a check that failed.
 import { Command, CommanderError } from 'commander'
+import { approvalCommands } from './cli/approvals'
 import { auditCommands } from './cli/audit'
 import { backupCommands } from './cli/backup'
 import { budgetCommands } from './cli/budgets'
@@ -81,6 +82,7 @@ export function buildProgram(): Command {
     doctorCommand,
     messageCommands,
     tokenCommands,
+    approvalCommands,
   ])
     register(program)
   addExamples(program)

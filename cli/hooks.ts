@@ -25,6 +25,8 @@ import { setProjectCase } from './project-case'
 const AGENTS = ['claude-code', 'codex'] as const
 /** Hooks run on every tool call: a server that does not answer in this long counts as unreachable. */
 const HOOK_TIMEOUT_MS = 8000
+/** A PermissionRequest waits for a person (at most the server's 10m): the request may take that long, and a little more. */
+const APPROVAL_TIMEOUT_MS = 10 * 60_000 + 15_000
 /** Codex kills a SessionEnd hook after 3 s: answer (or give up) well inside that, start-up included. */
 const SESSION_END_MS: Partial<Record<InitAgent, number>> = { codex: 2000 }
 
@@ -53,7 +55,7 @@ function gitRootOf(event: string): string | null {
   return typeof cwd === 'string' && cwd !== '' && existsSync(cwd) ? gitRoot(cwd) : gitRoot()
 }
 
-async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string }): Promise<void> {
+async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }): Promise<void> {
   // Whatever goes wrong here must not stop the agent unless asked: exit 2 blocks its tool call.
   const fail = (why: string): never => {
     process.stderr.write(`muster hook: ${why}; ${o.failClosed ? 'blocking (--fail-closed)' : 'the agent goes on without coordination'}\n`)
@@ -81,9 +83,11 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   const root = gitRootOf(event)
   set('x-muster-root', root)
   set('x-muster-git-root', root)
+  set('x-muster-approval-wait', o.approvalWait)
   let res: Response
   try {
-    const budget = eventName(event) === 'SessionEnd' ? (SESSION_END_MS[agent] ?? HOOK_TIMEOUT_MS) : HOOK_TIMEOUT_MS
+    const name = eventName(event)
+    const budget = name === 'PermissionRequest' ? APPROVAL_TIMEOUT_MS : name === 'SessionEnd' ? (SESSION_END_MS[agent] ?? HOOK_TIMEOUT_MS) : HOOK_TIMEOUT_MS
     res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(budget) })
   } catch (err) {
     return fail(`cannot reach ${cfg.server} (${(err as Error).message})`)
@@ -137,7 +141,8 @@ export function hookCommands(program: Command): void {
     .argument('<agent>', 'claude-code | codex')
     .option('--fail-closed', 'exit 2 (the tool call is blocked) when the server cannot be reached; default: exit 0 and go on')
     .option('--reserve <duration>', 'edit-reserve mode: reserve each edited file for this long (beats MUSTER_RESERVE)')
-    .action((agent: string, o: { failClosed?: boolean; reserve?: string }) => forward(agent, o))
+    .option('--approval-wait <duration>', 'how long a PermissionRequest waits for a person in Muster (1s … 10m; default 5m)')
+    .action((agent: string, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }) => forward(agent, o))
 
   program
     .command('sessions')

@@ -41,11 +41,18 @@ export interface PlannedFile {
 
 /** The environment variables a Claude Code http hook may put in its headers. */
 export const HOOK_ENV = ['SERVICE_TOKEN', 'MUSTER_AGENT', 'MUSTER_PROJECT'] as const
-const CLAUDE_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'] as const
+const CLAUDE_EVENTS = ['SessionStart', 'PreToolUse', 'PermissionRequest', 'PostToolUse', 'UserPromptSubmit', 'Notification', 'Stop', 'SessionEnd'] as const
 // Codex has SessionEnd since 0.145: `codex exec` ending releases the session's files at once.
-const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'] as const
+const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PermissionRequest', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'] as const
 /** Codex caps a SessionEnd hook at 3 s (and hashes its trust with the capped value). */
 const CODEX_SESSION_END_TIMEOUT = 3
+/**
+ * A PermissionRequest's answer waits for a person in Muster (docs/api/approvals.md): this
+ * long, sent as X-Muster-Approval-Wait, and the hook's own timeout is longer, so the agent
+ * hears "expired" ({}: it asks at its terminal) rather than cutting the request off.
+ */
+export const APPROVAL_WAIT = '5m'
+const APPROVAL_HOOK_TIMEOUT_S = 5 * 60 + 30
 // The shell tools too: a command's writes are read from its text (lib/shell). Codex sends
 // every shell tool to hooks as `Bash`.
 const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|NotebookEdit|Bash', codex: 'apply_patch|Write|Edit|Bash' }
@@ -68,10 +75,13 @@ export const isOurs = (h: Hook) =>
 const COMMAND_ONLY = new Set(['SessionStart', 'SessionEnd'])
 
 function ourHook(o: InitOptions, event: string): Hook {
+  const approval = event === 'PermissionRequest'
+  const timeout = approval ? APPROVAL_HOOK_TIMEOUT_S : 10
   if (o.agent === 'codex' || COMMAND_ONLY.has(event)) {
     const reserve = o.reserve ? ` --reserve ${o.reserve}` : ''
-    const timeout = o.agent === 'codex' && event === 'SessionEnd' ? CODEX_SESSION_END_TIMEOUT : 10
-    return { type: 'command', command: `muster hook ${o.agent} --server ${o.server}${reserve}`, timeout }
+    const wait = approval ? ` --approval-wait ${APPROVAL_WAIT}` : ''
+    const commandTimeout = o.agent === 'codex' && event === 'SessionEnd' ? CODEX_SESSION_END_TIMEOUT : timeout
+    return { type: 'command', command: `muster hook ${o.agent} --server ${o.server}${reserve}${wait}`, timeout: commandTimeout }
   }
   const headers: Record<string, string> = {
     Authorization: 'Bearer $SERVICE_TOKEN',
@@ -79,7 +89,8 @@ function ourHook(o: InitOptions, event: string): Hook {
     'X-Muster-Project': '$MUSTER_PROJECT',
   }
   if (o.reserve) headers['X-Muster-Reserve'] = o.reserve
-  return { type: 'http', url: `${o.server}/api/hooks/claude-code`, headers, allowedEnvVars: [...HOOK_ENV], timeout: 10 }
+  if (approval) headers['X-Muster-Approval-Wait'] = APPROVAL_WAIT
+  return { type: 'http', url: `${o.server}/api/hooks/claude-code`, headers, allowedEnvVars: [...HOOK_ENV], timeout }
 }
 
 /**

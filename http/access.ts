@@ -45,6 +45,10 @@ const ADMIN_ONLY = new Set([
   'POST /api/compliance/run',
   'PUT /api/budgets/:name',
   'DELETE /api/budgets/:name',
+  'POST /api/approvals/:id/decision',
+  'POST /api/approvals/decision',
+  'POST /api/approval-rules',
+  'DELETE /api/approval-rules/:id',
 ])
 
 /** Calls that only compute an answer (or, for /mcp, whose tools check the role themselves): a viewer may make them. */

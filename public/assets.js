@@ -46,6 +46,9 @@ import messagesJs from './js/messages.js' with { type: 'file' }
 import streamJs from './js/stream.js' with { type: 'file' }
 import taskDetailJs from './js/task-detail.js' with { type: 'file' }
 import hookPanelsJs from './js/hook-panels.js' with { type: 'file' }
+import approvalsHtml from './approvals.html' with { type: 'file' }
+import approvalsCss from './css/approvals.css' with { type: 'file' }
+import approvalsJs from './js/approvals.js' with { type: 'file' }
 
 export const assets = {
   '/': index,
@@ -92,4 +95,7 @@ export const assets = {
   '/js/stream.js': streamJs,
   '/js/task-detail.js': taskDetailJs,
   '/js/hook-panels.js': hookPanelsJs,
+  '/approvals': approvalsHtml,
+  '/css/approvals.css': approvalsCss,
+  '/js/approvals.js': approvalsJs,
 }

@@ -7,7 +7,7 @@ import type { HookAgent } from '../store/sessions'
 import { invalid, notFound } from '../lib/errors'
 import { IntQuery, Nullable, checks } from '../http/models'
 import { audited } from '../http/audit'
-import { credentialFor, ownerOf } from '../http/caller'
+import { credentialFor, heldUntil, ownerOf } from '../http/caller'
 import type { HookIdentity } from '../services/hooks'
 
 /**
@@ -67,7 +67,7 @@ export function hooksRoutes(ctx: Ctx) {
         const agent = HOOK_AGENTS.find((a) => a === params.agent)
         if (!agent) throw notFound(`unknown agent "${params.agent}": expected ${HOOK_AGENTS.join(' or ')}`)
         const { role, tokenId } = credentialFor(request)
-        const { answer, identity } = await handleHook(ctx, agent as HookAgent, hookEvent(body), { ...hookHeaders(request.headers), role, tokenId, owner: ownerOf(request) })
+        const { answer, identity } = await handleHook(ctx, agent as HookAgent, hookEvent(body), { ...hookHeaders(request.headers), role, tokenId, owner: ownerOf(request), signal: request.signal, until: heldUntil(ctx, request) })
         if (identity) Object.assign(set.headers, identityHeaders(identity))
         return answer
       },
@@ -81,7 +81,7 @@ export function hooksRoutes(ctx: Ctx) {
         detail: {
           summary: 'A Claude Code or Codex hook event',
           description:
-            'A session is an instance (registered on its first event, each event a heartbeat, deregistered on SessionEnd; SessionEnd with reason clear or resume keeps it 60 s for the next SessionStart of the same agent, name and root to take over). The answers to SessionStart and SessionEnd carry, in headers only, who the session acts as: X-Muster-Instance-Id, X-Muster-Instance-Name, X-Muster-Session, and on SessionStart X-Muster-Instance-Token (for `muster hook` to hand to the agent\'s shell; never in the body the model reads), on SessionEnd X-Muster-Held. PreToolUse of a file-writing tool is denied when another instance holds the file exclusively; SessionStart answers a briefing; UserPromptSubmit, PostToolUse and Stop deliver new messages. Headers: X-Muster-Agent, X-Muster-Project, X-Muster-Root, X-Muster-Reserve (edit-reserve mode), X-Muster-Capabilities. Never answers allow.',
+            'A session is an instance (registered on its first event, each event a heartbeat, deregistered on SessionEnd; SessionEnd with reason clear or resume keeps it 60 s for the next SessionStart of the same agent, name and root to take over). The answers to SessionStart and SessionEnd carry, in headers only, who the session acts as: X-Muster-Instance-Id, X-Muster-Instance-Name, X-Muster-Session, and on SessionStart X-Muster-Instance-Token (for `muster hook` to hand to the agent\'s shell; never in the body the model reads), on SessionEnd X-Muster-Held. PreToolUse of a file-writing tool is denied when another instance holds the file exclusively; SessionStart answers a briefing; UserPromptSubmit, PostToolUse and Stop deliver new messages. Headers: X-Muster-Agent, X-Muster-Project, X-Muster-Root, X-Muster-Reserve (edit-reserve mode), X-Muster-Capabilities, X-Muster-Approval-Wait. PermissionRequest makes an approval (docs/api/approvals.md) and its answer waits for a rule or a person: allow or deny, or {} when the wait runs out; Notification of an agent waiting for its user makes a "needs input" approval. Never answers allow on its own.',
           tags: ['hooks'],
         },
       },

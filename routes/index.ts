@@ -30,6 +30,7 @@ import { messagesRoutes } from './messages'
 import { prometheusRoutes } from './prometheus'
 import { tokensRoutes } from './tokens'
 import { projectsRoutes } from './projects'
+import { approvalsRoutes } from './approvals'
 export { createDashboard } from './dashboard'
 
 /** The API app of a server. */
@@ -63,6 +64,7 @@ export function apiApp(ctx: Ctx) {
     prometheusRoutes(ctx),
     tokensRoutes(ctx),
     projectsRoutes(ctx),
+    approvalsRoutes(ctx),
   ]
   return createApi(ctx, routes, [...stateFastRoutes(ctx), ...locksFastRoutes(ctx), ...queueFastRoutes(ctx)])
 }

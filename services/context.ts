@@ -4,6 +4,7 @@ import type { Config } from '../lib/config'
 import type { Store } from '../store'
 import type { AgentMetrics } from './metrics'
 import type { Waiters } from '../lib/waiters'
+import type { ApprovalsMemory } from './approvals'
 import type { InboxWaiters } from './messages'
 import type { TokenIds } from './token-ids'
 import type { Credentials } from './credentials'
@@ -37,6 +38,8 @@ export interface Ctx {
   tokens: TokenIds
   /** Agent and viewer tokens by their secret, known from earlier calls, and their uses not yet stored. */
   credentials: Credentials
+  /** PermissionRequest hook answers held for a person's decision, and the sessions with a "needs input" notice. */
+  approvals: ApprovalsMemory
   /** Long polls on state keys and event history. */
   watches: Watches
   /** One per primitive (locks, reservations, task claims): what runs when a TTL ends or an instance goes away. */

@@ -12,8 +12,9 @@ import { watchWaiters } from './watches'
 import { InboxWaiters } from './messages'
 import { TokenIds } from './token-ids'
 import { Credentials } from './credentials'
+import { ApprovalsMemory } from './approvals'
 
-export type Coordination = Pick<Ctx, 'lockLines' | 'claimWaiters' | 'inboxWaiters' | 'tokens' | 'credentials' | 'watches' | 'releasers'>
+export type Coordination = Pick<Ctx, 'lockLines' | 'claimWaiters' | 'inboxWaiters' | 'tokens' | 'credentials' | 'approvals' | 'watches' | 'releasers'>
 
 /** Held requests end when `shutdown` is aborted. */
 export function coordination(bus: Bus, shutdown: AbortSignal): Coordination {
@@ -23,6 +24,7 @@ export function coordination(bus: Bus, shutdown: AbortSignal): Coordination {
     inboxWaiters: new InboxWaiters(bus, shutdown),
     tokens: new TokenIds(bus),
     credentials: new Credentials(bus),
+    approvals: new ApprovalsMemory(bus, shutdown),
     watches: watchWaiters(bus, shutdown),
     // In this order their release events are written within one unit.
     releasers: [claimReleaser, lockReleaser, reservationReleaser],

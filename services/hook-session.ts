@@ -18,6 +18,7 @@ import { holderScope, TTL_MAX_MS, TTL_MIN_MS } from './holders'
 import { recordAudit, type Role } from './audit'
 import { forbidden } from '../lib/errors'
 import { log } from '../obs/log'
+import { approvalWait } from './approvals'
 
 /** What the hook config says about the session (X-Muster-* headers), checked once per request. */
 export interface HookHeaders {
@@ -32,6 +33,12 @@ export interface HookHeaders {
   /** The credential of the call (not a header): a session's instance is bound to its agent token. */
   tokenId?: string | null
   role?: Role
+  /** X-Muster-Approval-Wait: how long a PermissionRequest's answer may wait for a person. */
+  approvalWaitMs?: number
+  /** Aborted when the agent hangs up (not a header): a held PermissionRequest is withdrawn. */
+  signal?: AbortSignal
+  /** Aborted when the call's token is revoked or expires (http/caller.ts heldUntil): a held PermissionRequest is withdrawn, 401. */
+  until?: AbortSignal
   /** The agent token as presented: a new session's instance token is made from it (services/instances.ts Owner). */
   owner?: Owner | null
 }
@@ -61,6 +68,8 @@ export function hookHeaders(headers: Headers): HookHeaders {
       throw invalid(`invalid X-Muster-Reserve: expected a duration from 1s to 168h, like 30m (got "${reserve}")`)
     out.reserveMs = ms
   }
+  const wait = approvalWait(headers.get('x-muster-approval-wait'))
+  if (wait !== undefined) out.approvalWaitMs = wait
   const caps = text('X-Muster-Capabilities', headers.get('x-muster-capabilities'), 20_000)
   if (caps !== undefined) out.capabilities = checkCapabilities(caps.split(',').map((c) => c.trim()).filter(Boolean))
   return out

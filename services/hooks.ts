@@ -3,8 +3,9 @@
 // session opened (or registered) with its heartbeat, and the event's own work (edit
 // decision, messages shown, deregistration). A PreToolUse that changes nothing (most of
 // them) is answered from committed reads without a unit, so decisions run side by side
-// instead of queueing for the single writer. The answer never says `allow`: that would
-// skip the user's own permission rules; `{}` means "no opinion".
+// instead of queueing for the single writer. The answer never says `allow` by itself: that
+// would skip the user's own permission rules; `{}` means "no opinion". Only a
+// PermissionRequest that a person (or their rule) allowed in Muster is answered allow.
 import type { Ctx } from './context'
 import type { HookAgent } from '../store/sessions'
 import { editTargets, literalPattern, writesFiles, type EditTargets } from './hook-paths'
@@ -14,6 +15,7 @@ import { finishBriefing, newMessages, startBriefing } from './hook-briefing'
 import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders, type Session } from './hook-session'
 import type { Tx } from '../store'
 import { budgetDenial, pendingWarnings, warningLines } from './budgets'
+import { noteNotification, requestPermission, withdrawInputs } from './approvals'
 
 export { hookHeaders, type HookEvent, type HookHeaders } from './hook-session'
 
@@ -106,6 +108,9 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
 export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<HookResult> {
   const name = event.hook_event_name
   await assertSessionOwner(ctx, event.session_id, headers)
+  // Approvals (services/approvals.ts): any event ends the session's "needs input"; a PermissionRequest waits for its decision.
+  await withdrawInputs(ctx, event.session_id)
+  if (name === 'PermissionRequest') return { answer: await requestPermission(ctx, agent, event, headers) }
   const quick = await withoutWrites(ctx, event, headers)
   if (quick) return { answer: quick }
   if (name === 'SessionStart') {
@@ -156,6 +161,9 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
         identity = { instanceId: session.instance.id, name: session.row.name, sessionId: session.row.session_id, held }
         return {}
       }
+      case 'Notification':
+        await noteNotification(tx, agent, session, event)
+        return {}
       default:
         return {}
     }

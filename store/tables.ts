@@ -22,6 +22,7 @@ import { webhooksStore, webhooksWrites } from './webhooks'
 import { messagesStore, messagesWrites } from './messages'
 import { tokensStore, tokensWrites } from './tokens'
 import { projectsStore, projectsWrites } from './projects'
+import { approvalsStore, approvalsWrites } from './approvals'
 
 export interface Backend {
   /** Reads: committed data only. */
@@ -80,6 +81,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       messages,
       sessions: sessionsStore(r),
       projects: projectsStore(r),
+      approvals: approvalsStore(r),
     },
     writes: {
       state: stateWrites(docs),
@@ -102,6 +104,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       messages: messagesWrites(w, d, unit, messages.changed),
       sessions: sessionsWrites(w),
       projects: projectsWrites(w),
+      approvals: approvalsWrites(w),
     },
   }
 }

@@ -230,6 +230,10 @@ describe('agent', () => {
       ['DELETE', '/api/contracts/p/c'],
       ['DELETE', '/api/specs/p/s'],
       ['POST', '/api/compliance/run'],
+      ['POST', '/api/approvals/x/decision', { behavior: 'allow' }],
+      ['POST', '/api/approvals/decision', { ids: ['x'], behavior: 'allow' }],
+      ['POST', '/api/approval-rules', { decision: 'allow' }],
+      ['DELETE', '/api/approval-rules/x'],
     ]
     for (const [method, path, body] of calls) {
       const r = await call(s.api, method, path, body, bearer(a.token))
@@ -237,6 +241,7 @@ describe('agent', () => {
     }
     expect((await call(s.api, 'GET', '/api/webhooks', undefined, admin)).body).toEqual([])
     expect((await call(s.api, 'GET', '/api/templates', undefined, admin)).body).toEqual([])
+    expect((await call(s.api, 'GET', '/api/approval-rules', undefined, admin)).body).toEqual([])
   })
 
   test('force is the admin token’s alone', async () => {

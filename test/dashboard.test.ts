@@ -185,7 +185,7 @@ describe('web UI in Chromium', () => {
   })
 
   test('every page draws the one top bar: each nav link, its own marked, the health pill live, the stream pill where it follows events', async () => {
-    const pages = { '/': 'Overview', '/rules': 'Rules', '/coordination': 'Coordination', '/tasks': 'Tasks', '/messages': 'Messages', '/admin': 'Admin' }
+    const pages = { '/': 'Overview', '/rules': 'Rules', '/coordination': 'Coordination', '/tasks': 'Tasks', '/messages': 'Messages', '/approvals': 'Approvals', '/admin': 'Admin' }
     const { page, problems } = await open('/')
     for (const [path, name] of Object.entries(pages)) {
       if (path !== '/') await page.goto(s.dashboard + path)
@@ -193,7 +193,7 @@ describe('web UI in Chromium', () => {
       await bar.locator('#health.ok').waitFor()
       expect(await bar.locator('nav a').evaluateAll((links) => links.map((a) => [a.getAttribute('href'), a.textContent]))).toEqual(Object.entries(pages))
       expect(await bar.locator('nav a[aria-current=page]').textContent()).toBe(name)
-      if (path === '/coordination' || path === '/tasks' || path === '/messages') await bar.locator('#stream-status.live').waitFor()
+      if (path === '/coordination' || path === '/tasks' || path === '/messages' || path === '/approvals') await bar.locator('#stream-status.live').waitFor()
       else expect(await bar.locator('#stream-status').count()).toBe(0)
       expect(await bar.locator('#auth-slot button', { hasText: 'Forget token' }).count()).toBe(1)
     }

@@ -141,4 +141,16 @@ describe('muster doctor', () => {
     )
     expect((await doctor(bare, { ...env, MUSTER_AGENT: 'doc-bo' })).line('identity')).toMatch(/^ok {3}identity: acts as doc-bo \(/)
   })
+  test('path case: a repository that ignores case on a case-sensitive project is a FAIL with its fix, then ok once init sets it', async () => {
+    const dir = await wired()
+    const env = { SERVICE_SERVER: s.api, SERVICE_TOKEN: agentToken, PATH: withMuster }
+    const project = dir.split('/').pop()!
+    expect((await doctor(dir, env)).line('path case')).toStartWith(`ok   path case: project "${project}" matches paths case-sensitively (core.ignorecase unset)`)
+    expect(Bun.spawnSync(['git', 'config', 'core.ignorecase', 'true'], { cwd: dir }).exitCode).toBe(0)
+    const d = await doctor(dir, env)
+    expect(d.code).toBe(3)
+    expect(d.line('path case')).toStartWith(`FAIL path case: the repository ignores case (core.ignorecase) but project "${project}" matches paths case-sensitively: an edit of another case of a held file is not denied -- fix: \`muster init\` again`)
+    expect((await runCli(['init', 'claude-code'], { cwd: dir, env })).code).toBe(0)
+    expect((await doctor(dir, env)).line('path case')).toStartWith(`ok   path case: project "${project}" matches paths without regard to case`)
+  })
 })

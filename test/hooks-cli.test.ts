@@ -139,7 +139,11 @@ describe('muster init', () => {
       allowedEnvVars: ['SERVICE_TOKEN', 'MUSTER_AGENT', 'MUSTER_PROJECT'],
       timeout: 10,
     })
-    expect(Object.keys(settings.hooks)).toEqual(['PreToolUse', 'SessionStart', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'])
+    expect(Object.keys(settings.hooks)).toEqual(['PreToolUse', 'SessionStart', 'PermissionRequest', 'PostToolUse', 'UserPromptSubmit', 'Notification', 'Stop', 'SessionEnd'])
+    // a PermissionRequest waits for a person in Muster: the hook's timeout is above the wait it asks for
+    expect(settings.hooks.PermissionRequest).toEqual([
+      { hooks: [{ ...ours.hooks[0], headers: { ...ours.hooks[0].headers, 'X-Muster-Approval-Wait': '5m' }, timeout: 330 }] },
+    ])
     // Claude Code runs session hooks as commands only.
     for (const event of ['SessionStart', 'SessionEnd'])
       expect(settings.hooks[event][0].hooks).toEqual([{ type: 'command', command: 'muster hook claude-code --server http://muster.test:9800 --reserve 30m', timeout: 10 }])
@@ -188,6 +192,7 @@ describe('muster init', () => {
       { hooks: [{ type: 'command', command: 'muster hook codex --server http://muster.test:9800', timeout: 10 }] },
     ])
     expect(hooks.PreToolUse[0].matcher).toBe('apply_patch|Write|Edit|Bash')
+    expect(hooks.PermissionRequest).toEqual([{ hooks: [{ type: 'command', command: 'muster hook codex --server http://muster.test:9800 --approval-wait 5m', timeout: 330 }] }])
     expect(files[1]).toBe(
       'model = "gpt-5-codex"\n\n[mcp_servers.docs]\nurl = "http://docs.test/mcp"\n\n[mcp_servers.muster]\nurl = "http://muster.test:9800/mcp"\nbearer_token_env_var = "SERVICE_TOKEN"\n',
     )

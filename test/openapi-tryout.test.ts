@@ -79,6 +79,7 @@ const OWN_PARAMS: Record<string, Record<string, string>> = {
   'patch /api/webhooks/{id}': { id: 'ci' },
   'post /api/webhooks/{id}/redeliver': { id: 'ci' },
   'put /api/budgets/{name}': { name: 'ada-daily' },
+  'post /api/approvals/{id}/decision': { id: 'nope' },
 }
 
 /**
@@ -126,6 +127,10 @@ const EXPECTED: [operation: string, answer: number | string][] = [
   ['post /api/webhooks', 200],
   ['patch /api/webhooks/{id}', 200],
   ['post /api/webhooks/{id}/redeliver', 200],
+  // No request is waiting: the decision finds none, the batch skips its ids.
+  ['post /api/approvals/{id}/decision', '404 approval nope not found'],
+  ['post /api/approvals/decision', 200],
+  ['post /api/approval-rules', 201],
   ['post /mcp', 200],
 ]
 /** Left out, and why. */

@@ -9,13 +9,14 @@ import { codexSandboxCheck } from './codex-sandbox'
 import { codexTrustCheck } from './codex-trust'
 import { gitGuardCheck } from './git'
 import { identityCheck } from './identity'
+import { projectCaseDoctorCheck } from './project-case'
 import { serverChecks } from './server'
 import { tokenEnvCheck } from './token-env'
 
 export type { Check, Finding } from './check'
 
 /** In the order they print. */
-export const CHECKS: Check[] = [serverChecks, identityCheck, agentChecks, codexTrustCheck, tokenEnvCheck, codexSandboxCheck, gitGuardCheck]
+export const CHECKS: Check[] = [serverChecks, identityCheck, agentChecks, codexTrustCheck, tokenEnvCheck, codexSandboxCheck, projectCaseDoctorCheck, gitGuardCheck]
 
 export async function runDoctor(checks: Check[] = CHECKS): Promise<Finding[]> {
   const ctx = doctorContext()
@@ -37,7 +38,7 @@ export const formatFinding = (f: Finding) => `${LABEL[f.status]} ${f.check}: ${f
 export function doctorCommand(program: Command): void {
   program
     .command('doctor')
-    .description("check this repository's agent wiring: server, token and role, identity, hooks per agent, muster on PATH, Codex's trust of its hooks, the http hooks' token variable, Codex's sandbox network, the git guards; one line per finding with its fix, exit 3 when something is broken")
+    .description("check this repository's agent wiring: server, token and role, identity, hooks per agent, muster on PATH, Codex's trust of its hooks, the http hooks' token variable, Codex's sandbox network, the project's path case against core.ignorecase, the git guards; one line per finding with its fix, exit 3 when something is broken")
     .option('--json', 'the findings as a JSON array')
     .action(async (o: { json?: boolean }) => {
       const findings = await runDoctor()

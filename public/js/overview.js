@@ -3,7 +3,7 @@
 // at once.
 
 import { onTokenChange } from './api.js'
-import { startShell } from './shell.js'
+import { refreshApprovalCount, startShell } from './shell.js'
 import { metricsPanel } from './panels/metrics.js'
 import { instancesPanel } from './panels/instances.js'
 import { statePanel } from './panels/state.js'
@@ -29,6 +29,7 @@ eventsPanel({
     if (area === 'state') panels.state.now()
     if (area === 'instance') panels.instances.now()
     if (area === 'budget') panels.budgets.now()
+    if (area === 'approval') refreshApprovalCount()
     cardsSoon ??= setTimeout(() => ((cardsSoon = null), panels.metrics.now()), 1000)
   },
 })

@@ -4,7 +4,7 @@
 // "agent" for an agent token) and the access-token control. A page that follows the
 // event stream marks its header data-stream and gets the #stream-status pill too.
 
-import { forgetToken, hasToken, onTokenChange } from './api.js'
+import { api, forgetToken, hasToken, onTokenChange } from './api.js'
 import { paletteButton } from './palette.js'
 import { onRole, startRole } from './role.js'
 import { every, h, fill } from './ui.js'
@@ -16,6 +16,7 @@ const PAGES = [
   ['/coordination', 'Coordination'],
   ['/tasks', 'Tasks'],
   ['/messages', 'Messages'],
+  ['/approvals', 'Approvals'],
   ['/admin', 'Admin'],
 ]
 
@@ -25,13 +26,36 @@ function drawTopbar() {
   fill(
     bar,
     h('a', { class: 'brand', href: '/' }, h('img', { src: '/favicon.svg', alt: '' }), 'Muster'),
-    h('nav', { class: 'nav' }, PAGES.map(([href, text]) => h('a', { href, 'aria-current': href === here ? 'page' : null, text }))),
+    h('nav', { class: 'nav' }, PAGES.map(([href, text]) =>
+      h('a', { href, 'aria-current': href === here ? 'page' : null }, text,
+        href === '/approvals' ? h('span', { id: 'approval-count', class: 'badge warn count', title: 'agent requests waiting for a person', hidden: true }) : null))),
     h('span', { class: 'spacer' }),
     'stream' in bar.dataset ? h('span', { id: 'stream-status', class: 'pill', text: 'Connecting…' }) : null,
     h('span', { id: 'health', class: 'pill', text: 'Checking health…' }),
     h('span', { id: 'role-badge', class: 'badge', hidden: true }),
     h('span', { id: 'auth-slot' }),
   )
+}
+
+let countPoll = null
+
+/**
+ * The nav's count of approvals waiting for a person: `known` when the caller just read
+ * it, else read now (pages call this on approval.* events; it also polls).
+ */
+export async function refreshApprovalCount(known) {
+  const badge = document.getElementById('approval-count')
+  if (!badge) return
+  let n = known
+  if (n === undefined) {
+    try {
+      n = (await api('/api/approvals?status=pending&limit=1000')).length
+    } catch {
+      return
+    }
+  }
+  badge.hidden = !n
+  badge.textContent = !n ? '' : n >= 1000 ? '999+' : String(n)
 }
 
 /** Draws the top bar (synchronously: pages look up #stream-status right after) and starts its pills. */
@@ -47,6 +71,7 @@ export function startShell() {
       ? 'Signed in with a viewer token: this console shows everything and changes nothing'
       : role === 'agent' ? 'Signed in with an agent token: admin-only actions (tokens, backup, webhooks, rule verdicts, templates, compliance runs, force-release) are hidden' : ''
   })
+  countPoll ??= every(15000, () => refreshApprovalCount())
   const pill = document.getElementById('health')
   pill.before(paletteButton())
   every(5000, async () => {

@@ -200,6 +200,23 @@ export const PG_MIGRATIONS: string[] = [
   DELETE FROM reservation_paths;
   INSERT INTO reservation_paths (project, prefix, reservation_id) SELECT project, '', id FROM reservations;
   `,
+  // As the SQLite schema's approvals migration.
+  `
+  CREATE TABLE approvals (
+    id ${T} PRIMARY KEY, kind ${T} NOT NULL, agent ${T} NOT NULL, name ${T} NOT NULL, instance_id ${T} NOT NULL,
+    session_id ${T} NOT NULL, project ${T} NOT NULL, tool ${T} NOT NULL, input ${T} NOT NULL, input_truncated INTEGER NOT NULL DEFAULT 0,
+    summary ${T} NOT NULL, status ${T} NOT NULL, rule_id ${T}, decided_by ${T}, message ${T},
+    created_at ${T} NOT NULL, decided_at ${T}, expires_at ${T}
+  );
+  CREATE INDEX approvals_created ON approvals (created_at, id);
+  CREATE INDEX approvals_status ON approvals (status, created_at, id);
+  CREATE INDEX approvals_name ON approvals (name, created_at, id);
+  CREATE INDEX approvals_session_pending ON approvals (session_id) WHERE status = 'pending';
+  CREATE TABLE approval_rules (
+    id ${T} PRIMARY KEY, tool ${T} NOT NULL, match ${T} NOT NULL, agents ${T} NOT NULL, decision ${T} NOT NULL,
+    message ${T}, created_at ${T} NOT NULL
+  );
+  `,
   // As the SQLite schema's agent telemetry and budgets migration.
   `
   ALTER TABLE llm_usage ADD COLUMN task_id BIGINT;

@@ -285,6 +285,25 @@ export const MIGRATIONS: string[] = [
   DELETE FROM reservation_paths;
   INSERT INTO reservation_paths (project, prefix, reservation_id) SELECT project, '', id FROM reservations;
   `,
+  // Approvals (oversight.md): agents' permission requests and "needs input" notices, and the
+  // rules that decide requests before a person is asked. Lists read newest first, by status
+  // or agent name; a session's next hook event finds its pending "needs input" notice.
+  `
+  CREATE TABLE approvals (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, agent TEXT NOT NULL, name TEXT NOT NULL, instance_id TEXT NOT NULL,
+    session_id TEXT NOT NULL, project TEXT NOT NULL, tool TEXT NOT NULL, input TEXT NOT NULL, input_truncated INTEGER NOT NULL DEFAULT 0,
+    summary TEXT NOT NULL, status TEXT NOT NULL, rule_id TEXT, decided_by TEXT, message TEXT,
+    created_at TEXT NOT NULL, decided_at TEXT, expires_at TEXT
+  );
+  CREATE INDEX approvals_created ON approvals (created_at, id);
+  CREATE INDEX approvals_status ON approvals (status, created_at, id);
+  CREATE INDEX approvals_name ON approvals (name, created_at, id);
+  CREATE INDEX approvals_session_pending ON approvals (session_id) WHERE status = 'pending';
+  CREATE TABLE approval_rules (
+    id TEXT PRIMARY KEY, tool TEXT NOT NULL, match TEXT NOT NULL, agents TEXT NOT NULL, decision TEXT NOT NULL,
+    message TEXT, created_at TEXT NOT NULL
+  );
+  `,
   // Agent telemetry and budgets (oversight.md): a usage record names the task its instance
   // had claimed, and one received over OTLP carries a key so a resent batch records it once.
   // A budget keeps what was spent in its current window, added to as usage is recorded, so a

@@ -296,6 +296,41 @@ scenario("a second agent's write through the shell to a reserved file is refused
   await Promise.all([ada.end(), bob.end()])
 })
 
+/** A session whose Bash is not allowed by rule: each shell command asks, and Muster's PermissionRequest hook holds it for a person. */
+async function askingForBash(label: string, name: string, command: string, finale: string) {
+  const repo = await wiredRepo(label)
+  const prompt = fake.scripts.add({ name: label, steps: [bash(command)], finally: finale })
+  const session = await ClaudeSession.start({ world, model: fake.url, cwd: repo, name, allowedTools: ['Read', 'Edit', 'Write', 'mcp__muster'] })
+  sessions.push(session)
+  return { repo, prompt, session }
+}
+const pendingOf = (name: string) =>
+  eventually(async () => ((await world.api('GET', `/api/approvals?status=pending&name=${name}`)).body as any[])[0], 30_000, 100)
+
+scenario('in -p mode with Bash not allowed, a command runs once a person allows it in Muster', async () => {
+  const { repo, prompt, session: ada } = await askingForBash('approve', 'ada-approve', `sh -c 'echo approved > ran.txt'`, 'Ran it.')
+  const turn = ada.prompt(`Run the command. ${prompt}`, 90_000)
+  const asked = await pendingOf('ada-approve')
+  expect([asked.tool, asked.summary]).toEqual(['Bash', `sh -c 'echo approved > ran.txt'`])
+  expect(existsSync(join(repo, 'ran.txt'))).toBe(false)
+  expect((await world.api('POST', `/api/approvals/${asked.id}/decision`, { behavior: 'allow' })).status).toBe(200)
+  await turn
+  expect(readFileSync(join(repo, 'ran.txt'), 'utf8')).toBe('approved\n')
+  await ada.end()
+}, 120_000)
+
+scenario("in -p mode a person's deny keeps the command from running, and the model reads their words", async () => {
+  const { repo, prompt, session: bob } = await askingForBash('refuse', 'bob-refuse', `sh -c 'echo refused > ran.txt'`, 'Understood.')
+  const turn = bob.prompt(`Run the command. ${prompt}`, 90_000)
+  const asked = await pendingOf('bob-refuse')
+  const words = 'not on this branch: open a pull request instead'
+  expect((await world.api('POST', `/api/approvals/${asked.id}/decision`, { behavior: 'deny', message: words })).status).toBe(200)
+  await turn
+  expect(existsSync(join(repo, 'ran.txt'))).toBe(false)
+  expect(fake.log.of('refuse')[1]?.raw ?? '').toContain(words)
+  await bob.end()
+}, 120_000)
+
 scenario('telemetry wired by muster init records usage of the session\'s instance; a deny budget stops its next tool call', async () => {
   const repo = await wiredRepo('spend')
   const prompt = fake.scripts.add({ name: 'spend', steps: [bash('echo one')], finally: 'Spent.' })
