@@ -152,6 +152,8 @@ export function startFakeOpenAI(): FakeOpenAI {
       const entry: LoggedRequest = { method: req.method, path, body, text: requestText(body), marker: null, turn: null }
       requests.push(entry)
       if (req.method === 'GET' && /\/models$/.test(path)) return Response.json({ object: 'list', data: [], models: [] })
+      // Codex reports each turn's cost to its provider once its telemetry is on (muster init's [otel]).
+      if (req.method === 'POST' && /\/analytics\/codex\/turn-costs$/.test(path)) return Response.json({})
       if (req.method !== 'POST' || !/\/responses$/.test(path)) {
         unknown.push(entry)
         return Response.json({ error: { message: `fake-openai: no ${req.method} ${path}` } }, { status: 404 })
