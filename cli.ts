@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander'
 import { approvalCommands } from './cli/approvals'
 import { auditCommands } from './cli/audit'
 import { backupCommands } from './cli/backup'
+import { budgetCommands } from './cli/budgets'
 import { setFlagOverrides } from './cli/client'
 import { completionCommand } from './cli/completion'
 import { complianceCommands } from './cli/compliance'
@@ -69,6 +70,7 @@ export function buildProgram(): Command {
     auditCommands,
     metricsCommands,
     llmCommands,
+    budgetCommands,
     rulesCommands,
     contractCommands,
     backupCommands,

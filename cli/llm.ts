@@ -24,7 +24,7 @@ export function llmCommands(program: Command): void {
 
   llm
     .command('summary')
-    .description('token and cost totals per group')
+    .description('token and cost totals per group; unpriced_models counts, per model the price table (--llm-prices) lacks, the records it costed at 0')
     .addOption(new Option('--by <group>', 'group by (server default project)').choices(['instance', 'project', 'model', 'session_tag']))
     .option('--from <time>', 'RFC 3339 lower bound')
     .option('--to <time>', 'RFC 3339 upper bound')
