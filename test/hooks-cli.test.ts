@@ -236,7 +236,7 @@ describe('Claude Code plugin', () => {
   const plugin = JSON.parse(readFileSync(join(dir, 'plugin.json'), 'utf8'))
   const market = JSON.parse(readFileSync(join(dir, 'marketplace.json'), 'utf8'))
   const KEBAB = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/
-  const EVENTS = ['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Notification', 'Stop', 'SubagentStop', 'SessionStart', 'SessionEnd', 'PreCompact']
+  const EVENTS = ['PreToolUse', 'PermissionRequest', 'PostToolUse', 'UserPromptSubmit', 'Notification', 'Stop', 'SubagentStop', 'SessionStart', 'SessionEnd', 'PreCompact']
 
   test('plugin.json: name, semver version, hooks for every handled event, the MCP server', () => {
     expect(plugin.name).toMatch(KEBAB)
@@ -247,10 +247,14 @@ describe('Claude Code plugin', () => {
       expect(EVENTS).toContain(event)
       for (const g of groups) {
         if (g.matcher !== undefined) expect(typeof g.matcher).toBe('string')
-        for (const h of g.hooks) expect(h).toMatchObject({ type: 'command', command: 'muster hook claude-code' })
+        // A permission request waits for a person: the hook outlives the wait it asks for (cli/init.ts).
+        for (const h of g.hooks)
+          expect(h).toMatchObject(
+            event === 'PermissionRequest' ? { type: 'command', command: 'muster hook claude-code --approval-wait 5m', timeout: 330 } : { type: 'command', command: 'muster hook claude-code' },
+          )
       }
     }
-    expect(Object.keys(plugin.hooks).sort()).toEqual(['PostToolUse', 'PreToolUse', 'SessionEnd', 'SessionStart', 'Stop', 'UserPromptSubmit'])
+    expect(Object.keys(plugin.hooks).sort()).toEqual(['Notification', 'PermissionRequest', 'PostToolUse', 'PreToolUse', 'SessionEnd', 'SessionStart', 'Stop', 'UserPromptSubmit'])
     expect(plugin.hooks.PreToolUse[0].matcher).toBe('Write|Edit|NotebookEdit|Bash')
     expect(plugin.mcpServers.muster).toMatchObject({ type: 'http', url: expect.stringMatching(/\/mcp$/) })
   })
