@@ -139,6 +139,13 @@ export const EXAMPLES: Record<string, string[]> = {
 
   llm: ['muster llm record --provider anthropic --model claude-sonnet --tokens-in 1200 --tokens-out 300 --cost 0.012', 'muster llm summary --by model'],
   'llm usage': ['muster llm usage --project shop --limit 20'],
+  budgets: ['muster budgets', 'muster budgets set ada-daily --scope agent --target ada --limit 20 --action deny'],
+  'budgets list': ['muster budgets list'],
+  'budgets get': ['muster budgets get ada-daily'],
+  'budgets set': ['muster budgets set ada-daily --scope agent --target ada --limit 20 --action deny', 'muster budgets set team --limit 500 --window week   # warn at 80% and 100%'],
+  'budgets delete': ['muster budgets delete ada-daily'],
+  'otel-headers': ['muster otel-headers   # what Claude Code\'s otelHeadersHelper runs: {"Authorization": "Bearer …"}'],
+  'llm spend': ['muster llm spend --by task --step hour', 'muster llm spend --by instance --from 2026-11-01T00:00:00Z'],
   'llm summary': ['muster llm summary --by instance --from 2026-05-01T00:00:00Z'],
   'llm record': ['muster llm record --provider anthropic --model claude-sonnet --tokens-in 1200 --tokens-out 300 --cost 0.012 --project shop'],
 
