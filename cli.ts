@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander'
 import { approvalCommands } from './cli/approvals'
 import { auditCommands } from './cli/audit'
 import { backupCommands } from './cli/backup'
+import { budgetCommands } from './cli/budgets'
 import { setFlagOverrides } from './cli/client'
 import { completionCommand } from './cli/completion'
 import { complianceCommands } from './cli/compliance'
@@ -31,6 +32,7 @@ import { specsCommands } from './cli/specs'
 import { stateCommands } from './cli/state'
 import { taskCommands } from './cli/tasks'
 import { tokenCommands } from './cli/tokens'
+import { projectCommands } from './cli/projects'
 import { templateCommands } from './cli/templates'
 import { webhookCommands } from './cli/webhooks'
 import { VERSION } from './lib/version'
@@ -68,6 +70,7 @@ export function buildProgram(): Command {
     auditCommands,
     metricsCommands,
     llmCommands,
+    budgetCommands,
     rulesCommands,
     contractCommands,
     backupCommands,
@@ -80,6 +83,7 @@ export function buildProgram(): Command {
     doctorCommand,
     messageCommands,
     tokenCommands,
+    projectCommands,
     approvalCommands,
   ])
     register(program)

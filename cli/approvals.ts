@@ -66,6 +66,12 @@ export function approvalCommands(program: Command): void {
     )
 
   program
+    .command('approval')
+    .description('one request: what was asked, by whom, and how it was decided')
+    .addArgument(new Argument('<id>', 'approval id (from `muster approvals`)'))
+    .action(act((id: string) => api.get(apiPath('/api/approvals', id))))
+
+  program
     .command('approve')
     .description('allow pending requests (admin token): each held agent goes on at once')
     .addArgument(new Argument('<id...>', 'approval ids (from `muster approvals`)'))

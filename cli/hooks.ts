@@ -151,8 +151,16 @@ export function hookCommands(program: Command): void {
     .action(act((o: { limit?: number }) => api.get('/api/sessions', { limit: o.limit })))
 
   program
+    .command('otel-headers')
+    .description("print the OTLP headers (JSON) the agents' telemetry sends to the server: what Claude Code's otelHeadersHelper runs")
+    .action(() => {
+      const auth = authHeaders(resolveConfig()).authorization
+      process.stdout.write(`${JSON.stringify(auth ? { Authorization: auth } : {})}\n`)
+    })
+
+  program
     .command('init')
-    .description('wire Claude Code or Codex in this repository to Muster: hooks, MCP entry, CLAUDE.md / AGENTS.md section (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there')
+    .description("wire Claude Code or Codex in this repository to Muster: hooks, MCP entry, CLAUDE.md / AGENTS.md section, the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
     .argument('<agent>', 'claude-code | codex | git', agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
@@ -164,11 +172,18 @@ export function hookCommands(program: Command): void {
       const tokenProblem = agent === 'claude-code' ? hookTokenProblem(resolveConfig().from.token) : null
       if (tokenProblem) throw new UsageError(tokenProblem)
       const root = gitRoot() ?? process.cwd()
-      const server = resolveConfig().server
-      const files = planInit({ agent, root, server, reserve: o.reserve, allowNetwork: o.allowNetwork })
+      const cfg = resolveConfig()
+      const server = cfg.server
+      const files = planInit({
+        agent, root, server, reserve: o.reserve, allowNetwork: o.allowNetwork, token: cfg.token,
+        codexHome: process.env.CODEX_HOME || undefined,
+        claudeHome: process.env.CLAUDE_CONFIG_DIR || undefined,
+      })
       // A repository on a case-insensitive filesystem (git's own core.ignorecase): its project matches paths so too.
       const project = await setProjectCase(root, undefined, o.dryRun)
-      if (o.dryRun) return printJson({ dry_run: true, root, files, project })
+      // What would be written, without the token Codex's config would hold.
+      const shown = cfg.token ? files.map((f) => ({ ...f, content: f.content.replaceAll(cfg.token!, '<token>') })) : files
+      if (o.dryRun) return printJson({ dry_run: true, root, files: shown, project })
       writeInit(root, files)
       const out: Record<string, unknown> = { root, files: files.map(({ path, action }) => ({ path, action: action === 'unchanged' ? action : `${action}d` })), project }
       if (agent === 'codex') {

@@ -4,10 +4,12 @@
 // the MCP server in .mcp.json; Codex gets command
 // hooks running `muster hook codex` in .codex/hooks.json and the MCP server in
 // .codex/config.toml (with --allow-network, the sandbox setting that lets the model's shell
-// reach the server); both a short CLAUDE.md / AGENTS.md section. Each file is merged
-// into what is there (other hooks and settings kept), and a second run writes nothing.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+// reach the server); both a short CLAUDE.md / AGENTS.md section, and the agent's telemetry
+// towards the server in the user's own agent config (the only place each reads it from).
+// Each file is merged into what is there (other hooks and settings kept), and a second run writes nothing.
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { setTomlValue } from './codex-trust'
 import { UsageError } from './output'
 
@@ -21,6 +23,12 @@ export interface InitOptions {
   server: string
   /** Edit-reserve mode: each edited file reserved for this long (a duration like 30m). */
   reserve?: string
+  /** The token Codex's telemetry sends (it goes in the user's own Codex config, never the repository). */
+  token?: string | null
+  /** Codex's home ($CODEX_HOME, default ~/.codex): Codex reads telemetry settings only from there. */
+  codexHome?: string
+  /** Claude Code's config dir ($CLAUDE_CONFIG_DIR, default ~/.claude): it takes telemetry settings only from the user's settings there. */
+  claudeHome?: string
   /** Codex: let the default workspace-write sandbox reach the network (the CLI calls the server). */
   allowNetwork?: boolean
 }
@@ -137,9 +145,46 @@ const jsonText = (value: unknown) => JSON.stringify(value, null, 2) + '\n'
 
 /** `text` with the [mcp_servers.muster] table set to ours (replaced where it is, else appended). */
 export function mergeCodexConfig(text: string, server: string): string {
-  const table = `[mcp_servers.muster]\nurl = "${server}/mcp"\nbearer_token_env_var = "SERVICE_TOKEN"\n`
+  return mergeTomlTable(text, '[mcp_servers.muster]', `url = "${server}/mcp"\nbearer_token_env_var = "SERVICE_TOKEN"\n`)
+}
+
+/**
+ * Claude Code's telemetry towards the server (oversight.md "Agent telemetry"): OTLP/HTTP
+ * JSON logs and metrics, and the headers from a helper command Claude Code runs (`muster
+ * otel-headers` prints the token the CLI is configured with), so no token is written
+ * anywhere. Claude Code takes these from the user's settings only (a repository may not
+ * send its telemetry elsewhere), so they go in ~/.claude/settings.json, not the project's.
+ */
+export function mergeTelemetry(settings: Json, o: InitOptions): Json {
+  const env = {
+    ...(settings.env ?? {}),
+    CLAUDE_CODE_ENABLE_TELEMETRY: '1',
+    OTEL_LOGS_EXPORTER: 'otlp',
+    OTEL_METRICS_EXPORTER: 'otlp',
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_EXPORTER_OTLP_ENDPOINT: o.server,
+  }
+  return { ...settings, env, otelHeadersHelper: 'muster otel-headers' }
+}
+
+const tomlString = (s: string) => JSON.stringify(s)
+
+/**
+ * Codex's [otel] table: its log events and metrics as OTLP/HTTP JSON to the server. Codex
+ * reads it only from the user's own config ($CODEX_HOME/config.toml), never a project's,
+ * so the token it must send is written there and nowhere in the repository.
+ */
+export function codexOtelTable(server: string, token: string | null | undefined): string {
+  const headers = token ? `, headers = { Authorization = ${tomlString(`Bearer ${token}`)} }` : ''
+  const exporter = (signal: string) => `{ otlp-http = { endpoint = ${tomlString(`${server}/v1/${signal}`)}, protocol = "json"${headers} } }`
+  return `log_user_prompt = false\nexporter = ${exporter('logs')}\nmetrics_exporter = ${exporter('metrics')}\n`
+}
+
+/** `text` with the TOML table `header` set to `body` (replaced where it is, else appended). */
+export function mergeTomlTable(text: string, header: string, body: string): string {
+  const table = `${header}\n${body}`
   const lines = text.split('\n')
-  const start = lines.findIndex((l) => l.trim() === '[mcp_servers.muster]')
+  const start = lines.findIndex((l) => l.trim() === header)
   if (start === -1) return (text.trim() === '' ? '' : text.replace(/\n*$/, '\n\n')) + table
   let end = start + 1
   while (end < lines.length && !/^\s*\[/.test(lines[end])) end++
@@ -188,6 +233,8 @@ export function mergeGuide(text: string, section: string): string {
 }
 
 const readText = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8') : '')
+/** A file of the user's own agent config: an absolute path, outside the repository. */
+const userFile = (dir: string, name: string) => resolve(dir, name)
 
 /** What `init` would write, each file merged with what is there now. */
 export function planInit(o: InitOptions): PlannedFile[] {
@@ -205,14 +252,16 @@ export function planInit(o: InitOptions): PlannedFile[] {
             },
           },
           { path: 'CLAUDE.md', content: (t) => mergeGuide(t, guideSection(o)) },
+          { path: userFile(o.claudeHome ?? join(homedir(), '.claude'), 'settings.json'), content: (t) => jsonText(mergeTelemetry(t.trim() ? readJson(userFile(o.claudeHome ?? join(homedir(), '.claude'), 'settings.json')) : {}, o)) },
         ]
       : [
           { path: '.codex/hooks.json', content: () => jsonText(mergeHooks(readJson(join(o.root, '.codex/hooks.json')), o)) },
           { path: '.codex/config.toml', content: (t) => (o.allowNetwork ? allowSandboxNetwork(mergeCodexConfig(t, o.server)) : mergeCodexConfig(t, o.server)) },
           { path: 'AGENTS.md', content: (t) => mergeGuide(t, guideSection(o)) },
+          { path: userFile(o.codexHome ?? join(homedir(), '.codex'), 'config.toml'), content: (t) => mergeTomlTable(t, '[otel]', codexOtelTable(o.server, o.token)) },
         ]
   return files.map(({ path, content }) => {
-    const full = join(o.root, path)
+    const full = isAbsolute(path) ? path : join(o.root, path)
     const current = readText(full)
     const next = content(current)
     return { path, action: !existsSync(full) ? 'create' : next === current ? 'unchanged' : 'update', content: next }
@@ -223,8 +272,10 @@ export function planInit(o: InitOptions): PlannedFile[] {
 export function writeInit(root: string, files: PlannedFile[]): void {
   for (const f of files) {
     if (f.action === 'unchanged') continue
-    const full = join(root, f.path)
+    const full = isAbsolute(f.path) ? f.path : join(root, f.path)
     mkdirSync(dirname(full), { recursive: true })
+    // The user's own Codex config may hold the token: readable by its owner only.
     writeFileSync(full, f.content)
+    if (isAbsolute(f.path)) chmodSync(full, 0o600)
   }
 }

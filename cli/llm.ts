@@ -1,4 +1,4 @@
-// `llm usage|summary|record`: LLM token and cost tracking.
+// `llm usage|summary|spend|record`: LLM token and cost tracking.
 import { Option, type Command } from 'commander'
 import { api, resolveConfig } from './client'
 import { decimal, integer } from './input'
@@ -24,11 +24,20 @@ export function llmCommands(program: Command): void {
 
   llm
     .command('summary')
-    .description('token and cost totals per group')
+    .description('token and cost totals per group; unpriced_models counts, per model the price table (--llm-prices) lacks, the records it costed at 0')
     .addOption(new Option('--by <group>', 'group by (server default project)').choices(['instance', 'project', 'model', 'session_tag']))
     .option('--from <time>', 'RFC 3339 lower bound')
     .option('--to <time>', 'RFC 3339 upper bound')
     .action(act((o: { by?: string; from?: string; to?: string }) => api.get('/api/llm/usage/summary', { group_by: o.by, from: o.from, to: o.to })))
+
+  llm
+    .command('spend')
+    .description('spend over time: tokens and cost per hour or day, per instance, project or task')
+    .addOption(new Option('--by <group>', 'group by (server default project)').choices(['instance', 'project', 'task']))
+    .addOption(new Option('--step <step>', 'bucket size (server default day)').choices(['hour', 'day']))
+    .option('--from <time>', 'RFC 3339 lower bound')
+    .option('--to <time>', 'RFC 3339 upper bound')
+    .action(act((o: { by?: string; step?: string; from?: string; to?: string }) => api.get('/api/llm/usage/buckets', { by: o.by, step: o.step, from: o.from, to: o.to })))
 
   llm
     .command('record')

@@ -43,6 +43,8 @@ const ADMIN_ONLY = new Set([
   'DELETE /api/contracts/:project/:name',
   'DELETE /api/specs/:project/:name',
   'POST /api/compliance/run',
+  'PUT /api/budgets/:name',
+  'DELETE /api/budgets/:name',
   'POST /api/approvals/:id/decision',
   'POST /api/approvals/decision',
   'POST /api/approval-rules',

@@ -13,6 +13,7 @@ export const STATUS: Record<ErrorKind, number> = {
   conflict: 409,
   precondition: 412,
   too_large: 413,
+  unsupported: 415,
   unavailable: 503,
 }
 

@@ -26,7 +26,31 @@ const DOCS_PAGE = `<!doctype html>
 
 // validatorUrl null: Swagger UI would otherwise send the document to validator.swagger.io.
 // showExtensions: each operation shows the role it needs (x-access).
-const DOCS_INIT = `window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#docs', deepLinking: true, validatorUrl: null, showExtensions: true })\n`
+// allOperations: from 5.33 Swagger UI virtualizes the operations list once tags plus
+// operations number 150 or more (a fixed threshold, no option turns it off): only the
+// rows in view are in the page, so find-in-page misses the rest and a test sees a few.
+// Our document is far below the size that needs it, so this plugin puts back Swagger
+// UI's own unvirtualized rendering of the list, every tag with all its operations.
+const DOCS_INIT = `const allOperations = (system) => ({
+  components: {
+    operations: ({ specSelectors, getComponent, oas3Selectors, layoutSelectors, layoutActions, getConfigs }) => {
+      const h = system.React.createElement
+      const tagged = specSelectors.taggedOperations()
+      if (tagged.size === 0) return h('h3', null, 'No operations defined in spec!')
+      const methods = specSelectors.validOperationMethods()
+      const OperationTag = getComponent('OperationTag')
+      const OperationContainer = getComponent('OperationContainer', true)
+      const operation = (tag) => (op) =>
+        h(OperationContainer, { key: op.get('path') + '-' + op.get('method'), specPath: op.get('specPath'), op, path: op.get('path'), method: op.get('method'), tag })
+      const section = (tagObj, tag) =>
+        h(OperationTag, { key: 'operation-' + tag, tagObj, tag, oas3Selectors, layoutSelectors, layoutActions, getConfigs, getComponent, specUrl: specSelectors.url() },
+          h('div', { className: 'operation-tag-content' }, tagObj.get('operations').filter((op) => methods.includes(op.get('method'))).map(operation(tag)).toArray()))
+      return h('div', null, tagged.map(section).valueSeq().toArray())
+    },
+  },
+})
+window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#docs', deepLinking: true, validatorUrl: null, showExtensions: true, plugins: [allOperations] })
+`
 
 const hidden = { detail: { hide: true } }
 

@@ -1,6 +1,7 @@
 // Server configuration: flags beat env, env beats defaults. A bad value is a
 // ConfigError with one clear line; app.ts prints it and exits 2.
 
+import { readFileSync } from 'node:fs'
 import { parseDuration } from './time'
 
 export const LOG_FORMATS = ['json', 'pretty'] as const
@@ -34,7 +35,11 @@ export interface Config {
   allowLinkLocalTargets: boolean
   logFormat: LogFormat
   logLevel: LogLevel
+  /** What a model's tokens cost, for usage whose agent reports no cost (OTLP from Codex): per million tokens. */
+  llmPrices: LlmPrices
 }
+
+export type LlmPrices = Record<string, { in_usd_per_mtok: number; out_usd_per_mtok: number }>
 
 export interface HostPort { host: string; port: number }
 
@@ -60,6 +65,7 @@ const OPTIONS = {
   allowLinkLocalTargets: { flag: '--allow-link-local-targets', env: 'SERVICE_ALLOW_LINK_LOCAL_TARGETS', def: 'false', switch: true },
   logFormat: { flag: '--log-format', env: 'SERVICE_LOG_FORMAT', def: 'pretty' },
   logLevel: { flag: '--log-level', env: 'SERVICE_LOG_LEVEL', def: 'info' },
+  llmPrices: { flag: '--llm-prices', env: 'SERVICE_LLM_PRICES', def: '' },
 } as const
 
 type Key = keyof typeof OPTIONS
@@ -84,6 +90,7 @@ const HELP: Record<Key, { value?: string; text: string; def?: string }> = {
   allowLinkLocalTargets: { text: 'let webhooks and contract tests reach link-local, unspecified and cloud metadata addresses (a switch; also =true or =false)' },
   logFormat: { value: LOG_FORMATS.join('|'), text: "json: one JSON object per line in pino's shape, for log shippers; pretty: one readable line" },
   logLevel: { value: LOG_LEVELS.join('|'), text: 'entries below this level are not written' },
+  llmPrices: { value: 'FILE', text: 'a JSON price table {model: {in_usd_per_mtok, out_usd_per_mtok}} costing usage whose agent reports no cost (Codex telemetry); a model not in it costs 0', def: '(none)' },
 }
 
 /** `text` in lines of at most 80 columns, each after `indent`. */
@@ -214,5 +221,25 @@ export function loadConfig(argv: string[], env: Record<string, string | undefine
     allowLinkLocalTargets: flag('allowLinkLocalTargets'),
     logFormat: oneOf('logFormat', LOG_FORMATS),
     logLevel: oneOf('logLevel', LOG_LEVELS),
+    llmPrices: raw.llmPrices.trim() ? readPrices(raw.llmPrices.trim(), where('llmPrices')) : {},
   }
+}
+
+/** The price table file: every model with two non-negative prices, else one line saying which is wrong. */
+function readPrices(file: string, what: string): LlmPrices {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (err) {
+    throw new ConfigError(`invalid ${what}: cannot read ${file} as JSON (${(err as Error).message})`)
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`invalid ${what}: expected {model: {in_usd_per_mtok, out_usd_per_mtok}}`)
+  const prices: LlmPrices = {}
+  for (const [model, p] of Object.entries(parsed as Record<string, any>)) {
+    const ok = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0
+    if (!p || !ok(p.in_usd_per_mtok) || !ok(p.out_usd_per_mtok))
+      throw new ConfigError(`invalid ${what}: model ${model} needs in_usd_per_mtok and out_usd_per_mtok, numbers >= 0`)
+    prices[model] = { in_usd_per_mtok: p.in_usd_per_mtok, out_usd_per_mtok: p.out_usd_per_mtok }
+  }
+  return prices
 }

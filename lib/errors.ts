@@ -10,6 +10,7 @@ export type ErrorKind =
   | 'conflict' // 409
   | 'precondition' // 412
   | 'too_large' // 413
+  | 'unsupported' // 415
   | 'unavailable' // 503: the database cannot be reached; the same request may succeed in a moment
 
 export class AppError extends Error {

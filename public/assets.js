@@ -19,6 +19,7 @@ import instancesJs from './js/panels/instances.js' with { type: 'file' }
 import stateJs from './js/panels/state.js' with { type: 'file' }
 import eventsJs from './js/panels/events.js' with { type: 'file' }
 import llmJs from './js/panels/llm.js' with { type: 'file' }
+import budgetsJs from './js/panels/budgets.js' with { type: 'file' }
 import auditJs from './js/panels/audit.js' with { type: 'file' }
 import namesJs from './js/names.js' with { type: 'file' }
 import paletteJs from './js/palette.js' with { type: 'file' }
@@ -67,6 +68,7 @@ export const assets = {
   '/js/panels/state.js': stateJs,
   '/js/panels/events.js': eventsJs,
   '/js/panels/llm.js': llmJs,
+  '/js/panels/budgets.js': budgetsJs,
   '/js/panels/audit.js': auditJs,
   '/js/names.js': namesJs,
   '/js/palette.js': paletteJs,

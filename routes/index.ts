@@ -9,6 +9,8 @@ import { specsRoutes } from './specs'
 import { auditRoutes } from './audit'
 import { metricsRoutes } from './metrics'
 import { llmRoutes } from './llm'
+import { otlpRoutes } from './otlp'
+import { budgetsRoutes } from './budgets'
 import { backupRoutes } from './backup'
 import { contractsRoutes } from './contracts'
 import { complianceRoutes } from './compliance'
@@ -41,6 +43,8 @@ export function apiApp(ctx: Ctx) {
     auditRoutes(ctx),
     metricsRoutes(ctx),
     llmRoutes(ctx),
+    otlpRoutes(ctx),
+    budgetsRoutes(ctx),
     backupRoutes(ctx),
     contractsRoutes(ctx),
     complianceRoutes(ctx),

@@ -2,7 +2,7 @@
 import { t } from 'elysia'
 import { invalid } from '../lib/errors'
 import type { Ctx } from '../services/context'
-import { GROUP_BY, type GroupBy, type LlmFilter } from '../store/llm'
+import { BUCKET_KEYS, GROUP_BY, type BucketKey, type GroupBy, type LlmFilter } from '../store/llm'
 import { intParam, timeParam } from '../http/params'
 import { audited } from '../http/audit'
 import { DEFAULT_LIMIT, IntQuery, checks } from '../http/models'
@@ -23,6 +23,7 @@ const UsageBody = t.Object(
     cost_usd: t.Optional(t.Number({ minimum: 0, maximum: MAX_COST_USD })),
     request_type: t.Optional(t.Union([t.Literal('completion'), t.Literal('embedding')])),
     session_tag: t.Optional(t.String()),
+    task_id: t.Optional(t.Integer({ minimum: 1, description: 'the task the call was made for' })),
   },
   {
     examples: [
@@ -49,6 +50,7 @@ const UsageRecord = t.Object({
   cost_usd: t.Number(),
   request_type: t.UnionEnum(['completion', 'embedding']),
   session_tag: t.String(),
+  task_id: t.Union([t.Integer(), t.Null()], { description: 'the task its instance had claimed (OTLP: when exactly one), else null' }),
   created_at: t.String(),
 })
 
@@ -110,8 +112,11 @@ export function llmRoutes(ctx: Ctx) {
           throw invalid(`invalid group_by: expected one of ${Object.keys(GROUP_BY).join(', ')}`)
         const from = timeParam(query.from, 'from') ?? null
         const to = timeParam(query.to, 'to') ?? null
-        const { groups, total } = await ctx.store.llm.summary(groupBy, from ?? undefined, to ?? undefined)
-        return { group_by: groupBy, from, to, groups, total }
+        const [{ groups, total }, unpriced_models] = await Promise.all([
+          ctx.store.llm.summary(groupBy, from ?? undefined, to ?? undefined),
+          ctx.store.llm.unpriced(from ?? undefined, to ?? undefined),
+        ])
+        return { group_by: groupBy, from, to, groups, total, unpriced_models }
       },
       {
         query: t.Object({
@@ -124,8 +129,32 @@ export function llmRoutes(ctx: Ctx) {
           to: t.Union([t.String(), t.Null()]),
           groups: t.Record(t.String(), Totals),
           total: Totals,
+          unpriced_models: t.Record(t.String(), t.Integer(), { description: 'per model the price table (--llm-prices) does not know, how many records cost 0 for it' }),
         }),
         detail: { summary: 'Usage totals per group and overall', tags: ['llm'] },
+      },
+    )
+    .get(
+      '/api/llm/usage/buckets',
+      async ({ query }) => {
+        const by = (query.by || 'project') as BucketKey
+        if (!Object.hasOwn(BUCKET_KEYS, by)) throw invalid(`invalid by: expected one of ${Object.keys(BUCKET_KEYS).join(', ')}`)
+        const step = (query.step || 'day') as 'hour' | 'day'
+        if (step !== 'hour' && step !== 'day') throw invalid('invalid step: expected hour or day')
+        return ctx.store.llm.buckets(by, step, timeParam(query.from, 'from'), timeParam(query.to, 'to'))
+      },
+      {
+        query: t.Object({
+          by: t.Optional(t.String({ description: 'instance, project or task', ...checks({ enum: Object.keys(BUCKET_KEYS), default: 'project' }) })),
+          step: t.Optional(t.String({ description: 'hour or day (UTC)', ...checks({ enum: ['hour', 'day'], default: 'day' }) })),
+          ...Window,
+        }),
+        response: { 200: t.Array(t.Composite([t.Object({ bucket: t.String(), key: t.String() }), Totals])) },
+        detail: {
+          summary: 'Usage totals per hour or day and per instance, project or task: spend over time',
+          description: "bucket is YYYY-MM-DDTHH or YYYY-MM-DD (UTC); key the instance id, project or task id, '' for records without one.",
+          tags: ['llm'],
+        },
       },
     )
 }

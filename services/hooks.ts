@@ -14,6 +14,7 @@ import { decideEdit, planEdit, writes } from './hook-edits'
 import { finishBriefing, newMessages, startBriefing } from './hook-briefing'
 import { assertSessionOwner, endSession, openSession, type HookEvent, type HookHeaders, type Session } from './hook-session'
 import type { Tx } from '../store'
+import { budgetDenial, pendingWarnings, warningLines } from './budgets'
 import { noteNotification, requestPermission, withdrawInputs } from './approvals'
 
 export { hookHeaders, type HookEvent, type HookHeaders } from './hook-session'
@@ -41,6 +42,8 @@ export interface HookResult {
 }
 
 const context = (hookEventName: string, additionalContext: string) => ({ hookSpecificOutput: { hookEventName, additionalContext } })
+const deny = (reason: string) => ({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: reason } })
+const joined = (...parts: (string | null)[]) => parts.filter(Boolean).join('\n\n')
 
 const toolOf = (event: HookEvent) => (typeof event.tool_name === 'string' ? event.tool_name : '')
 
@@ -89,6 +92,10 @@ async function withoutWrites(ctx: Ctx, event: HookEvent, headers: HookHeaders): 
   const row = await ctx.store.sessions.get(event.session_id)
   const instance = row && row.ended_at === null ? await ctx.store.instances.get(row.instance_id) : null
   if (!row || !instance) return null
+  // A deny budget over its limit stops every tool call of the sessions in its scope (services/budgets.ts).
+  const denied = name === 'PreToolUse' ? await budgetDenial(ctx, instance, row.project) : null
+  if (denied) return deny(denied)
+  if (name !== 'PreToolUse' && name !== 'Stop' && (await pendingWarnings(ctx, instance, row.project, row.session_id)).length) return null
   if (name === 'PreToolUse') {
     const t = filesOf(event, row.root)
     if (t.problem) return null
@@ -122,16 +129,18 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
     if (session.throttledBeat) beat = session.instance.id
     switch (name) {
       case 'PreToolUse': {
+        const denied = await budgetDenial(ctx, session.instance, session.row.project)
+        if (denied) return deny(denied)
         const edited = filesOf(event, session.row.root)
         if (edited.problem) return unchecked(tx, session, toolOf(event), edited)
         if (!anything(edited)) return {}
         const decision = await decideEdit(tx, session, edited.files, headers.reserveMs, edited.checked)
         if (!decision.denied) return {}
-        return { hookSpecificOutput: { hookEventName: name, permissionDecision: 'deny', permissionDecisionReason: decision.reason } }
+        return deny(decision.reason)
       }
       case 'PostToolUse':
       case 'UserPromptSubmit': {
-        const text = await newMessages(tx, session)
+        const text = joined(await warningLines(ctx, tx, session.instance, session.row.project, session.row.session_id), await newMessages(tx, session))
         return text ? context(name, text) : {}
       }
       case 'Stop': {

@@ -27,6 +27,7 @@ import {
   type TaskInput,
 } from '../lib/tasks'
 import { Waiters } from '../lib/waiters'
+import { assertClaimAllowed } from './budgets'
 import { recordAudit, type AuditScope } from './audit'
 import { throwIfEnded } from './credentials'
 import { SOURCE, touch, touchId, TTL_MAX_MS, TTL_MIN_MS, waitMsParam, type ReleaseReason } from './holders'
@@ -255,6 +256,8 @@ function tryClaim(ctx: Ctx, audit: AuditScope | undefined, holder: Holder, queue
       after = batch[batch.length - 1]!
     }
     if (!found) return { task: null, next: await tx.queue.nextAvailable(queue, await capabilities(), at), heldBy: [...heldBy] }
+    // A deny budget over its limit holding the claimer or this task: 409 naming it (services/budgets.ts).
+    await assertClaimAllowed(tx, () => me(), { id: found.id, queue, project: found.project })
     const fence = await tx.holders.nextFence()
     const reservation = found.paths
       ? await grantIn(tx, await me(), { project: found.project!, paths: found.paths, exclusive: true, reason: `task ${found.id}` })

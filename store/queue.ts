@@ -79,6 +79,8 @@ export interface QueueStore {
   queues(): Promise<{ queue: string; counts: QueueCounts }[]>
   /** The notes of each of `ids`, oldest first (one query for a page of tasks; tasks without notes are absent). */
   notes(ids: number[]): Promise<Map<number, Note[]>>
+  /** The tasks an instance holds a live claim on, by id (on committed data). */
+  claimedBy(instanceId: string): Promise<Task[]>
 }
 
 export interface Claim {
@@ -361,6 +363,7 @@ export function queueWrites(w: Runner, d: Dialect): QueueWrites {
 export function queueStore(r: Runner, d: Dialect): QueueStore {
   return {
     get: async (id) => maybe(await r.get(ONE, id)),
+    claimedBy: (instanceId) => many(r.all(CLAIMED_BY, instanceId)),
     async list(queue, status, limit = -1) {
       const max = limit < 0 ? d.noLimit : limit
       return (await (status ? r.all(BY_STATUS, queue, status, max) : r.all(ALL, queue, max))).map(toTask)

@@ -8,6 +8,7 @@ import { complianceStore, complianceWrites } from './compliance'
 import { holdersStore, holdersWrites } from './holders'
 import { instancesStore, instancesWrites } from './instances'
 import { llmStore, llmWrites } from './llm'
+import { budgetsStore, budgetsWrites } from './budgets'
 import { locksStore, locksWrites } from './locks'
 import { metricsStore, metricsWrites } from './metrics'
 import { queueStore, queueWrites } from './queue'
@@ -68,6 +69,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       tokens: tokensStore(r),
       metrics: metricsStore(r),
       llm: llmStore(r, d),
+      budgets: budgetsStore(r),
       rules: rulesStore(r),
       templates: templatesStore(r, d),
       compliance: complianceStore(r),
@@ -90,6 +92,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       tokens: tokensWrites(w),
       metrics: metricsWrites(w),
       llm: llmWrites(w),
+      budgets: budgetsWrites(w, d),
       rules: rulesWrites(w),
       templates: templatesWrites(w),
       compliance: complianceWrites(w),

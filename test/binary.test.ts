@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
+import { readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import pkg from '../package.json' with { type: 'json' }
 import { call, tempDir } from './helpers'
@@ -43,6 +43,10 @@ describe('compiled binary', () => {
       expect((await call(m[1], 'PUT', '/api/validate/bin/rules', [{ rule_id: 'todo', pattern: 'TODO' }])).status).toBe(200)
       const big = await call(m[1], 'POST', '/api/validate/bin', { content: 'x\n'.repeat(50_000) + 'TODO' })
       expect(big.body).toMatchObject({ count: 1, violations: [{ rule_id: 'todo', line: 50_001 }] })
+      // OTLP protobuf decodes in the binary too (its 64-bit times need the Long class bundled).
+      const pb = readFileSync(join(import.meta.dir, 'fixtures', 'otlp', 'claude-code-2.1.332-logs.pb'))
+      expect((await call(m[1], 'POST', '/v1/logs', new Uint8Array(pb), { 'content-type': 'application/x-protobuf' })).status).toBe(200)
+      expect((await call(m[1], 'GET', '/api/llm/usage')).body).toMatchObject([{ provider: 'anthropic', tokens_in: 160, created_at: expect.stringMatching(/^2026-11-28T04:17:/) }])
       const cli = Bun.spawn([join(out, 'muster'), 'state', 'get', 'bin'], {
         cwd: out,
         env: { PATH: '/usr/bin:/bin', HOME: out, SERVICE_SERVER: m[1] },

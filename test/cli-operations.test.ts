@@ -125,10 +125,25 @@ const COMMAND_OF: Record<string, string> = {
   'GET /api/tokens': 'token list',
   'DELETE /api/tokens/{id}': 'token revoke',
   'GET /api/whoami': 'whoami',
+  'GET /api/llm/usage/buckets': 'llm spend',
+  'GET /api/budgets': 'budgets list',
+  'GET /api/budgets/{name}': 'budgets get',
+  'PUT /api/budgets/{name}': 'budgets set',
+  'DELETE /api/budgets/{name}': 'budgets delete',
+  'GET /api/projects': 'project list',
+  'GET /api/projects/{project}': 'project get',
+  'PUT /api/projects/{project}': 'project set',
+  'GET /api/approvals': 'approvals',
+  'GET /api/approvals/{id}': 'approval',
+  'POST /api/approvals/{id}/decision': 'approve',
+  'POST /api/approvals/decision': 'approve',
+  'POST /api/approval-rules': 'approval-rules add',
+  'GET /api/approval-rules': 'approval-rules list',
+  'DELETE /api/approval-rules/{id}': 'approval-rules delete',
 }
 /** MCP is the agents' discovery door and /metrics is for Prometheus to scrape, not data operations: no command. */
-// For machines, not people: MCP clients, Prometheus, and the probes of an orchestrator (a person runs `muster status`).
-const NO_COMMAND = ['POST /mcp', 'GET /metrics', 'GET /livez', 'GET /readyz']
+// For machines, not people: MCP clients, Prometheus, the probes of an orchestrator (a person runs `muster status`), and the agents' OpenTelemetry exporters.
+const NO_COMMAND = ['POST /mcp', 'GET /metrics', 'GET /livez', 'GET /readyz', 'POST /v1/logs', 'POST /v1/metrics']
 
 describe('coverage', () => {
   test('every operation in /openapi.json has a CLI command, and every command has help examples', async () => {

@@ -31,13 +31,15 @@ export interface CliOptions {
 
 /** Where identities of directories outside a repository go in these tests. */
 export const CONFIG_HOME = mkdtempSync(join(tmpdir(), 'muster-cli-config-'))
+/** The agents' own user settings that `muster init` writes (telemetry, Codex's trust): the test's, never the machine's. */
+const AGENT_HOMES = { CLAUDE_CONFIG_DIR: join(CONFIG_HOME, 'claude'), CODEX_HOME: join(CONFIG_HOME, 'codex') }
 // An identity chosen from the environment (agents.md): the test's own, never the runner's.
 const INHERITED_NOT = /^(SERVICE_|MUSTER_SERVER$|MUSTER_TOKEN$|MUSTER_AGENT$|MUSTER_INSTANCE_TOKEN$|MUSTER_SESSION$|CLAUDE_ENV_FILE$)/
 
 function cliEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !INHERITED_NOT.test(k)) env[k] = v
-  return { ...env, XDG_CONFIG_HOME: CONFIG_HOME, ...extra }
+  return { ...env, XDG_CONFIG_HOME: CONFIG_HOME, ...AGENT_HOMES, ...extra }
 }
 
 /** The identity file the CLI keeps for `dir` (as run by runCli), parsed; null when there is none. */

@@ -41,10 +41,10 @@ describe('Codex trust', () => {
     const before = codexHooksTrust(dir, env)
     expect(before).toMatchObject({ ok: false, projectTrusted: false })
     expect(before.hooks.map((h) => [h.event, h.status])).toEqual(
-      ['SessionStart', 'PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'].map((e) => [e, 'untrusted']),
+      ['SessionStart', 'PreToolUse', 'PermissionRequest', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionEnd'].map((e) => [e, 'untrusted']),
     )
     expect(before.problem).toContain(`Codex does not trust the project ${dir}`)
-    expect(before.problem).toContain('6 untrusted')
+    expect(before.problem).toContain('7 untrusted')
     expect(before.fix).toBe(`run \`muster init codex --trust\` in ${dir} (or review them in Codex's /hooks)`)
 
     const trusted = await runCli(['init', 'codex', '--trust'], { cwd: dir, env })
@@ -68,10 +68,10 @@ describe('Codex trust', () => {
     await runCli(['init', 'codex'], { cwd: dir, env: { ...env, SERVICE_SERVER: 'http://other.test:1' } })
     const moved = codexHooksTrust(dir, env)
     expect(moved.ok).toBe(false)
-    expect(moved.problem).toContain('6 modified')
+    expect(moved.problem).toContain('7 modified')
     await runCli(['init', 'codex', '--trust'], { cwd: dir, env: { ...env, SERVICE_SERVER: 'http://other.test:1' } })
     expect(codexHooksTrust(dir, env).ok).toBe(true)
-    expect(Object.keys((Bun.TOML.parse(readFileSync(config, 'utf8')) as any).hooks.state).length).toBe(6)
+    expect(Object.keys((Bun.TOML.parse(readFileSync(config, 'utf8')) as any).hooks.state).length).toBe(7)
   })
 
   test("only Muster's hooks are trusted, each by its place in the file beside the user's own", async () => {
@@ -83,7 +83,7 @@ describe('Codex trust', () => {
     expect(r.code).toBe(0)
     expect(r.json.trusted.hooks).toContain(`${dir}/.codex/hooks.json:stop:1:0`)
     const state = (Bun.TOML.parse(readFileSync(join(env.CODEX_HOME, 'config.toml'), 'utf8')) as any).hooks.state
-    expect(Object.keys(state).length).toBe(6)
+    expect(Object.keys(state).length).toBe(7)
     expect(state[`${dir}/.codex/hooks.json:stop:0:0`]).toBeUndefined() // the user's own: theirs to review
   })
 

@@ -249,7 +249,7 @@ export function pathMatches(doc: string[], route: string[]): boolean {
 }
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD']
-const CHECKED_PREFIX = /^\/(api\/|mcp$|metrics$|health$|livez$|readyz$|openapi\.json$|docs$)/
+const CHECKED_PREFIX = /^\/(api\/|v1\/(logs|metrics)$|mcp$|metrics$|health$|livez$|readyz$|openapi\.json$|docs$)/
 
 /** `METHOD /path` in prose or code, and `| METHOD | \`/path\` |` table rows. */
 export function routesNamed(doc: Doc): { method: string; path: string; line: number }[] {

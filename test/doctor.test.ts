@@ -62,7 +62,7 @@ describe('muster doctor', () => {
     expect(d.line('codex sandbox')).toContain("FAIL codex sandbox: Codex's workspace-write sandbox has no network")
     expect(d.line('codex sandbox')).toContain('network_access = true')
     expect(d.line('codex trust')).toStartWith(`FAIL codex trust: Codex does not trust the project ${dir}`)
-    expect(d.line('codex trust')).toContain('Codex hooks not trusted: 6 untrusted')
+    expect(d.line('codex trust')).toContain('Codex hooks not trusted: 7 untrusted')
     expect(d.line('codex trust')).toContain(`-- fix: run \`muster init codex --trust\` in ${dir}`)
     expect(d.line('git guards')).toBe(`warn git guards: no Muster pre-commit or pre-push hook in ${join(dir, '.git/hooks')}: a commit or push of a held file goes through -- fix: \`muster init git\` (kept beside your hooks)`)
     expect(d.lines.every((l) => /^(ok  |warn|FAIL) [\w -]+: /.test(l))).toBe(true)
@@ -81,7 +81,7 @@ describe('muster doctor', () => {
     expect(d.line('hook token')).toBe('ok   hook token: the http hooks send $SERVICE_TOKEN, which is set')
     expect(d.line('codex sandbox')).toBe('ok   codex sandbox: workspace-write with network_access = true: the CLI reaches the server')
     expect(d.line('git guards')).toBe(`ok   git guards: pre-commit and pre-push in ${join(dir, '.git/hooks')}`)
-    expect(d.line('codex trust')).toBe(`ok   codex trust: the project and its 6 Muster hooks are trusted in ${join(CODEX_HOME, 'config.toml')}`)
+    expect(d.line('codex trust')).toBe(`ok   codex trust: the project and its 7 Muster hooks are trusted in ${join(CODEX_HOME, 'config.toml')}`)
     // --json: the same findings for a program
     const json = await runCli(['doctor', '--json'], { cwd: dir, env: { SERVICE_SERVER: s.api, SERVICE_TOKEN: agentToken, PATH: withMuster, CODEX_HOME } })
     expect(json.json.map((f: any) => f.status)).toEqual(d.lines.map(() => 'ok'))

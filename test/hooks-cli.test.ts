@@ -3,7 +3,7 @@
 // repository's files, idempotently; the Claude Code plugin's manifests against the
 // documented schema.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, register, startServer, type TestServer } from './helpers'
 import { removeWorkdirs, runCli, workdir } from './cli-run'
@@ -106,7 +106,11 @@ describe('muster init', () => {
     const mine = { matcher: 'Bash', hooks: [{ type: 'command', command: './scripts/lint.sh' }] }
     writeFileSync(join(dir, '.claude/settings.json'), JSON.stringify({ model: 'opus', hooks: { PreToolUse: [mine] } }))
     writeFileSync(join(dir, 'CLAUDE.md'), '# Project rules\n\nUse tabs.\n')
-    const env = { SERVICE_SERVER: 'http://muster.test:9800' }
+    // Claude Code's own config dir, where its telemetry settings go (never the real ~/.claude)
+    const home = join(dir, '.user-claude')
+    mkdirSync(home)
+    writeFileSync(join(home, 'settings.json'), JSON.stringify({ theme: 'dark', env: { FOO: '1' } }))
+    const env = { SERVICE_SERVER: 'http://muster.test:9800', CLAUDE_CONFIG_DIR: home, SERVICE_TOKEN: 'secret-token-never-written' }
 
     const dry = await runCli(['init', 'claude-code', '--reserve', '30m', '--dry-run'], { cwd: dir, env })
     expect(dry.code).toBe(0)
@@ -114,6 +118,7 @@ describe('muster init', () => {
       ['.claude/settings.json', 'update'],
       ['.mcp.json', 'create'],
       ['CLAUDE.md', 'update'],
+      [join(home, 'settings.json'), 'update'],
     ])
     expect(existsSync(join(dir, '.mcp.json'))).toBe(false)
     expect(read(dir, 'CLAUDE.md')).toBe('# Project rules\n\nUse tabs.\n')
@@ -145,9 +150,27 @@ describe('muster init', () => {
     for (const event of ['PostToolUse', 'UserPromptSubmit', 'Stop']) expect(settings.hooks[event][0].hooks[0]).toEqual(ours.hooks[0])
     expect(JSON.parse(files[1]).mcpServers.muster).toMatchObject({ type: 'http', url: 'http://muster.test:9800/mcp' })
     expect(files[2].startsWith('# Project rules\n\nUse tabs.\n\n<!-- muster:begin -->')).toBe(true)
+    // telemetry: in the user's settings (Claude Code takes OTEL settings from there only), headers from a helper; no token anywhere
+    expect(JSON.parse(read(home, 'settings.json'))).toEqual({
+      theme: 'dark',
+      env: {
+        FOO: '1',
+        CLAUDE_CODE_ENABLE_TELEMETRY: '1',
+        OTEL_LOGS_EXPORTER: 'otlp',
+        OTEL_METRICS_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://muster.test:9800',
+      },
+      otelHeadersHelper: 'muster otel-headers',
+    })
+    for (const text of [...files, read(home, 'settings.json')]) expect(text).not.toContain('secret-token-never-written')
+    const helper = await runCli(['otel-headers'], { cwd: dir, env })
+    expect([helper.code, helper.stdout.trim()]).toEqual([0, '{"Authorization":"Bearer secret-token-never-written"}'])
+    expect((await runCli(['otel-headers'], { cwd: dir, env: { SERVICE_SERVER: 'http://muster.test:9800' } })).stdout.trim()).toBe('{}')
 
     const second = await runCli(['init', 'claude-code', '--reserve', '30m'], { cwd: dir, env })
     expect(second.json.files.every((f: any) => f.action === 'unchanged')).toBe(true)
+    expect(second.json.files.length).toBe(4)
     expect(['.claude/settings.json', '.mcp.json', 'CLAUDE.md'].map((p) => read(dir, p))).toEqual(files)
   })
 
@@ -156,7 +179,11 @@ describe('muster init', () => {
     mkdirSync(join(dir, '.codex'))
     writeFileSync(join(dir, '.codex/config.toml'), 'model = "gpt-5-codex"\n\n[mcp_servers.docs]\nurl = "http://docs.test/mcp"\n')
     writeFileSync(join(dir, '.codex/hooks.json'), JSON.stringify({ hooks: { Stop: [{ hooks: [{ type: 'command', command: 'notify-send done' }] }] } }))
-    const env = { SERVICE_SERVER: 'http://muster.test:9800' }
+    // Codex's home, where its [otel] table goes (Codex ignores it in a project's config)
+    const home = join(dir, '.user-codex')
+    mkdirSync(home)
+    writeFileSync(join(home, 'config.toml'), 'model = "o3"\n\n[otel]\nexporter = "none"\n\n[tui]\nnotifications = true\n')
+    const env = { SERVICE_SERVER: 'http://muster.test:9800', CODEX_HOME: home, SERVICE_TOKEN: 'codex-token' }
     expect((await runCli(['init', 'codex'], { cwd: dir, env })).code).toBe(0)
     const files = ['.codex/hooks.json', '.codex/config.toml', 'AGENTS.md'].map((p) => read(dir, p))
     const hooks = JSON.parse(files[0]).hooks
@@ -170,10 +197,20 @@ describe('muster init', () => {
       'model = "gpt-5-codex"\n\n[mcp_servers.docs]\nurl = "http://docs.test/mcp"\n\n[mcp_servers.muster]\nurl = "http://muster.test:9800/mcp"\nbearer_token_env_var = "SERVICE_TOKEN"\n',
     )
     expect(files[2]).toContain('## How this team of agents coordinates (Muster)')
+    expect(files.join('')).not.toContain('codex-token')
+    // --dry-run prints what it would write, the token left out
+    const dry = await runCli(['init', 'codex', '--dry-run'], { cwd: dir, env })
+    expect(dry.stdout).not.toContain('codex-token')
+    expect(dry.stdout).toContain('Bearer <token>')
+    const exporter = (signal: string) => `{ otlp-http = { endpoint = "http://muster.test:9800/v1/${signal}", protocol = "json", headers = { Authorization = "Bearer codex-token" } } }`
+    expect(read(home, 'config.toml')).toBe(
+      `model = "o3"\n\n[otel]\nlog_user_prompt = false\nexporter = ${exporter('logs')}\nmetrics_exporter = ${exporter('metrics')}\n\n[tui]\nnotifications = true\n`,
+    )
+    expect((statSync(join(home, 'config.toml')).mode & 0o777).toString(8)).toBe('600')
     await runCli(['init', 'codex'], { cwd: dir, env })
     expect(['.codex/hooks.json', '.codex/config.toml', 'AGENTS.md'].map((p) => read(dir, p))).toEqual(files)
     // another server or --reserve replaces our entries instead of adding more
-    await runCli(['init', 'codex', '--reserve', '10m'], { cwd: dir, env: { SERVICE_SERVER: 'http://other.test:1' } })
+    await runCli(['init', 'codex', '--reserve', '10m'], { cwd: dir, env: { SERVICE_SERVER: 'http://other.test:1', CODEX_HOME: home } })
     const moved = JSON.parse(read(dir, '.codex/hooks.json')).hooks
     expect(moved.Stop.length).toBe(2)
     expect(moved.Stop[1].hooks[0].command).toBe('muster hook codex --server http://other.test:1 --reserve 10m')
@@ -184,7 +221,7 @@ describe('muster init', () => {
     const dir = repo()
     mkdirSync(join(dir, '.claude'))
     writeFileSync(join(dir, '.claude/settings.json'), '{ nope')
-    const r = await runCli(['init', 'claude-code'], { cwd: dir, env: { SERVICE_SERVER: 'http://muster.test:9800' } })
+    const r = await runCli(['init', 'claude-code'], { cwd: dir, env: { SERVICE_SERVER: 'http://muster.test:9800', CLAUDE_CONFIG_DIR: join(dir, '.user-claude') } })
     expect(r.code).toBe(2)
     expect(r.stderr).toContain('.claude/settings.json is not valid JSON')
     expect(existsSync(join(dir, 'CLAUDE.md'))).toBe(false)
@@ -199,7 +236,7 @@ describe('Claude Code plugin', () => {
   const plugin = JSON.parse(readFileSync(join(dir, 'plugin.json'), 'utf8'))
   const market = JSON.parse(readFileSync(join(dir, 'marketplace.json'), 'utf8'))
   const KEBAB = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/
-  const EVENTS = ['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Notification', 'Stop', 'SubagentStop', 'SessionStart', 'SessionEnd', 'PreCompact']
+  const EVENTS = ['PreToolUse', 'PermissionRequest', 'PostToolUse', 'UserPromptSubmit', 'Notification', 'Stop', 'SubagentStop', 'SessionStart', 'SessionEnd', 'PreCompact']
 
   test('plugin.json: name, semver version, hooks for every handled event, the MCP server', () => {
     expect(plugin.name).toMatch(KEBAB)
@@ -210,10 +247,14 @@ describe('Claude Code plugin', () => {
       expect(EVENTS).toContain(event)
       for (const g of groups) {
         if (g.matcher !== undefined) expect(typeof g.matcher).toBe('string')
-        for (const h of g.hooks) expect(h).toMatchObject({ type: 'command', command: 'muster hook claude-code' })
+        // A permission request waits for a person: the hook outlives the wait it asks for (cli/init.ts).
+        for (const h of g.hooks)
+          expect(h).toMatchObject(
+            event === 'PermissionRequest' ? { type: 'command', command: 'muster hook claude-code --approval-wait 5m', timeout: 330 } : { type: 'command', command: 'muster hook claude-code' },
+          )
       }
     }
-    expect(Object.keys(plugin.hooks).sort()).toEqual(['PostToolUse', 'PreToolUse', 'SessionEnd', 'SessionStart', 'Stop', 'UserPromptSubmit'])
+    expect(Object.keys(plugin.hooks).sort()).toEqual(['Notification', 'PermissionRequest', 'PostToolUse', 'PreToolUse', 'SessionEnd', 'SessionStart', 'Stop', 'UserPromptSubmit'])
     expect(plugin.hooks.PreToolUse[0].matcher).toBe('Write|Edit|NotebookEdit|Bash')
     expect(plugin.mcpServers.muster).toMatchObject({ type: 'http', url: expect.stringMatching(/\/mcp$/) })
   })

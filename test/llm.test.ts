@@ -28,6 +28,7 @@ describe('recording usage', () => {
       cost_usd: 0,
       request_type: 'completion',
       session_tag: '',
+      task_id: null,
       created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
     })
     expect(await lastAudit()).toMatchObject({ action: 'llm.usage', resource: 'llm/usage', outcome: 'success' })
@@ -145,6 +146,7 @@ describe('listing and summaries', () => {
         beta: totals(40, 60, 0.2, 1),
       },
       total: totals(1447, 313, 1.05, 5),
+      unpriced_models: {},
     })
   })
 
@@ -224,5 +226,33 @@ describe('listing and summaries', () => {
     for (let i = 0; i < 50; i++) await record({ provider: 'bulk', model: 'm' })
     expect((await list()).body.length).toBe(50)
     expect((await list('?limit=55')).body.length).toBe(55)
+  })
+})
+
+describe('spend over time (buckets)', () => {
+  test('totals per UTC day or hour and per instance, project or task; bad by, step or time is 400', async () => {
+    const from = new Date().toISOString()
+    const project = `buckets-${crypto.randomUUID()}`
+    await record({ provider: 'p', model: 'm', instance_id: 'bk-1', project, task_id: 7, cost_usd: 0.5, tokens_in: 10, tokens_out: 1 })
+    await record({ provider: 'p', model: 'm', instance_id: 'bk-1', project, cost_usd: 0.25, tokens_in: 5 })
+    await record({ provider: 'p', model: 'm', instance_id: 'bk-2', project, task_id: 7, cost_usd: 1 })
+    const day = from.slice(0, 10)
+    const buckets = async (q: string) => (await call(s.api, 'GET', `/api/llm/usage/buckets?from=${from}&${q}`)).body
+    expect(await buckets('by=instance')).toEqual([
+      { bucket: day, key: 'bk-1', total_tokens_in: 15, total_tokens_out: 1, total_cost_usd: 0.75, request_count: 2 },
+      { bucket: day, key: 'bk-2', total_tokens_in: 0, total_tokens_out: 0, total_cost_usd: 1, request_count: 1 },
+    ])
+    expect((await buckets('by=task')).map((b: any) => [b.key, b.total_cost_usd])).toEqual([['', 0.25], ['7', 1.5]])
+    const hours = await buckets('step=hour')
+    expect(hours.map((b: any) => [b.bucket.length, b.key, b.total_cost_usd])).toEqual([[13, project, 1.75]])
+    for (const [q, message] of [
+      ['by=model', 'invalid by: expected one of instance, project, task'],
+      ['by=task&step=week', 'invalid step: expected hour or day'],
+      ['by=task&from=yesterday', 'from'],
+    ]) {
+      const r = await call(s.api, 'GET', `/api/llm/usage/buckets?${q}`)
+      expect([q, r.status]).toEqual([q, 400])
+      expect(r.body.error).toContain(message)
+    }
   })
 })

@@ -78,6 +78,7 @@ const OWN_PARAMS: Record<string, Record<string, string>> = {
   // The webhook the create example makes.
   'patch /api/webhooks/{id}': { id: 'ci' },
   'post /api/webhooks/{id}/redeliver': { id: 'ci' },
+  'put /api/budgets/{name}': { name: 'ada-daily' },
   'post /api/approvals/{id}/decision': { id: 'nope' },
 }
 
@@ -94,6 +95,9 @@ const EXPECTED: [operation: string, answer: number | string][] = [
   // The example's base_url is a loopback port where nothing listens: the answer reports that.
   ['post /api/contracts/{project}/{name}/test', 200],
   ['post /api/llm/usage', 200],
+  ['post /v1/logs', 200],
+  ['post /v1/metrics', 200],
+  ['put /api/budgets/{name}', 201],
   ['post /api/events/publish', 200],
   ['post /api/instances/register', 200],
   ['post /api/instances/{id}/capabilities', 200],

@@ -3,7 +3,7 @@
 // `muster init` from the repository's core.ignorecase), over real HTTP on both backends.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { realpathSync } from 'node:fs'
-import { basename } from 'node:path'
+import { basename, join } from 'node:path'
 import { call, register, startServer, type TestServer } from './helpers'
 import { removeWorkdirs, runCli, workdir } from './cli-run'
 
@@ -116,7 +116,8 @@ describe('muster init and the doctor check', () => {
     if (ignorecase !== null) Bun.spawnSync(['git', 'config', 'core.ignorecase', String(ignorecase)], { cwd: dir })
     return dir
   }
-  const env = (dir: string) => ({ SERVICE_SERVER: s.api, SERVICE_TOKEN: ADMIN_TOKEN, MUSTER_PROJECT: basename(dir) })
+  // CODEX_HOME in the repository: init writes Codex's telemetry settings there, never in the real ~/.codex
+  const env = (dir: string) => ({ SERVICE_SERVER: s.api, SERVICE_TOKEN: ADMIN_TOKEN, MUSTER_PROJECT: basename(dir), CODEX_HOME: join(dir, '.user-codex') })
   const settings = async (project: string) => (await call(s.api, 'GET', `/api/projects/${project}`, undefined, admin)).body
 
   test('core.ignorecase true: init sets the project case-insensitive (--dry-run only says so); false or unset: left as it is', async () => {

@@ -218,8 +218,8 @@ describe('llm', () => {
   test('record, list by filter, summary by group with float sums', async () => {
     const project = unique('llm')
     const from = new Date().toISOString()
-    const id1 = await write((tx) => tx.llm.record({ provider: 'p', model: 'm1', project, tokens_in: 10, tokens_out: 1, cost_usd: 0.1 }))
-    const id2 = await write((tx) => tx.llm.record({ provider: 'p', model: 'm2', project, tokens_in: 5, cost_usd: 0.2, request_type: 'embedding' }))
+    const id1 = (await write((tx) => tx.llm.record({ provider: 'p', model: 'm1', project, tokens_in: 10, tokens_out: 1, cost_usd: 0.1 })))!
+    const id2 = (await write((tx) => tx.llm.record({ provider: 'p', model: 'm2', project, tokens_in: 5, cost_usd: 0.2, request_type: 'embedding' })))!
     expect(id2).toBeGreaterThan(id1)
     const list = await store.llm.list({ column: 'project', value: project }, undefined, undefined, 10)
     expect(list.map((u) => [u.id, u.model, u.tokens_in, u.tokens_out, u.cost_usd, u.request_type])).toEqual([

@@ -10,6 +10,7 @@ import { statePanel } from './panels/state.js'
 import { eventsPanel } from './panels/events.js'
 import { llmPanel } from './panels/llm.js'
 import { auditPanel } from './panels/audit.js'
+import { budgetsPanel } from './panels/budgets.js'
 
 startShell()
 const panels = {
@@ -18,6 +19,7 @@ const panels = {
   state: statePanel(),
   llm: llmPanel(),
   audit: auditPanel(),
+  budgets: budgetsPanel(),
 }
 /** The cards read several endpoints: a burst of events refreshes them once a second at most. */
 let cardsSoon = null
@@ -26,6 +28,7 @@ eventsPanel({
     const area = event.topic.split('.')[0]
     if (area === 'state') panels.state.now()
     if (area === 'instance') panels.instances.now()
+    if (area === 'budget') panels.budgets.now()
     if (area === 'approval') refreshApprovalCount()
     cardsSoon ??= setTimeout(() => ((cardsSoon = null), panels.metrics.now()), 1000)
   },

@@ -217,6 +217,23 @@ export const PG_MIGRATIONS: string[] = [
     message ${T}, created_at ${T} NOT NULL
   );
   `,
+  // As the SQLite schema's agent telemetry and budgets migration.
+  `
+  ALTER TABLE llm_usage ADD COLUMN task_id BIGINT;
+  ALTER TABLE llm_usage ADD COLUMN otlp_key ${T};
+  ALTER TABLE llm_usage ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;
+  CREATE UNIQUE INDEX llm_usage_otlp_key ON llm_usage (otlp_key) WHERE otlp_key IS NOT NULL;
+  CREATE TABLE budgets (
+    name ${T} PRIMARY KEY, scope ${T} NOT NULL, target ${T} NOT NULL, limit_usd DOUBLE PRECISION NOT NULL,
+    time_window ${T} NOT NULL, action ${T} NOT NULL, created_at ${T} NOT NULL, updated_at ${T} NOT NULL,
+    window_start ${T} NOT NULL, spent_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
+    warned_window ${T}, exceeded_window ${T}
+  );
+  CREATE TABLE budget_shown (
+    session_id ${T} NOT NULL, budget ${T} NOT NULL, window_start ${T} NOT NULL,
+    PRIMARY KEY (session_id, budget, window_start)
+  );
+  `,
   // As the SQLite schema's instances by name.
   `
   CREATE INDEX instances_name ON instances (name);

@@ -304,6 +304,26 @@ export const MIGRATIONS: string[] = [
     message TEXT, created_at TEXT NOT NULL
   );
   `,
+  // Agent telemetry and budgets (oversight.md): a usage record names the task its instance
+  // had claimed, and one received over OTLP carries a key so a resent batch records it once.
+  // A budget keeps what was spent in its current window, added to as usage is recorded, so a
+  // hook decision reads a few budget rows and never sums usage.
+  `
+  ALTER TABLE llm_usage ADD COLUMN task_id INTEGER;
+  ALTER TABLE llm_usage ADD COLUMN otlp_key TEXT;
+  ALTER TABLE llm_usage ADD COLUMN unpriced INTEGER NOT NULL DEFAULT 0;
+  CREATE UNIQUE INDEX llm_usage_otlp_key ON llm_usage (otlp_key) WHERE otlp_key IS NOT NULL;
+  CREATE TABLE budgets (
+    name TEXT PRIMARY KEY, scope TEXT NOT NULL, target TEXT NOT NULL, limit_usd REAL NOT NULL,
+    time_window TEXT NOT NULL, action TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+    window_start TEXT NOT NULL, spent_usd REAL NOT NULL DEFAULT 0,
+    warned_window TEXT, exceeded_window TEXT
+  ) WITHOUT ROWID;
+  CREATE TABLE budget_shown (
+    session_id TEXT NOT NULL, budget TEXT NOT NULL, window_start TEXT NOT NULL,
+    PRIMARY KEY (session_id, budget, window_start)
+  ) WITHOUT ROWID;
+  `,
   // Instances by name: a briefing names the agents an agent corresponds with, and a
   // registration under an agent token finds its earlier instances, without reading the fleet.
   `

@@ -71,7 +71,8 @@ scenario('muster init wires a scratch repository, and a second run changes nothi
   expect(readFileSync(join(repo, 'CLAUDE.md'), 'utf8')).toContain('muster')
   const second = await world.muster(['init', 'claude-code', '--reserve', '10m'], { cwd: repo })
   expect(second.code).toBe(0)
-  expect(JSON.parse(second.stdout).files.map((f: any) => f.action)).toEqual(['unchanged', 'unchanged', 'unchanged'])
+  // the repository's three files, and the user's Claude Code settings with the telemetry towards the server
+  expect(JSON.parse(second.stdout).files.map((f: any) => f.action)).toEqual(['unchanged', 'unchanged', 'unchanged', 'unchanged'])
 })
 
 scenario('a session registers and its briefing reaches the model', async () => {
@@ -324,3 +325,23 @@ scenario("in -p mode a person's deny keeps the command from running, and the mod
   expect(fake.log.of('refuse')[1]?.raw ?? '').toContain(words)
   await bob.end()
 }, 120_000)
+
+scenario('telemetry wired by muster init records usage of the session\'s instance; a deny budget stops its next tool call', async () => {
+  const repo = await wiredRepo('spend')
+  const prompt = fake.scripts.add({ name: 'spend', steps: [bash('echo one')], finally: 'Spent.' })
+  const ada = await claude(repo, 'ada-spend', { OTEL_LOGS_EXPORT_INTERVAL: '500', OTEL_METRIC_EXPORT_INTERVAL: '1000' })
+  await ada.prompt(`Run it. ${prompt}`)
+  const instance = await instanceNamed('ada-spend')
+  // no call by the model: Claude Code's own telemetry, towards the server as init set it up
+  const usage = await eventually(async () => {
+    const rows = (await world.api('GET', `/api/llm/usage?session_tag=${ada.sessionId}`)).body as any[]
+    return rows.length >= 2 ? rows : null
+  }, 20_000)
+  for (const u of usage!) expect(u).toMatchObject({ instance_id: instance.id, project: 'spend', provider: 'anthropic' })
+  // a person sets a deny budget under what was spent: the session's next tool call is denied, naming it
+  expect((await world.api('PUT', '/api/budgets/ada-spend-cap', { scope: 'agent', target: 'ada-spend', limit_usd: 0.000001, window: 'day', action: 'deny' })).status).toBe(201)
+  const next = fake.scripts.add({ name: 'spend-denied', steps: [bash('echo two')], finally: 'Stopped.' })
+  await ada.prompt(`Again. ${next}`)
+  expect(fake.log.reached('spend-denied', 'Muster budget "ada-spend-cap" (agent ada-spend) is exceeded')).toBe(true)
+  await ada.end()
+})

@@ -81,7 +81,7 @@ scenario('untrusted hooks never run; after muster init codex --trust a plain cod
 
   const again = muster(w, repo, ['init', 'codex', '--trust'])
   expect(again.code, again.stderr).toBe(0)
-  expect(JSON.parse(again.stdout).trusted.hooks.length).toBe(6)
+  expect(JSON.parse(again.stdout).trusted.hooks.length).toBe(7)
   expect(codexHooksTrust(repo, w.env)).toMatchObject({ ok: true, problem: null })
   const after = await codexExec(w, repo, `${marker(m)} second`, { env: { MUSTER_AGENT: 'tru' } })
   expect(after.code, after.stderr).toBe(0)

@@ -120,6 +120,11 @@ export function startFakeOpenAI(): FakeOpenAI {
         log.add({ method, path, body, raw, text: '', script: null, step: null })
         return Response.json({ object: 'list', data: [], models: [] })
       }
+      // Codex reports each turn's cost to its provider once its telemetry is on (muster init's [otel]).
+      if (method === 'POST' && /\/analytics\/codex\/turn-costs$/.test(path)) {
+        log.add({ method, path, body, raw, text: '', script: null, step: null })
+        return Response.json({})
+      }
       if (method !== 'POST' || !/\/responses$/.test(path)) {
         log.stray({ method, path, body, raw })
         return Response.json({ error: { message: `fake-openai: no ${method} ${path}` } }, { status: 404 })

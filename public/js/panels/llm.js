@@ -1,5 +1,7 @@
 // LLM usage: totals and per-group figures from GET /api/llm/usage/summary, and
-// cost over time (stacked by model or project) built from GET /api/llm/usage.
+// cost over time (stacked by model or project) built from GET /api/llm/usage; by agent
+// or task, both come from GET /api/llm/usage/buckets (totals per hour or day and key),
+// agents named through their instances and hook sessions.
 
 import { api } from '../api.js'
 import { PALETTE, stackedBars } from '../chart.js'
@@ -29,7 +31,8 @@ function rangeStart(range) {
 // Day buckets step by calendar date (jump 26 h, then floor), so DST cannot skip or repeat a day.
 const nextBucket = (t, step) => (step === 'hour' ? t + 3600e3 : bucketStart(t + 26 * 3600e3, 'day'))
 
-function bucketsOf(records, groupBy, range) {
+/** entries: [{ms, group, cost}] summed into the range's buckets. */
+function bucketsOf(entries, range) {
   const { step } = RANGES[range]
   const end = bucketStart(Date.now(), step)
   const byStart = new Map()
@@ -41,13 +44,43 @@ function bucketsOf(records, groupBy, range) {
       values: {},
     })
   }
-  for (const r of records) {
-    const b = byStart.get(bucketStart(Date.parse(r.created_at), step))
+  for (const e of entries) {
+    const b = byStart.get(bucketStart(e.ms, step))
     if (!b) continue
-    const g = r[groupBy] || NONE
-    b.values[g] = (b.values[g] || 0) + (Number(r.cost_usd) || 0)
+    const g = e.group || NONE
+    b.values[g] = (b.values[g] || 0) + (Number(e.cost) || 0)
   }
   return [...byStart.values()]
+}
+
+const TOTALS = ['total_tokens_in', 'total_tokens_out', 'total_cost_usd', 'request_count']
+const LABEL = { model: 'Model', project: 'Project', agent: 'Agent', task: 'Task' }
+
+/**
+ * By agent or task: the summary ({groups, total}) and chart entries of the bucket rows,
+ * each row's key turned into its group (an agent's name for its instance ids).
+ */
+function fromBuckets(rows, groupOf) {
+  const groups = {}
+  const total = Object.fromEntries(TOTALS.map((k) => [k, 0]))
+  const entries = []
+  for (const r of rows) {
+    const group = groupOf(r.key)
+    const g = (groups[group] ??= Object.fromEntries(TOTALS.map((k) => [k, 0])))
+    for (const k of TOTALS) (g[k] += r[k] || 0), (total[k] += r[k] || 0)
+    const ms = Date.parse(r.bucket.length === 13 ? `${r.bucket}:00:00Z` : `${r.bucket}T00:00:00Z`)
+    entries.push({ ms, group, cost: r.total_cost_usd })
+  }
+  return { summary: { groups, total }, entries }
+}
+
+/** Instance id → agent name, from the registered instances and every hook session (which outlive their instances). */
+async function agentNames() {
+  const [instances, sessions] = await Promise.all([api('/api/instances').catch(() => []), api('/api/sessions?limit=10000').catch(() => [])])
+  const names = new Map()
+  for (const s of Array.isArray(sessions) ? sessions : []) names.set(s.instance_id, s.name)
+  for (const i of Array.isArray(instances) ? instances : []) names.set(i.id, i.name)
+  return names
 }
 
 export function llmPanel() {
@@ -60,17 +93,17 @@ export function llmPanel() {
 
   const render = () => {
     if (!last) return
-    const { summary, records } = last
+    const { summary, entries, records } = last
     const total = summary.total ?? {}
     const groups = Object.entries(summary.groups ?? {}).sort((a, b) => (b[1].total_cost_usd || 0) - (a[1].total_cost_usd || 0))
     meta.textContent = `${int(total.request_count)} requests`
     if (!total.request_count)
-      return stateBox(body, 'empty', 'No LLM usage in this period', ['Agents report calls with ', h('code', { text: 'POST /api/llm/usage' }), '; cost and tokens show up here.'])
+      return stateBox(body, 'empty', 'No LLM usage in this period', ['Agents wired by ', h('code', { text: 'muster init' }), ' send their telemetry (or call ', h('code', { text: 'POST /api/llm/usage' }), '); cost and tokens show up here.'])
 
     const colors = new Map()
     groups.slice(0, MAX_SERIES).forEach(([name], i) => colors.set(name || NONE, PALETTE[i]))
     const colorOf = (name) => colors.get(name) ?? PALETTE[MAX_SERIES]
-    const buckets = bucketsOf(records, groupBy, range)
+    const buckets = bucketsOf(entries, range)
     // Everything beyond the top groups is drawn as one "other" series.
     for (const b of buckets)
       for (const name of Object.keys(b.values))
@@ -89,11 +122,11 @@ export function llmPanel() {
           .map(([label, value]) => h('div', {}, h('div', { class: 'label', text: label }), h('div', { class: 'value', title: value, text: value })))),
       h('div', { class: 'legend' }, series.map((s) => h('span', {}, h('span', { class: 'swatch', 'data-color': s.color }), s.name))),
       chart,
-      records.length >= RECORDS ? h('div', { class: 'note', text: `The chart uses the latest ${RECORDS} records of the period; totals cover all of it.` }) : null,
+      records && records.length >= RECORDS ? h('div', { class: 'note', text: `The chart uses the latest ${RECORDS} records of the period; totals cover all of it.` }) : null,
       h('div', { class: 'scroll' }, h('table', { class: 'data cards' },
-        h('thead', {}, h('tr', {}, [groupBy === 'model' ? 'Model' : 'Project', 'Requests', 'Tokens in', 'Tokens out', 'Cost'].map((t, i) => h('th', { class: i ? 'num' : null, text: t })))),
+        h('thead', {}, h('tr', {}, [LABEL[groupBy], 'Requests', 'Tokens in', 'Tokens out', 'Cost'].map((t, i) => h('th', { class: i ? 'num' : null, text: t })))),
         h('tbody', {}, groups.map(([name, g]) => h('tr', {},
-          cell(groupBy === 'model' ? 'Model' : 'Project', { class: 'wrap-any' }, h('span', { class: 'swatch', 'data-color': colorOf(name || NONE) }), name || NONE),
+          cell(LABEL[groupBy], { class: 'wrap-any' }, h('span', { class: 'swatch', 'data-color': colorOf(name || NONE) }), name || NONE),
           cell('Requests', { class: 'num' }, int(g.request_count)),
           cell('Tokens in', { class: 'num' }, int(g.total_tokens_in)),
           cell('Tokens out', { class: 'num' }, int(g.total_tokens_out)),
@@ -108,11 +141,22 @@ export function llmPanel() {
   const load = async () => {
     const from = new Date(rangeStart(range)).toISOString()
     try {
-      const [summary, records] = await Promise.all([
-        api(`/api/llm/usage/summary?group_by=${groupBy}&from=${encodeURIComponent(from)}`),
-        api(`/api/llm/usage?from=${encodeURIComponent(from)}&limit=${RECORDS}`),
-      ])
-      last = { summary, records: Array.isArray(records) ? records : [] }
+      if (groupBy === 'agent' || groupBy === 'task') {
+        const step = RANGES[range].step
+        const [rows, names] = await Promise.all([
+          api(`/api/llm/usage/buckets?by=${groupBy === 'agent' ? 'instance' : 'task'}&step=${step}&from=${encodeURIComponent(from)}`),
+          groupBy === 'agent' ? agentNames() : null,
+        ])
+        const groupOf = (key) => (!key ? NONE : groupBy === 'agent' ? (names.get(key) ?? key) : `task ${key}`)
+        last = { ...fromBuckets(Array.isArray(rows) ? rows : [], groupOf), records: null }
+      } else {
+        const [summary, records] = await Promise.all([
+          api(`/api/llm/usage/summary?group_by=${groupBy}&from=${encodeURIComponent(from)}`),
+          api(`/api/llm/usage?from=${encodeURIComponent(from)}&limit=${RECORDS}`),
+        ])
+        const list = Array.isArray(records) ? records : []
+        last = { summary, records: list, entries: list.map((r) => ({ ms: Date.parse(r.created_at), group: r[groupBy], cost: r.cost_usd })) }
+      }
     } catch (err) {
       last = null
       meta.textContent = ''
