@@ -1,10 +1,9 @@
 // What a hook answer puts in the model's context: the SessionStart briefing (who it is,
-// who else is here and what they hold, its claims, its messages) and the messages that
+// who matters to it and what they hold, its claims, its messages) and the messages that
 // arrived since. Both are held to a character budget; what does not fit is counted, and
 // a message counts as shown only when it was put in the text.
-import type { Tx } from '../store'
+import type { Store, Tx } from '../store'
 import type { Instance } from '../store/instances'
-import type { Reservation } from '../store/reservations'
 import type { Session } from './hook-session'
 import { formatMessages, markShown, pendingForSession } from './messages'
 
@@ -51,12 +50,6 @@ export async function newMessages(tx: Tx, session: Session): Promise<string | nu
   return [head, ...budget.lines, ...tail].join('\n')
 }
 
-/** What the briefing shows of others, read from committed data once the unit is done. */
-export interface BriefingReads {
-  instances: Instance[]
-  reservations: Reservation[]
-}
-
 /**
  * The briefing's first part, inside the SessionStart unit: who the agent is, its
  * messages (marked shown) and its claimed tasks. `finishBriefing` adds the others.
@@ -82,19 +75,69 @@ export async function startBriefing(tx: Tx, session: Session): Promise<Budget> {
   return budget
 }
 
-/** The briefing's text: the unit's part, then the other agents and what they hold in the project. */
-export function finishBriefing(budget: Budget, session: Session, reads: BriefingReads): string {
-  const self = session.instance.id
-  const names = new Map(reads.instances.map((i) => [i.id, i]))
-  const held = reads.reservations.filter((r) => r.instance_id !== self)
-  section(budget, `Reservations others hold in ${session.row.project}`, held, (r) => {
-    const who = names.get(r.instance_id)
+/**
+ * Reservations whose holders are read (more never fit in the briefing), most correspondents
+ * named, and most messages read each way to find them: the briefing's work stays the same
+ * however large the fleet.
+ */
+const RESERVATIONS_NAMED = 100
+const CORRESPONDENTS = 40
+const MESSAGES_SCANNED = 100
+
+/** An agent the briefing names, and why it matters to this one. */
+interface Other {
+  instance: Instance
+  why: string[]
+}
+
+/**
+ * The briefing's text: the unit's part, then what others hold in the project and the agents
+ * that matter to this one (the holders there, the agents it has messaged or that message
+ * it), read from committed data; the rest of the fleet only counted, so a briefing costs
+ * the same with ten agents registered as with ten thousand.
+ */
+export async function finishBriefing(store: Store, budget: Budget, session: Session): Promise<string> {
+  const { row, instance } = session
+  const self = instance.id
+  const [reservations, sent, received, registered] = await Promise.all([
+    store.reservations.list({ project: row.project }),
+    store.messages.list({ from: row.name, limit: MESSAGES_SCANNED }),
+    store.messages.list({ to: row.name, limit: MESSAGES_SCANNED }),
+    store.instances.count(),
+  ])
+  const held = reservations.filter((r) => r.instance_id !== self)
+  const holderIds = [...new Set(held.slice(0, RESERVATIONS_NAMED).map((r) => r.instance_id))]
+  const names = [...new Set([...sent.flatMap((m) => m.to), ...received.map((m) => m.from)])].filter((n) => n !== '*' && n !== row.name)
+  const [holders, named] = await Promise.all([
+    Promise.all(holderIds.map((id) => store.instances.get(id))),
+    Promise.all(names.slice(0, CORRESPONDENTS).map((n) => store.instances.list({ name: n }))),
+  ])
+  const others = new Map<string, Other>()
+  const note = (i: Instance | null, why: string) => {
+    if (!i || i.id === self) return
+    const o = others.get(i.id) ?? others.set(i.id, { instance: i, why: [] }).get(i.id)!
+    if (!o.why.includes(why)) o.why.push(why)
+  }
+  for (const h of holders) note(h, `holds files in ${row.project}`)
+  const sentTo = new Set(sent.flatMap((m) => m.to))
+  const heardFrom = new Set(received.map((m) => m.from))
+  for (const list of named)
+    for (const i of list) {
+      if (sentTo.has(i.name)) note(i, 'you messaged them')
+      if (heardFrom.has(i.name)) note(i, 'they messaged you')
+    }
+
+  const byId = new Map([...others.values()].map((o) => [o.instance.id, o.instance]))
+  section(budget, `Reservations others hold in ${row.project}`, held, (r) => {
+    const who = byId.get(r.instance_id)
     const holder = who ? `${who.name} (${who.status})` : r.instance_id
     const expiry = r.expires_at ? `expires ${r.expires_at}` : 'no expiry'
     return `- ${r.paths.join(', ')}: ${holder}, ${r.exclusive ? 'exclusive' : 'shared'}, ${expiry}${r.reason ? `, reason "${r.reason}"` : ''}`
   })
-  const others = reads.instances.filter((i) => i.id !== self)
-  section(budget, 'Other agents registered', others, (i) => `- ${i.name} (${i.status})${i.intent ? `: ${i.intent}` : ''}`)
+  const listed = [...others.values()]
+  section(budget, 'Other agents that matter to you', listed, ({ instance: i, why }) => `- ${i.name} (${i.status})${i.intent ? `: ${i.intent}` : ''} [${why.join('; ')}]`)
+  const rest = Math.max(0, registered - 1 - listed.length)
+  if (rest) budget.add(`${rest} more agent${rest === 1 ? '' : 's'} registered, not listed here: \`muster instances list\` shows them; \`muster send <name>\` reaches any of them.`)
   const lines = [...budget.lines]
   if (budget.left) lines.push(`(${budget.left} item${budget.left === 1 ? '' : 's'} left out to keep this briefing under ${BRIEFING_MAX} characters.)`)
   return lines.join('\n')

@@ -118,13 +118,9 @@ export async function handleHook(ctx: Ctx, agent: HookAgent, event: HookEvent, h
       const session = await openSession(tx, agent, event, headers)
       return { session, budget: await startBriefing(tx, session) }
     })
-    const [instances, reservations] = await Promise.all([
-      ctx.store.instances.list({}),
-      ctx.store.reservations.list({ project: session.row.project }),
-    ])
     const { row, instance } = session
     const identity = { instanceId: instance.id, name: row.name, sessionId: row.session_id, token: row.token }
-    return { answer: context(name, finishBriefing(budget, session, { instances, reservations })), identity }
+    return { answer: context(name, await finishBriefing(ctx.store, budget, session)), identity }
   }
   let beat: string | null = null
   let identity: HookIdentity | undefined

@@ -8,8 +8,12 @@ import type { Ctx } from './context'
 import { heartbeat } from './instances'
 
 export const TOUCH_EVERY_MS = 5000
-/** Instances remembered; past this the memory is simply forgotten (a few extra writes). */
-const MAX_REMEMBERED = 10_000
+/**
+ * Instances remembered at most. Only those seen within the throttle are kept (older ones
+ * would be written anyway), so this is reached only by that many instances in one throttle
+ * window; past it the memory is simply forgotten (a few extra writes).
+ */
+const MAX_REMEMBERED = 100_000
 
 export class ImplicitHeartbeats {
   private lastTouched = new Map<string, number>()
@@ -24,6 +28,12 @@ export class ImplicitHeartbeats {
     const now = Date.now()
     const last = this.lastTouched.get(instanceId)
     if (last !== undefined && now - last < this.every) return
+    // Kept oldest first (deleted before set), so the expired ones are dropped from the front.
+    this.lastTouched.delete(instanceId)
+    for (const [id, at] of this.lastTouched) {
+      if (now - at < this.every) break
+      this.lastTouched.delete(id)
+    }
     if (this.lastTouched.size >= MAX_REMEMBERED) this.lastTouched.clear()
     this.lastTouched.set(instanceId, now)
     ctx.background.track(heartbeat(ctx, undefined, instanceId).catch((err) => logFailure('implicit heartbeat failed', err, { instance_id: instanceId })))

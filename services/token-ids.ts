@@ -5,7 +5,7 @@ import type { Instance } from '../store/instances'
 import { hashToken } from '../lib/token'
 
 /** Tokens whose instance is known here; beyond that the oldest is looked up again. */
-const KNOWN_TOKENS = 10_000
+const KNOWN_TOKENS = 100_000
 
 /**
  * Instances by X-Instance-Token, so a repeated caller costs no hashing and no query:

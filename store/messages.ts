@@ -323,7 +323,8 @@ export function messagesStore(r: Runner, d: Dialect, keep = false): MessagesStor
       if (seen !== writes) return page
       let keys = keysOf.get(name)
       if (!keys) {
-        if (keysOf.size >= KEPT_NAMES) (kept.clear(), keysOf.clear())
+        // The name kept longest goes first, not every name's pages at once: a fleet past KEPT_NAMES keeps most of its pages.
+        if (keysOf.size >= KEPT_NAMES) drop(keysOf.keys().next().value!)
         keysOf.set(name, (keys = []))
       }
       if (keys.length >= KEPT_PAGES) kept.delete(keys.shift()!)

@@ -167,6 +167,39 @@ describe('sessions', () => {
     expect(text).toContain('parser rewrite')
     expect(text).toMatch(/\(\d+ items? left out/)
   })
+
+  test('the briefing names the agents that matter (holders here, correspondents) and only counts a fleet elsewhere', async () => {
+    const c = session()
+    const first = contextOf(await c.send('SessionStart'))
+    const me = { 'x-instance-token': c.token() }
+    const holder = await register(s, { name: `holder-${c.project}`, intent: 'porting the lexer' })
+    await reserve(holder, c.project, ['src/lexer/**'])
+    const asked = await register(s, `asked-${c.project}`)
+    const asker = await register(s, `asker-${c.project}`)
+    expect((await call(s.api, 'POST', '/api/messages', { to: [asked.name], subject: 'schema?', body: 'which version' }, me)).status).toBe(201)
+    expect((await call(s.api, 'POST', '/api/messages', { to: [(await sessionRow(c.id)).name], subject: 'hi', body: 'ping' }, asker.h)).status).toBe(201)
+    expect(contextOf(await c.send('SessionStart'))).toContain('Messages for you (1)')
+    // Resumed again, the message already shown: what changes below is only the fleet.
+    const before = contextOf(await c.send('SessionStart'))
+    expect(before).toContain(`- ${holder.name} (active): porting the lexer [holds files in ${c.project}]`)
+    expect(before).toContain(`- ${asked.name} (active) [you messaged them]`)
+    expect(before).toContain(`- ${asker.name} (active) [they messaged you]`)
+    expect(before).toMatch(/\d+ more agents? registered, not listed here: `muster instances list` shows them/)
+    expect(first).not.toContain(holder.name)
+
+    // 500 more agents, each holding a file in a project of its own: the briefing does not grow.
+    const fleet = `fleet${n}x`
+    for (let k = 0; k < 500; k += 50)
+      await Promise.all(
+        Array.from({ length: 50 }, async (_, j) => reserve(await register(s, { name: `${fleet}-${k + j}`, intent: 'elsewhere' }), `${fleet}-p${k + j}`, ['a.ts'])),
+      )
+    const after = contextOf(await c.send('SessionStart'))
+    expect(after).not.toContain(fleet)
+    const count = (t: string) => Number(/(\d+) more agents? registered/.exec(t)?.[1])
+    expect(count(after)).toBe(count(before) + 500)
+    // The same text but for the count (and an expiry's clock): the same length within a few digits.
+    expect(Math.abs(after.length - before.length)).toBeLessThanOrEqual(3)
+  })
 })
 
 describe('PreToolUse', () => {

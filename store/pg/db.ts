@@ -234,6 +234,10 @@ export const PG_MIGRATIONS: string[] = [
     PRIMARY KEY (session_id, budget, window_start)
   );
   `,
+  // As the SQLite schema's instances by name.
+  `
+  CREATE INDEX instances_name ON instances (name);
+  `,
 ]
 
 /** Tables whose ids come from an identity column: restore moves each sequence past the copied rows. */

@@ -324,6 +324,11 @@ export const MIGRATIONS: string[] = [
     PRIMARY KEY (session_id, budget, window_start)
   ) WITHOUT ROWID;
   `,
+  // Instances by name: a briefing names the agents an agent corresponds with, and a
+  // registration under an agent token finds its earlier instances, without reading the fleet.
+  `
+  CREATE INDEX instances_name ON instances (name);
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
