@@ -95,7 +95,7 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   const text = await res.text()
   if (!res.ok) return fail(`${cfg.server} answered ${res.status}: ${text.slice(0, 300).replace(/\s+/g, ' ')}`)
   try {
-    handOver(res.headers, cfg.server, gitRoot())
+    handOver(res.headers, cfg.server, root)
   } catch (err) {
     // The hook's answer still goes to the agent: only the shell's identity is missing.
     process.stderr.write(`muster hook: could not hand the session's identity to the shell (${(err as Error).message})\n`)
