@@ -86,8 +86,8 @@ export async function startCluster(bins: { initdb: string; pgCtl: string }, opts
   const port = freePort()
   await run([bins.initdb, '-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync'])
   // The suite kills Muster processes, never PostgreSQL: a commit PostgreSQL acknowledged survives that
-  // without an fsync, so the throwaway cluster skips them to keep the run short. Benchmarks ask for
-  // `durable`: PostgreSQL's defaults, as in production.
+  // without an fsync, so the throwaway cluster skips them to keep the run short. Benchmarks, and tests
+  // that stop PostgreSQL itself, ask for `durable`: PostgreSQL's defaults, as in production.
   const fast = opts.durable ? '' : ' -c fsync=off -c synchronous_commit=off -c full_page_writes=off'
   const flags = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=400 -c shared_buffers=64MB${fast}`
   const up = () => run([bins.pgCtl, '-D', data, '-o', flags, '-l', join(dir, 'log'), '-w', 'start'])
