@@ -75,7 +75,7 @@ function pct(o: Op, p: number): number {
 
 type Plan = { urls: string[]; first: number; count: number; run: string; seconds: number; dashboards: boolean }
 type ToWorker = { start: true } | { steady: true } | { end: true }
-type FromWorker = { ready: true } | { started: number } | { steadied: true } | { ended: { ops: Record<string, Op>; frames: number; cpuMs: number } }
+type FromWorker = { ready: true } | { started: number } | { steadied: true } | { ended: { ops: Record<string, Op>; frames: number; early: number; cpuMs: number } }
 
 async function worker(plan: Plan) {
   const ops: Record<string, Op> = {}
@@ -171,7 +171,12 @@ async function worker(plan: Plan) {
   const inflight = new Set<Promise<unknown>>()
   const track = (p: Promise<unknown>) => (inflight.add(p), void p.finally(() => inflight.delete(p)))
   const holders = agents.filter((a) => a.holder)
+  // A message's send start, until its holder's answer arrives. The answer may come first: the
+  // holder's replica wakes it at COMMIT, while the sender's 201 is still on its way (on another
+  // replica, or behind other answers in this process); it waits in wokeFirst for the send's id.
   const sentAt = new Map<number, number>()
+  const wokeFirst = new Map<number, number>()
+  let early = 0
   const timers: Timer[] = []
   const every = (ms: number, first: number, f: () => Promise<unknown>) => {
     let busy = false
@@ -199,6 +204,7 @@ async function worker(plan: Plan) {
         for (const m of body.messages) {
           const sent = sentAt.get(m.id)
           if (sent !== undefined) record('inbox.wake', at - sent), sentAt.delete(m.id)
+          else wokeFirst.set(m.id, at)
         }
         if (!body.messages.length) record('inbox.empty-30s', at - t0)
       } catch (e) {
@@ -247,7 +253,10 @@ async function worker(plan: Plan) {
         const to = holders[Math.floor(rand(holders.length))]
         if (!to?.name || to === a) return
         const r = await timed('message.send', `${a.url}/api/messages`, post({ to: [to.name], subject: 'fleet', body: `from ${a.name}` }, { 'x-instance-token': a.token }), [201])
-        if (r) sentAt.set(r.body.id, r.at)
+        if (!r) return
+        const woke = wokeFirst.get(r.body.id)
+        if (woke === undefined) return void sentAt.set(r.body.id, r.at)
+        record('inbox.wake', woke - r.at), wokeFirst.delete(r.body.id), early++
       })
       every(TASK_MS, rand(TASK_MS), async () => {
         const h = { 'x-instance-token': a.token }
@@ -284,7 +293,7 @@ async function worker(plan: Plan) {
       addSample(o, `${sentAt.size} messages never woke their holder within ${WAKE_GRACE_MS / 1000} s of the end`)
     }
     const u = process.cpuUsage()
-    send({ ended: { ops, frames, cpuMs: (u.user + u.system) / 1000 } })
+    send({ ended: { ops, frames, early, cpuMs: (u.user + u.system) / 1000 } })
   }
 
   const send = (m: FromWorker) => process.send!(m)
@@ -384,13 +393,14 @@ async function main() {
   const subs = (await Promise.all(urls.map((u) => fetch(`${u}/api/events/subscriptions`).then((r) => r.json() as Promise<{ sent: number; dropped: number }[]>)))).flat()
 
   for (const c of children) c.proc.send({ end: true })
-  const ends = await all<{ ended: { ops: Record<string, Op>; frames: number; cpuMs: number } }>('ended')
+  const ends = await all<{ ended: { ops: Record<string, Op>; frames: number; early: number; cpuMs: number } }>('ended')
   clearInterval(sampler)
   const rssEnd = rssNow()
   peak = Math.max(peak, rssEnd)
   const ops: Record<string, Op> = {}
   for (const e of ends) merge(ops, e.ended.ops)
   const frames = ends.reduce((n, e) => n + e.ended.frames, 0)
+  const early = ends.reduce((n, e) => n + e.ended.early, 0)
   const clientCpu = ends.reduce((n, e) => n + e.ended.cpuMs, 0)
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
   const serverSteadyCpu = sum(cpuSteady) - sum(cpuStart)
@@ -417,6 +427,7 @@ async function main() {
   console.log(
     `dashboard frames received: ${frames} on ${dashboards ? Math.ceil(agents / WS_EVERY) : 0} sockets; the server sent ${sum(subs.map((x) => x.sent))}, dropped ${sum(subs.map((x) => x.dropped))} (a subscriber too slow)`,
   )
+  console.log(`inbox wakes that reached their holder before the send's 201 reached its sender: ${early} of ${ops['inbox.wake']?.count ?? 0}`)
   console.log(`server RSS: ${rssStarted.toFixed(0)} MB after the starts, ${rssSteady.toFixed(0)} MB after the steady phase, ${peak.toFixed(0)} MB peak${pg ? ' (replicas summed; PostgreSQL not counted)' : ''}`)
   console.log(
     `server CPU: ${((serverSteadyCpu / steadyMs) * 100).toFixed(0)}% of a core in the steady phase, ${(serverAll / 1000).toFixed(1)} s in all; clients ${(clientCpu / 1000).toFixed(1)} s in all`,
