@@ -89,6 +89,7 @@ export async function startServer(config: Config): Promise<Server> {
   const api = listenOn(apiApp(ctx), 'API', config.bind)
   ctx.apiBind = formatHostPort({ host: config.bind.host, port: api.server!.port! })
   ctx.apiUrl = urlOf(config.bind.host, api.server!.port!)
+  bus.serve('api', api.server!)
 
   let dashboardUrl: string | null = null
   let dashboard: ReturnType<typeof createDashboard> | null = null
@@ -96,6 +97,7 @@ export async function startServer(config: Config): Promise<Server> {
     dashboard = listenOn(createDashboard(ctx), 'dashboard', config.dashboardBind)
     ctx.dashboardBind = formatHostPort({ host: config.dashboardBind.host, port: dashboard.server!.port! })
     dashboardUrl = urlOf(config.dashboardBind.host, dashboard.server!.port!)
+    bus.serve('dashboard', dashboard.server!)
   }
 
   stopJobs.push(startComplianceJob(ctx))

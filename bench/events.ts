@@ -15,12 +15,12 @@
 // machine's load, which no code change can take out of the latency).
 // Needs wrk (Debian package) built with LuaJIT. Run: bun bench/events.ts; PostgreSQL rows only:
 // bun bench/events.ts pg [other checkout, an A/B in the same slices]
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SQL } from 'bun'
 import { pgBinaries, startCluster } from '../test/pg'
-import { spawnChild, startBaseline, startMuster, type Proc } from './lib'
+import { Histogram, PUBSUB_BASELINE, spawnChild, startBaseline, startMuster, usage, wallMs, type Proc } from './lib'
 
 const SUBSCRIBERS = 50
 const PACED_RATE = 1000
@@ -29,28 +29,7 @@ const PACED_SLICES = 5
 const FULL_SECONDS = 5
 const TARGET_P99_MS = 3
 
-/** Wall-clock milliseconds with sub-ms precision: comparable across processes, and with the CLOCK_REALTIME stamps wrk puts in events. */
-const wallMs = () => performance.timeOrigin + performance.now()
-
 // ---- subscriber process -------------------------------------------------------
-
-/** Latency histogram in 10 µs bins up to 10 s (the last bin holds everything slower). */
-class Histogram {
-  private bins = new Uint32Array(1_000_000)
-  count = 0
-  max = 0
-  add(ms: number) {
-    this.bins[Math.min(this.bins.length - 1, Math.max(0, Math.round(ms * 100)))]++
-    this.count++
-    if (ms > this.max) this.max = ms
-  }
-  /** Percentile over `expected` frames: frames that never came count as slowest (Infinity). */
-  pct(p: number, expected: number): number {
-    let need = Math.ceil(expected * p)
-    for (let i = 0; i < this.bins.length; i++) if ((need -= this.bins[i]) <= 0) return i / 100
-    return Infinity
-  }
-}
 
 type Report = { count: number; p50: number; p99: number; p999: number; max: number }
 type ToSubscribers = { clock: true } | { offset: number } | { reset: true } | { report: number }
@@ -178,32 +157,7 @@ async function fullSpeed(url: string): Promise<{ rps: number; sent: number; fail
   return { rps, sent, failed }
 }
 
-// The same contract with nothing behind it: parse, stamp, publish to every socket (Bun's native topic), answer.
-const BASELINE = `let id = 0
-const server = Bun.serve({
-  hostname: '127.0.0.1', port: 0,
-  async fetch(req, server) {
-    if (server.upgrade(req)) return
-    if (req.method !== 'POST') return new Response('not found', { status: 404 })
-    const body = await req.json()
-    const event = { id: ++id, topic: body.topic, data: body.data ?? null, source: '', created_at: new Date().toISOString() }
-    server.publish('events', JSON.stringify(event))
-    return Response.json(event)
-  },
-  websocket: { open: (ws) => ws.subscribe('events'), message() {} },
-})
-console.log('baseline on http://127.0.0.1:' + server.port + ',')`
 
-/**
- * A server process so far (Linux /proc), in ms: `cpu`, its user + system time (all
- * threads); `waited`, the time its main thread was ready to run but had no CPU, which
- * says how busy the shared machine was around it.
- */
-function usage(pid: number): { cpu: number; waited: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  const sched = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')
-  return { cpu: (Number(stat[11]) + Number(stat[12])) * 10, waited: Number(sched[1]) / 1e6 }
-}
 
 /** What the server used between two usage() readings, per event and per second. */
 const used = (from: { cpu: number; waited: number }, to: { cpu: number; waited: number }, events: number, seconds: number) =>
@@ -330,7 +284,7 @@ else {
   )
   const targets: Target[] = []
   try {
-    for (const [name, start] of [['Muster', () => startMuster()], ['bare Bun.serve', () => startBaseline(BASELINE)]] as const) {
+    for (const [name, start] of [['Muster', () => startMuster()], ['bare Bun.serve', () => startBaseline(PUBSUB_BASELINE)]] as const) {
       const proc = await start()
       targets.push({ name, proc, subs: await startSubscribers(proc.url).catch(async (err) => (await proc.stop(), Promise.reject(err))) })
     }

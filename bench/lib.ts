@@ -273,3 +273,53 @@ export async function loops(clients: number, seconds: number, step: (client: num
   )
   return done / seconds
 }
+
+// ---- event fan-out (bench/events.ts, bench/fanout.ts) ----------------------------
+
+/** Wall-clock milliseconds with sub-ms precision: comparable across processes, and with the CLOCK_REALTIME stamps wrk puts in events. */
+export const wallMs = () => performance.timeOrigin + performance.now()
+
+/** Latency histogram in 10 µs bins up to 10 s (the last bin holds everything slower). */
+export class Histogram {
+  private bins = new Uint32Array(1_000_000)
+  count = 0
+  max = 0
+  add(ms: number) {
+    this.bins[Math.min(this.bins.length - 1, Math.max(0, Math.round(ms * 100)))]++
+    this.count++
+    if (ms > this.max) this.max = ms
+  }
+  /** Percentile over `expected` frames: frames that never came count as slowest (Infinity). */
+  pct(p: number, expected: number): number {
+    let need = Math.ceil(expected * p)
+    for (let i = 0; i < this.bins.length; i++) if ((need -= this.bins[i]) <= 0) return i / 100
+    return Infinity
+  }
+}
+
+/**
+ * A server process so far (Linux /proc), in ms: `cpu`, its user + system time (all
+ * threads); `waited`, the time its main thread was ready to run but had no CPU, which
+ * says how busy the shared machine was around it.
+ */
+export function usage(pid: number): { cpu: number; waited: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  const sched = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')
+  return { cpu: (Number(stat[11]) + Number(stat[12])) * 10, waited: Number(sched[1]) / 1e6 }
+}
+
+// The same contract with nothing behind it: parse, stamp, publish to every socket (Bun's native topic), answer.
+export const PUBSUB_BASELINE = `let id = 0
+const server = Bun.serve({
+  hostname: '127.0.0.1', port: 0,
+  async fetch(req, server) {
+    if (server.upgrade(req)) return
+    if (req.method !== 'POST') return new Response('not found', { status: 404 })
+    const body = await req.json()
+    const event = { id: ++id, topic: body.topic, data: body.data ?? null, source: '', created_at: new Date().toISOString() }
+    server.publish('events', JSON.stringify(event))
+    return Response.json(event)
+  },
+  websocket: { open: (ws) => ws.subscribe('events'), message() {} },
+})
+console.log('baseline on http://127.0.0.1:' + server.port + ',')`

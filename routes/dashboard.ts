@@ -73,7 +73,7 @@ function serveAsset(path: string): Response {
  * through a second socket would buffer without limit in between.
  */
 function eventsStream(ctx: Ctx) {
-  const socket = subscribeSocket(ctx)
+  const socket = subscribeSocket(ctx, 'dashboard')
   return new Elysia().ws('/api/events/subscribe', {
     ...socket,
     async beforeHandle({ request, query }) {

@@ -49,7 +49,7 @@ interface SubscriberSocket {
  * its bounded, counted buffer (services/bus.ts). The dashboard serves the same stream
  * with these same handlers, in process, rather than relaying the API's through a buffer of its own.
  */
-export function subscribeSocket(ctx: Ctx) {
+export function subscribeSocket(ctx: Ctx, server: 'api' | 'dashboard' = 'api') {
   // Keyed by the connection's id: Elysia wraps the socket in a new object per callback.
   const open = new Map<string, Subscription>()
   // What closes each socket when its token ends, to be let go when it closes first.
@@ -65,6 +65,13 @@ export function subscribeSocket(ctx: Ctx) {
         send: (frame) => raw.sendText(frame),
         cork: (sends) => (raw.cork(sends), raw.getBufferedAmount() > 0),
         end: (code, reason) => raw.close(code, reason),
+        // The bus publishes to the socket's pattern once for all sockets on it (services/bus.ts).
+        shared: {
+          via: server,
+          subscribe: (topic) => void raw.subscribe(topic),
+          unsubscribe: (topic) => void raw.unsubscribe(topic),
+          buffered: () => raw.getBufferedAmount(),
+        },
       }
       // A revoked or expired token's socket closes with 4401 and a reason saying which (access.md).
       const until = heldUntil(ctx, ws.data.request)

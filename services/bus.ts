@@ -5,10 +5,16 @@
 // dispatcher, long-poll waiters). Nothing here ever waits on a client, and nothing
 // is fanned out that did not commit.
 //
-// Fan-out is the server's main cost per event: one write to every connection (a
+// Fan-out is the server's main cost per event: a write to every connection (a
 // system call each). So each event is serialized once for all, each pattern is
-// matched once for all its subscribers, and the events of one COMMIT go to a
-// connection in a single write.
+// matched once for all its subscribers, and the subscribers of a pattern whose
+// connections keep up share one Bun pub/sub topic: one publish per event reaches
+// them all, and Bun joins each connection's frames of one event-loop turn into one
+// write. A subscriber whose connection backs up, or that is replaying, leaves the
+// topic and gets its frames one by one, with its own buffer and drop count, until it
+// has caught up. Under load the subscribers' frames go out at most once per short
+// window that grows with the number of shared connections, so the writes per second
+// stay bounded however many events come; the listeners get each event at once.
 import { log } from '../obs/log'
 import type { Event, Store } from '../store'
 import { topicMatcher } from '../lib/glob'
@@ -18,6 +24,13 @@ export type Listener = (event: Event) => void
 /** Events held per subscriber while its connection is backed up. */
 export const SUBSCRIBER_BUFFER = 64
 const REPLAY_PAGE = 256
+/**
+ * The least time between two deliveries to subscribers, per connection on a shared topic,
+ * and its cap: a write costs a few µs per connection, so with a thousand connections a turn
+ * of writes after every event would take the whole CPU at a thousand events a second.
+ */
+const WINDOW_MS_PER_SHARED = 0.01
+const MAX_WINDOW_MS = 10
 
 /**
  * Where a subscription's frames go, with the return values of Bun's
@@ -33,6 +46,23 @@ export interface Sink {
   cork?(sends: () => void): boolean
   /** Ends the connection (server shutdown). */
   end(code: number, reason: string): void
+  /** A connection that can be on a topic of a server's pub/sub (Bun's WebSocket); without it, every frame goes through send. */
+  shared?: SharedSink
+}
+
+/** A WebSocket's side of Bun's pub/sub. */
+export interface SharedSink {
+  /** The name of the server the connection is on (Bus.serve), whose publish reaches it. */
+  via: string
+  subscribe(topic: string): void
+  unsubscribe(topic: string): void
+  /** Bytes written to the connection that it has not taken yet. */
+  buffered(): number
+}
+
+/** What publishes to the connections of one server (Bun's Server.publish). */
+export interface Publisher {
+  publish(topic: string, frame: string): unknown
 }
 
 export interface SubscriptionInfo {
@@ -55,7 +85,11 @@ export interface SubscriptionInfo {
  * counted. With after_id it first replays stored events page by page (pacing on
  * drain), then goes live; ids at or below the last one handed over are skipped,
  * so the seam has neither gap nor duplicate. The bus offers it only events that
- * match its pattern.
+ * match its pattern. While it is live, its connection keeps up and nothing waits in
+ * its buffer, it is on its pattern's shared topic instead (PatternGroup): the bus
+ * publishes there once for all, and checks before each delivery that the connection
+ * has taken what it was given; one that has not leaves the topic, backed up, and
+ * comes back once drained. What was published to it counts as sent.
  */
 export class Subscription {
   readonly connected_at = new Date().toISOString()
@@ -70,6 +104,9 @@ export class Subscription {
   private pending: Event[] = []
   private missed = false
   private onDrain: (() => void) | null = null
+  /** On the group's shared topic; `sharedFrom`: the group's published count when it joined. */
+  private onTopic = false
+  private sharedFrom = 0
 
   constructor(
     readonly id: number,
@@ -78,10 +115,49 @@ export class Subscription {
     private store: Store,
     afterId: number | undefined,
     private release: (s: Subscription) => void,
+    private group: PatternGroup,
   ) {
     this.lastId = afterId ?? 0
     this.replaying = afterId !== undefined
     if (this.replaying) void this.replay()
+    else this.share()
+  }
+
+  /** On the group's shared topic. */
+  get shared(): boolean {
+    return this.onTopic
+  }
+
+  /** Its connection has not taken everything it was given (only asked of shared ones). */
+  backedUp(): boolean {
+    return this.sink.shared!.buffered() > 0
+  }
+
+  /** Joins the shared topic when it can: live, not backed up, nothing waiting, on a server the bus publishes to. */
+  private share(): void {
+    const shared = this.sink.shared
+    if (!shared || this.onTopic || this.closed || this.replaying || this.blocked || this.queue.length || !this.group.reaches(shared.via)) return
+    try {
+      shared.subscribe(this.group.topic)
+    } catch {
+      return
+    }
+    this.onTopic = true
+    this.sharedFrom = this.group.published
+    this.group.join(this, shared.via)
+  }
+
+  /** Leaves the shared topic; `backedUp`: because its connection is, so later events wait in its buffer until drain. */
+  unshare(backedUp: boolean): void {
+    if (!this.onTopic) return
+    this.onTopic = false
+    this.sent += this.group.published - this.sharedFrom
+    if (this.group.lastId > this.lastId) this.lastId = this.group.lastId
+    this.group.leave(this, this.sink.shared!.via)
+    if (backedUp) this.blocked = true
+    try {
+      this.sink.shared!.unsubscribe(this.group.topic)
+    } catch {}
   }
 
   /** Live events of one commit, in id order, with their frames: a single write where the sink can cork. */
@@ -111,17 +187,20 @@ export class Subscription {
 
   /** The connection has room again. */
   drain(): void {
+    if (this.onTopic) return
     this.blocked = false
     while (!this.blocked && this.queue.length) this.transmit(this.queue.shift()!)
     if (!this.blocked && this.onDrain) {
       const resume = this.onDrain
       this.onDrain = null
-      resume()
+      return resume()
     }
+    this.share()
   }
 
   close(): void {
     if (this.closed) return
+    this.unshare(false)
     this.closed = true
     this.queue = []
     this.pending = []
@@ -138,7 +217,8 @@ export class Subscription {
   }
 
   info(): SubscriptionInfo {
-    const { id, pattern, connected_at, sent, dropped, replaying } = this
+    const { id, pattern, connected_at, dropped, replaying } = this
+    const sent = this.sent + (this.onTopic ? this.group.published - this.sharedFrom : 0)
     return { id, pattern, connected_at, sent, dropped, buffered: this.queue.length, replaying }
   }
 
@@ -170,13 +250,44 @@ export class Subscription {
     const pending = this.pending
     this.pending = []
     this.offerAll(pending, pending.map((event) => JSON.stringify(event)))
+    this.share()
   }
 }
 
-/** The subscriptions on one pattern: its matcher runs once per event for all of them. */
-interface PatternGroup {
-  matches: (topic: string) => boolean
-  subscriptions: Set<Subscription>
+/**
+ * The subscriptions on one pattern: its matcher runs once per event for all of them,
+ * and those that keep up share a pub/sub topic of its own on each server they are on.
+ */
+class PatternGroup {
+  readonly subscriptions = new Set<Subscription>()
+  /** Members on the topic, and how many of them each server has. */
+  readonly shared = new Set<Subscription>()
+  readonly servers = new Map<string, number>()
+  /** Frames published to the topic so far, and the id of the last one's event. */
+  published = 0
+  lastId = 0
+
+  constructor(
+    readonly matches: (topic: string) => boolean,
+    readonly topic: string,
+    readonly reaches: (server: string) => boolean,
+    /** Counts the bus's shared subscriptions (the delivery window grows with them). */
+    private counted: (change: number) => void,
+  ) {}
+
+  join(s: Subscription, server: string): void {
+    this.shared.add(s)
+    this.servers.set(server, (this.servers.get(server) ?? 0) + 1)
+    this.counted(1)
+  }
+
+  leave(s: Subscription, server: string): void {
+    this.shared.delete(s)
+    this.counted(-1)
+    const n = this.servers.get(server)! - 1
+    if (n) this.servers.set(server, n)
+    else this.servers.delete(server)
+  }
 }
 
 export class Bus {
@@ -184,8 +295,16 @@ export class Bus {
   private subscriptions = new Set<Subscription>()
   private byPattern = new Map<string, PatternGroup>()
   private nextSubscriptionId = 1
-  /** Committed events not yet fanned out. */
+  private nextTopic = 1
+  /** Committed events not yet fanned out; those not yet delivered to subscribers. */
   private committed: Event[] = []
+  private undelivered: Event[] = []
+  private lastDelivery = 0
+  private deliveryTimer: ReturnType<typeof setTimeout> | null = null
+  /** The servers whose pub/sub reaches the subscribers' connections, by name. */
+  private publishers = new Map<string, Publisher>()
+  /** Subscriptions on a shared topic, all patterns together. */
+  private sharedCount = 0
 
   constructor(private store: Store) {
     // A COMMIT hands over its events one by one from its after-commit hooks; the
@@ -196,30 +315,23 @@ export class Bus {
     })
   }
 
+  /** A server whose WebSocket subscribers share topics (called once it listens). */
+  serve(name: string, publisher: Publisher): void {
+    this.publishers.set(name, publisher)
+  }
+
   /** Publishes an event on its own (REST publish, jobs): it commits, then fans out. */
   publish(topic: string, data: unknown, source = ''): Promise<Event> {
     return this.store.write(async (tx) => await tx.emit(topic, data, source))
   }
 
-  /** Hands committed events to subscribers and listeners, in id order. */
+  /** Hands committed events to subscribers (now, or at the end of the window) and listeners (now), in id order. */
   private fanOut(): void {
     const events = this.committed
     this.committed = []
     if (this.subscriptions.size) {
-      const frames = events.map((event) => JSON.stringify(event))
-      for (const group of this.byPattern.values()) {
-        const matched: Event[] = []
-        const matchedFrames: string[] = []
-        for (let i = 0; i < events.length; i++) if (group.matches(events[i].topic)) matched.push(events[i]), matchedFrames.push(frames[i])
-        if (!matched.length) continue
-        for (const s of group.subscriptions) {
-          try {
-            s.offerAll(matched, matchedFrames)
-          } catch (err) {
-            log.error({ err, subscription: s.id }, 'subscription failed')
-          }
-        }
-      }
+      for (const event of events) this.undelivered.push(event)
+      this.scheduleDelivery()
     }
     for (const event of events) {
       for (const listener of this.listeners) {
@@ -227,6 +339,48 @@ export class Bus {
           listener(event)
         } catch (err) {
           log.error({ err }, 'event listener failed')
+        }
+      }
+    }
+  }
+
+  private scheduleDelivery(): void {
+    if (this.deliveryTimer) return
+    const wait = this.lastDelivery + Math.min(MAX_WINDOW_MS, this.sharedCount * WINDOW_MS_PER_SHARED) - performance.now()
+    if (wait <= 0) return this.deliver()
+    this.deliveryTimer = setTimeout(() => {
+      this.deliveryTimer = null
+      this.deliver()
+    }, wait)
+  }
+
+  /** Sends the undelivered events to every subscription whose pattern they match, in id order. */
+  private deliver(): void {
+    this.lastDelivery = performance.now()
+    const events = this.undelivered
+    this.undelivered = []
+    const frames = events.map((event) => JSON.stringify(event))
+    for (const group of this.byPattern.values()) {
+      const matched: Event[] = []
+      const matchedFrames: string[] = []
+      for (let i = 0; i < events.length; i++) if (group.matches(events[i].topic)) matched.push(events[i]), matchedFrames.push(frames[i])
+      if (!matched.length) continue
+      // A connection that has not taken the last delivery yet gets this one in its own buffer.
+      for (const s of group.shared) if (s.backedUp()) s.unshare(true)
+      if (group.shared.size) {
+        for (const server of group.servers.keys()) {
+          const publisher = this.publishers.get(server)!
+          for (const frame of matchedFrames) publisher.publish(group.topic, frame)
+        }
+        group.published += matched.length
+        group.lastId = matched[matched.length - 1].id
+      }
+      for (const s of group.subscriptions) {
+        if (s.shared) continue
+        try {
+          s.offerAll(matched, matchedFrames)
+        } catch (err) {
+          log.error({ err, subscription: s.id }, 'subscription failed')
         }
       }
     }
@@ -241,12 +395,23 @@ export class Bus {
   /** A new subscriber on `pattern`; with `afterId` it first replays the stored events after that id. Call close() when it goes. */
   subscribe(sink: Sink, pattern: string, afterId?: number): Subscription {
     let group = this.byPattern.get(pattern)
-    if (!group) this.byPattern.set(pattern, (group = { matches: topicMatcher(pattern), subscriptions: new Set() }))
-    const s = new Subscription(this.nextSubscriptionId++, pattern, sink, this.store, afterId, (gone) => {
-      this.subscriptions.delete(gone)
-      group.subscriptions.delete(gone)
-      if (!group.subscriptions.size && this.byPattern.get(pattern) === group) this.byPattern.delete(pattern)
-    })
+    if (!group) {
+      group = new PatternGroup(topicMatcher(pattern), `events ${this.nextTopic++}`, (server) => this.publishers.has(server), (n) => (this.sharedCount += n))
+      this.byPattern.set(pattern, group)
+    }
+    const s = new Subscription(
+      this.nextSubscriptionId++,
+      pattern,
+      sink,
+      this.store,
+      afterId,
+      (gone) => {
+        this.subscriptions.delete(gone)
+        group.subscriptions.delete(gone)
+        if (!group.subscriptions.size && this.byPattern.get(pattern) === group) this.byPattern.delete(pattern)
+      },
+      group,
+    )
     this.subscriptions.add(s)
     group.subscriptions.add(s)
     return s
@@ -254,6 +419,7 @@ export class Bus {
 
   /** Subscriptions end when the server shuts down (and would otherwise hold the shutdown open). */
   closeSubscriptions(): void {
+    if (this.deliveryTimer) clearTimeout(this.deliveryTimer), (this.deliveryTimer = null), this.deliver()
     for (const s of [...this.subscriptions]) s.end(1001, 'server shutting down')
   }
 

@@ -465,6 +465,117 @@ describe('bus subscriptions (in-process)', () => {
   })
 })
 
+// Subscribers whose connections keep up share a pub/sub topic per pattern (services/bus.ts): a
+// server's publish stands in for Bun's here, so that what goes by the topic and what goes
+// by each connection's own send can be told apart.
+describe('bus subscriptions on a shared topic (in-process)', () => {
+  const dir = tempDir()
+  const store = openStore(dir)
+  const bus = new Bus(store)
+  afterAll(() => {
+    store.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+  type Out = ReturnType<typeof sharedSink>
+  const topics = new Map<string, Set<Out>>()
+  let published = 0
+  bus.serve('test', {
+    publish(topic, frame) {
+      published++
+      for (const out of topics.get(topic) ?? []) out.frames.push(JSON.parse(frame).id)
+    },
+  })
+  /** A connection on the fake server: `backlog` > 0 while it has not taken what it was given. */
+  const sharedSink = () => {
+    const out = {
+      frames: [] as number[],
+      sends: 0,
+      backlog: 0,
+      send(frame: string) {
+        out.sends++
+        out.frames.push(JSON.parse(frame).id)
+        return out.backlog > 0 ? -1 : 1
+      },
+      end() {},
+      shared: {
+        via: 'test',
+        subscribe: (topic: string) => void (topics.get(topic) ?? topics.set(topic, new Set()).get(topic)!).add(out),
+        unsubscribe: (topic: string) => void topics.get(topic)?.delete(out),
+        buffered: () => out.backlog,
+      },
+    }
+    return out
+  }
+  /** Past the delivery window. */
+  const settle = () => Bun.sleep(30)
+
+  test('subscribers that keep up get each matching event by one publish for all, once, in order; sent counts it', async () => {
+    const wide = [sharedSink(), sharedSink(), sharedSink()]
+    const narrow = sharedSink()
+    const subs = [...wide.map((out) => bus.subscribe(out, 'sh.*')), bus.subscribe(narrow, 'sh.b')]
+    published = 0
+    const ids: number[] = []
+    const bs: number[] = []
+    for (let i = 0; i < 10; i++) {
+      const e = await bus.publish(i % 3 ? 'sh.a' : 'sh.b', i)
+      ids.push(e.id)
+      if (e.topic === 'sh.b') bs.push(e.id)
+    }
+    await settle()
+    for (const out of wide) expect(out.frames).toEqual(ids)
+    expect(narrow.frames).toEqual(bs)
+    expect(published).toBe(ids.length + bs.length)
+    expect([...wide, narrow].map((out) => out.sends)).toEqual([0, 0, 0, 0])
+    expect(subs.map((s) => s.info().sent)).toEqual([10, 10, 10, bs.length])
+    for (const s of subs) s.close()
+    expect([...topics.values()].every((set) => set.size === 0)).toBe(true)
+  })
+
+  test(`a backed-up connection leaves the topic: ${SUBSCRIBER_BUFFER} events wait for it, the rest are dropped and counted; drained, it catches up and shares again`, async () => {
+    const slow = sharedSink()
+    const fast = sharedSink()
+    const [s, f] = [bus.subscribe(slow, 'bk.*'), bus.subscribe(fast, 'bk.*')]
+    const ids = [(await bus.publish('bk.x', 0)).id]
+    await settle()
+    slow.backlog = 1 // it has not taken that frame yet
+    for (let i = 1; i <= 100; i++) ids.push((await bus.publish('bk.x', i)).id)
+    await settle()
+    expect(fast.frames).toEqual(ids)
+    expect(slow.frames).toEqual(ids.slice(0, 1))
+    expect(s.info()).toMatchObject({ sent: 1, buffered: SUBSCRIBER_BUFFER, dropped: 100 - SUBSCRIBER_BUFFER })
+    slow.backlog = 0
+    s.drain()
+    expect(slow.frames).toEqual(ids.slice(0, 1 + SUBSCRIBER_BUFFER))
+    expect(slow.sends).toBe(SUBSCRIBER_BUFFER)
+    const live = await bus.publish('bk.x', 'live')
+    await settle()
+    expect(slow.frames.at(-1)).toBe(live.id)
+    expect(slow.sends).toBe(SUBSCRIBER_BUFFER) // back on the topic
+    expect(s.info()).toMatchObject({ sent: 2 + SUBSCRIBER_BUFFER, buffered: 0, dropped: 100 - SUBSCRIBER_BUFFER })
+    expect(f.info()).toMatchObject({ sent: 102, buffered: 0, dropped: 0 })
+    s.close()
+    f.close()
+  })
+
+  test('a subscriber replaying after_id goes on the topic once caught up, with no gap or duplicate at the seam', async () => {
+    const before = await store.events.lastId()
+    const ids: number[] = []
+    for (let i = 0; i < 300; i++) ids.push((await bus.publish('rp.old', i)).id)
+    const out = sharedSink()
+    const sub = bus.subscribe(out, 'rp.*', before)
+    for (let i = 0; i < 50; i++) ids.push((await bus.publish('rp.new', i)).id)
+    await eventually(() => !sub.info().replaying)
+    await settle()
+    const replayed = out.sends
+    for (let i = 0; i < 5; i++) ids.push((await bus.publish('rp.live', i)).id)
+    await settle()
+    expect(out.frames).toEqual(ids)
+    expect(out.sends).toBe(replayed)
+    expect(sub.info().sent).toBe(ids.length)
+    sub.close()
+  })
+})
+
 // Times rise with ids, so the store answers from/to with an id range (binary search on the rowid)
 // rather than an index; these check that range against every event, with the clock moved by hand.
 describe('event times (in-process store)', () => {
