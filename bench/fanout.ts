@@ -12,10 +12,18 @@
 // their reading never delays the publisher (the main process) or its stamps. A frame
 // that never came counts as slower than every one that did.
 //
-// Run: bun bench/fanout.ts [subscribers, default 1000] [--rate R, default 1000] [--seconds S, default 5] [--root <other checkout>]
+// Run: bun bench/fanout.ts [subscribers, default 1000] [--rate R, default 1000] [--seconds S, default 5] [--root <other checkout>] [--naive]
+//   --naive: also a bare Bun.serve that sends each frame to each socket itself (a system call per socket per
+//   event: slow to drain at this size, it loads the machine for a minute or more).
+import { readFileSync } from 'node:fs'
 import { Histogram, PUBSUB_BASELINE, spawnChild, startBaseline, startMuster, usage, wallMs, type Proc } from './lib'
 
 const WORKERS = 2
+
+// The floor with a send per socket instead of Bun's topic: what the pub/sub saves over a loop of sends, apart from Muster.
+const SENDS_BASELINE = PUBSUB_BASELINE.replace("server.publish('events', JSON.stringify(event))", 'const frame = JSON.stringify(event); for (const ws of sockets) ws.sendText(frame)')
+  .replace('let id = 0', 'let id = 0\nconst sockets = new Set()')
+  .replace("open: (ws) => ws.subscribe('events')", 'open: (ws) => void sockets.add(ws), close: (ws) => void sockets.delete(ws)')
 const TARGET_P99_MS = 20
 
 // ---- subscriber process -------------------------------------------------------
@@ -150,6 +158,12 @@ async function startSubscribers(url: string, count: number) {
   }
 }
 
+/** User and system CPU time of a process so far, in ms (Linux /proc, 100 ticks a second). */
+function userSystem(pid: number): { user: number; system: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return { user: Number(stat[11]) * 10, system: Number(stat[12]) * 10 }
+}
+
 /** Publishes `rate` events/s for `seconds` (those due are sent every millisecond), each stamped with its send time. */
 async function publish(url: string, rate: number, seconds: number): Promise<{ sent: number; failed: number }> {
   const started = performance.now()
@@ -216,6 +230,7 @@ async function measure(name: string, proc: Proc, subscribers: number, rate: numb
     await Bun.sleep(300)
     const calls = countSyscalls(proc.pid)
     const from = usage(proc.pid)
+    const split0 = userSystem(proc.pid)
     const { sent, failed } = await publish(proc.url, rate, seconds)
     // Every frame came, or none came for 500 ms (up to 15 s): late frames count, lost ones are lost.
     let reports: Report[] = []
@@ -228,6 +243,8 @@ async function measure(name: string, proc: Proc, subscribers: number, rate: numb
     }
     // Up to the last frame: what the server did after the publishing ended is part of the fan-out (the idle wait after it costs nothing).
     const to = usage(proc.pid)
+    const split1 = userSystem(proc.pid)
+    const systemShare = (split1.system - split0.system) / Math.max(1, split1.system - split0.system + split1.user - split0.user)
     const syscalls = await calls.stop()
     const frames = reports.reduce((n, r) => n + r.frames, 0)
     const p = (k: 'p50' | 'p99') => Math.max(...reports.map((r) => r[k]))
@@ -235,7 +252,7 @@ async function measure(name: string, proc: Proc, subscribers: number, rate: numb
     const dropped = await drops(proc.url)
     console.log(
       `${name.padEnd(22)} ${(sent / seconds).toFixed(0).padStart(5)} events/s  p50 ${f(p('p50'))} ms  p99 ${f(p('p99'))} ms  max ${f(Math.max(...reports.map((r) => r.max)))} ms  ` +
-        `server CPU ${cpuUs.toFixed(0).padStart(5)} µs/event${syscalls ? `, ${(syscalls.all / sent).toFixed(0)} system calls/event (${(syscalls.sends / sent).toFixed(0)} socket writes)` : ''} (waited ${((to.waited - from.waited) / 1000).toFixed(1)} s for a CPU)  ` +
+        `server CPU ${cpuUs.toFixed(0).padStart(5)} µs/event (${(systemShare * 100).toFixed(0)}% in the kernel)${syscalls ? `, ${(syscalls.all / sent).toFixed(0)} system calls/event (${(syscalls.sends / sent).toFixed(0)} socket writes)` : ''} (waited ${((to.waited - from.waited) / 1000).toFixed(1)} s for a CPU)  ` +
         `frames ${frames} of ${sent * subscribers} (fewest on a socket ${Math.min(...reports.map((r) => r.least))} of ${sent})  errors ${failed}` +
         `${dropped === null ? '' : `  dropped ${dropped}`}  subscribers' CPU ${(reports.reduce((n, r) => n + r.cpuMs, 0) / 1000).toFixed(1)} s`,
     )
@@ -261,6 +278,7 @@ async function main() {
   )
   const targets: [string, () => Promise<Proc>][] = [
     ['bare Bun.serve (floor)', () => startBaseline(PUBSUB_BASELINE)],
+    ...(args.includes('--naive') ? [['bare, a send per socket', () => startBaseline(SENDS_BASELINE)] as [string, () => Promise<Proc>]] : []),
     ...(root ? [[`Muster ${root.split('/').pop()}`, () => startMuster([], root)] as [string, () => Promise<Proc>]] : []),
     ['Muster (this checkout)', () => startMuster()],
   ]
@@ -274,7 +292,7 @@ async function main() {
     }
   }
   const muster = rows.at(-1)!
-  const before = root ? rows[1] : null
+  const before = root ? rows[rows.length - 2] : null
   console.log(
     `target: p99 < ${TARGET_P99_MS} ms: ${muster.p99 < TARGET_P99_MS ? 'met' : 'NOT met'} (${f(muster.p99).trim()} ms)` +
       (before ? `; server CPU per event ${(before.cpuUs / muster.cpuUs).toFixed(1)}x lower than ${before.name} (target 3x)` : ''),

@@ -348,10 +348,12 @@ export class Bus {
     if (this.deliveryTimer) return
     const wait = this.lastDelivery + Math.min(MAX_WINDOW_MS, this.sharedCount * WINDOW_MS_PER_SHARED) - performance.now()
     if (wait <= 0) return this.deliver()
-    this.deliveryTimer = setTimeout(() => {
+    const later = () => {
       this.deliveryTimer = null
       this.deliver()
-    }, wait)
+    }
+    // A wait under a timer's resolution is the next turn of the event loop: what commits in this one goes together.
+    this.deliveryTimer = wait < 1 ? (setImmediate(later) as unknown as ReturnType<typeof setTimeout>) : setTimeout(later, wait)
   }
 
   /** Sends the undelivered events to every subscription whose pattern they match, in id order. */
@@ -419,7 +421,7 @@ export class Bus {
 
   /** Subscriptions end when the server shuts down (and would otherwise hold the shutdown open). */
   closeSubscriptions(): void {
-    if (this.deliveryTimer) clearTimeout(this.deliveryTimer), (this.deliveryTimer = null), this.deliver()
+    if (this.deliveryTimer) clearTimeout(this.deliveryTimer), clearImmediate(this.deliveryTimer as never), (this.deliveryTimer = null), this.deliver()
     for (const s of [...this.subscriptions]) s.end(1001, 'server shutting down')
   }
 
