@@ -10,6 +10,12 @@ export interface HookCli {
   approvals: readonly string[]
   /** Events the agent gives its hook less time than usual: the whole hook (start-up included) must fit. */
   limits: Readonly<Record<string, number>>
+  /**
+   * The hook is a plugin that sets its shell's environment itself (OpenCode's shell.env): the
+   * answer also says which instance the session acts as, `muster: {agent, session}` (never
+   * the token, which stays in .muster/agents/<agent>.json).
+   */
+  identityInAnswer?: boolean
 }
 
 const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : null)
@@ -26,4 +32,6 @@ export const HOOK_CLIS: Readonly<Record<string, HookCli>> = {
   'claude-code': claudeShaped(),
   // Codex kills a SessionEnd hook after 3 s: answer (or give up) well inside that.
   codex: claudeShaped({ SessionEnd: 2000 }),
+  // The plugin muster init opencode writes sends Claude-like field names (services/hooks/agents/opencode.ts).
+  opencode: { ...claudeShaped(), approvals: [], identityInAnswer: true },
 }

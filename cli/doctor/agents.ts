@@ -3,8 +3,10 @@
 // command hooks.
 import { isOurs, mergeHooks, type InitAgent } from '../init'
 import type { Check, DoctorContext, Finding } from './check'
+import { opencodeFindings } from './opencode'
 
-const FILES: Record<InitAgent, { path: string; dir: string }> = {
+/** The agents whose hooks live in a Claude-shaped hooks file (OpenCode's plugin: doctor/opencode.ts). */
+const FILES: Partial<Record<InitAgent, { path: string; dir: string }>> = {
   'claude-code': { path: '.claude/settings.json', dir: '.claude' },
   codex: { path: '.codex/hooks.json', dir: '.codex' },
 }
@@ -33,7 +35,7 @@ const serverOf = (h: Record<string, any>) =>
   h.type === 'http' ? String(h.url).replace(/\/api\/hooks\/[\w-]+$/, '') : (/--server\s+(\S+)/.exec(String(h.command))?.[1] ?? null)
 
 function agentFindings(ctx: DoctorContext, agent: InitAgent): Finding[] | null {
-  const { path, dir } = FILES[agent]
+  const { path, dir } = FILES[agent]!
   const settings = ctx.json(path)
   const check = `hooks ${agent}`
   if (settings === undefined) return [{ status: 'fail', check, message: `${path} is not a JSON object: ${agent} runs none of its hooks`, fix: `fix the file, then \`muster init ${agent}\`` }]
@@ -66,7 +68,7 @@ function agentFindings(ctx: DoctorContext, agent: InitAgent): Finding[] | null {
 
 /** Whether an agent's Muster hooks run `muster …` commands. */
 function usesCommands(ctx: DoctorContext, agent: InitAgent): boolean {
-  const settings = ctx.json(FILES[agent].path)
+  const settings = ctx.json(FILES[agent]!.path)
   if (!settings) return false
   return [...ours(settings).values()].some((e) => e.hooks.some((h: Record<string, any>) => h.type === 'command'))
 }
@@ -74,8 +76,11 @@ function usesCommands(ctx: DoctorContext, agent: InitAgent): boolean {
 export const agentChecks: Check = (ctx) => {
   const out: Finding[] = []
   for (const agent of Object.keys(FILES) as InitAgent[]) out.push(...(agentFindings(ctx, agent) ?? []))
+  const opencode = opencodeFindings(ctx)
+  out.push(...(opencode ?? []))
   if (!out.length) out.push({ status: 'warn', check: 'hooks', message: `no agent is wired in ${ctx.root}`, fix: '`muster init claude-code` and/or `muster init codex` in the repository' })
-  const commands = (Object.keys(FILES) as InitAgent[]).filter((a) => usesCommands(ctx, a))
+  const commands: string[] = (Object.keys(FILES) as InitAgent[]).filter((a) => usesCommands(ctx, a))
+  if (opencode?.some((f) => f.status !== 'fail')) commands.push('opencode')
   const bin = Bun.which('muster', { PATH: ctx.env.PATH ?? '' })
   if (bin) out.push({ status: 'ok', check: 'PATH', message: `muster is ${bin}` })
   else if (commands.length)

@@ -7,7 +7,7 @@ import { resolve } from 'node:path'
 import { setTomlValue } from '../codex-trust'
 import { UsageError } from '../output'
 
-export type InitAgent = 'claude-code' | 'codex'
+export type InitAgent = 'claude-code' | 'codex' | 'opencode'
 
 export interface InitOptions {
   agent: InitAgent
