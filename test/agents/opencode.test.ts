@@ -6,10 +6,11 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { call, register } from '../helpers'
+import { call, eventually, register } from '../helpers'
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic'
 import { ensureAgent } from './lib/install'
-import { bash, ensurePluginDeps, opencodeRun, read, write, type OpencodeRun } from './lib/opencode'
+import { bash, ensurePluginDeps, opencodeRun, OpencodeServer, read, write, type OpencodeRun } from './lib/opencode'
+import type { Turn } from './lib/script'
 import { startWorld, type World } from './lib/world'
 
 let world: World
@@ -94,4 +95,143 @@ scenario('a session registers and its briefing reaches the model', async () => {
   expect(first.text).toContain('src/billing/**')
   expect(first.text).toContain('bri-holder')
   expect(await sessionsOf(repo)).toMatchObject([{ agent: 'opencode', name: 'bri', root: repo, project: projectOf(repo) }])
+})
+
+scenario("a write of a file another agent holds is denied, the file unchanged, and the reason reaches the model", async () => {
+  const repo = await wiredRepo('deny')
+  seed(repo, 'src/auth/login.ts', 'export const login = 1\n')
+  await hold(repo, 'den-holder', ['src/auth/**'], 'auth rewrite')
+  const file = join(repo, 'src/auth/login.ts')
+  const prompt = fake.scripts.add({ name: 'deny', steps: [read(file), write(file, 'export const login = 2\n')], finally: 'I will ask den-holder.' })
+  await run(repo, 'den', `Bump login. ${prompt}`)
+  expect(readFileSync(file, 'utf8')).toBe('export const login = 1\n')
+  const after = fake.log.of('deny')[2]
+  const result = (after.body.messages as any[]).at(-1).content.find((b: any) => b.type === 'tool_result')
+  expect(result.is_error).toBe(true)
+  expect(result.content).toContain('src/auth/login.ts')
+  expect(result.content).toContain('den-holder (active)')
+  expect(result.content).toContain('auth rewrite')
+  expect(result.content).toContain('muster send den-holder')
+  const audit = (await world.api('GET', '/api/audit?action=hook.deny')).body as any[]
+  const [session] = await sessionsOf(repo)
+  console.log(JSON.stringify(await sessionsOf(repo)), JSON.stringify(audit), JSON.stringify((await world.api('GET', '/api/instances')).body))
+  expect(audit.map((a) => a.actor)).toContain(session.instance_id)
+})
+
+scenario('a shell write of a held file is denied, the file unchanged', async () => {
+  const repo = await wiredRepo('shell')
+  seed(repo, 'src/auth/login.ts', 'export const login = 1\n')
+  await hold(repo, 'she-holder', ['src/auth/**'], 'auth rewrite')
+  const prompt = fake.scripts.add({ name: 'shell', steps: [bash("printf 'export const hack = 1\\n' >> src/auth/login.ts")], finally: 'Tried.' })
+  await run(repo, 'she', `Hack it. ${prompt}`)
+  expect(readFileSync(join(repo, 'src/auth/login.ts'), 'utf8')).toBe('export const login = 1\n')
+  expect(fake.log.of('shell')[1].raw).toContain('she-holder')
+})
+
+/** A step that sends `to` a message when its request arrives (while the model "thinks"), then plays `turn`. */
+const sendThen = (to: string, subject: string, body: string, turn: Turn) => async () => {
+  await world.api('POST', '/api/messages', { to: [to], subject, body })
+  return turn
+}
+
+scenario('a message reaches the model mid-session, at the end of a tool output', async () => {
+  const repo = await wiredRepo('mid')
+  const prompt = fake.scripts.add({ name: 'mid', steps: [sendThen('mia', 'schema moved to v2', 'pull before you touch db/', bash('echo working'))], finally: 'Noted.' })
+  await run(repo, 'mia', `Work. ${prompt}`)
+  const [first, second] = fake.log.of('mid')
+  expect(first.raw).not.toContain('pull before you touch db/')
+  const result = (second.body.messages as any[]).at(-1).content.find((b: any) => b.type === 'tool_result')
+  expect(JSON.stringify(result.content)).toContain('working')
+  expect(JSON.stringify(result.content)).toContain('schema moved to v2')
+  expect(JSON.stringify(result.content)).toContain('pull before you touch db/')
+})
+
+scenario('in a running OpenCode server: a message as the model stops gets one more turn, the next prompt shows new ones, deleting the session ends it', async () => {
+  const repo = await wiredRepo('serve')
+  const server = await OpencodeServer.start({ world, model: fake.url, cwd: repo, name: 'sto' })
+  try {
+    const first = fake.scripts.add({ name: 'stop', steps: [sendThen('sto', 'release freeze at 5pm', 'no deploys', { text: 'I am finished.' })], finally: 'Read the notice.' })
+    const r = await server.run(`Finish. ${first}`)
+    expect(r.code, r.stderr).toBe(0)
+    // session.idle: the plugin prompts once more with the message (the client has gone by then).
+    await eventually(() => fake.log.of('stop').length >= 2, 30_000)
+    const stop = fake.log.of('stop')
+    expect(stop[0].text).not.toContain('release freeze at 5pm')
+    expect(stop[1].text).toContain('release freeze at 5pm')
+    await Bun.sleep(1500)
+    expect(fake.log.of('stop').length).toBe(2) // never twice in a row
+
+    await world.api('POST', '/api/messages', { to: ['sto'], subject: 'between prompts', body: 'look at billing next' })
+    const second = fake.scripts.add({ name: 'next', steps: [], finally: 'Second done.' })
+    const again = await server.run(`Again. ${second}`, { continue: true })
+    expect(again.code, again.stderr).toBe(0)
+    expect(fake.log.of('next')[0].text).toContain('look at billing next')
+    const [session] = await sessionsOf(repo)
+    expect(session).toMatchObject({ agent: 'opencode', name: 'sto', ended_at: null })
+
+    // A session deleted in OpenCode (the TUI's or the app's delete, its HTTP API here) ends in Muster.
+    const gone = await fetch(`${server.url}/session/${session.session_id}?directory=${encodeURIComponent(repo)}`, { method: 'DELETE' })
+    expect(gone.status).toBe(200)
+    const ended = await eventually(async () => (await sessionsOf(repo)).find((x) => x.ended_at !== null), 10_000)
+    expect(ended.session_id).toBe(session.session_id)
+  } finally {
+    server.kill()
+  }
+})
+
+scenario('the session ends when opencode run exits: its files are free for the next agent', async () => {
+  const repo = await wiredRepo('end', '10m')
+  const file = join(repo, 'src/app.ts')
+  let held: any[] = []
+  const b = fake.scripts.add({ name: 'end-b', steps: [read(file), write(file, 'export const answer = 43\n')], finally: 'Edited too.' })
+  const a = fake.scripts.add({
+    name: 'end-a',
+    steps: [
+      read(file),
+      write(file, 'export const answer = 42\n'),
+      async () => {
+        held = (await world.api('GET', `/api/reservations?project=${projectOf(repo)}`)).body as any[]
+        return { text: 'Edited.' }
+      },
+    ],
+  })
+  await run(repo, 'ena', `Edit. ${a}`)
+  expect(readFileSync(file, 'utf8')).toBe('export const answer = 42\n')
+  expect(held.map((r) => [r.paths, r.exclusive, r.reason])).toEqual([[['src/app.ts'], true, 'edit']])
+  const [ended] = await sessionsOf(repo)
+  expect(ended).toMatchObject({ agent: 'opencode', name: 'ena' })
+  expect(ended.ended_at).not.toBeNull()
+  expect((await world.api('GET', `/api/reservations?project=${projectOf(repo)}`)).body).toEqual([])
+  await run(repo, 'enb', `Edit again. ${b}`)
+  expect(readFileSync(file, 'utf8')).toBe('export const answer = 43\n')
+})
+
+scenario("the CLI in the model's shell acts as the session", async () => {
+  const repo = await wiredRepo('cli')
+  const prompt = fake.scripts.add({ name: 'cli', steps: [bash('muster send olga --subject "from inside opencode"; echo "exit=$?"')], finally: 'Sent.' })
+  await run(repo, 'ide', `Send it. ${prompt}`)
+  expect(fake.log.of('cli')[1].raw).toContain('exit=0')
+  const sent = (await world.api('GET', '/api/messages?to=olga')).body as any[]
+  expect(sent.find((m) => m.subject === 'from inside opencode')).toMatchObject({ from: 'ide' })
+  expect(((await world.api('GET', '/api/instances')).body as any[]).filter((i) => i.name === 'ide')).toHaveLength(0) // deregistered at exit
+})
+
+scenario('the instance token never reaches the model', async () => {
+  const repo = await wiredRepo('token')
+  let identity: any = null
+  const look = async () => {
+    identity = JSON.parse(readFileSync(join(repo, '.muster/agents/tok.json'), 'utf8'))
+    return bash('env | grep MUSTER_ || true')
+  }
+  const prompt = fake.scripts.add({ name: 'token', steps: [look], finally: 'Hello.' })
+  await run(repo, 'tok', `Hi. ${prompt}`)
+  const [session] = await sessionsOf(repo)
+  expect(identity.instance_id).toBe(session.instance_id)
+  expect(identity.instance_token).toMatch(/\S{16,}/)
+  for (const req of fake.log.entries) expect(req.raw).not.toContain(identity.instance_token)
+  expect(fake.log.of('token')[1].raw).toContain('MUSTER_AGENT=tok')
+})
+
+test('the fake model server saw no request it does not know', () => {
+  expect([...fake.log.unknown.keys()]).toEqual([])
 })

@@ -11,6 +11,7 @@
 // - a model id of our own under the anthropic provider (its metadata from the config).
 import { cpSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import type { Subprocess } from 'bun'
 import { AGENT_CLIS, cacheDir, ensureAgent } from './install'
 import type { Turn } from './script'
 import type { World } from './world'
@@ -85,8 +86,20 @@ export interface OpencodeOptions {
   timeoutMs?: number
 }
 
-/** `opencode run "<prompt>"` in `cwd`, as a user types it; the plugin's dependencies seeded first. */
+/** `opencode run "<prompt>"` in `cwd`, as a user types it: one process, one session. */
 export async function opencodeRun(o: OpencodeOptions): Promise<OpencodeRun> {
+  const { bin, env } = await prepared(o)
+  return finished(Bun.spawn([bin, 'run', '--print-logs', o.prompt], { cwd: o.cwd, env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }), o.timeoutMs ?? 80_000)
+}
+
+/** The model's turns in OpenCode's own tools. */
+export const read = (filePath: string): Turn => ({ tool: { name: 'read', input: { filePath } } })
+export const write = (filePath: string, content: string): Turn => ({ tool: { name: 'write', input: { filePath, content } } })
+export const edit = (filePath: string, oldString: string, newString: string): Turn => ({ tool: { name: 'edit', input: { filePath, oldString, newString } } })
+export const bash = (command: string): Turn => ({ tool: { name: 'bash', input: { command, description: 'run a command' } } })
+
+/** The environment `opencode` runs with: the world's, the fake model, no traffic elsewhere. */
+async function prepared(o: Pick<OpencodeOptions, 'world' | 'model' | 'cwd' | 'name' | 'env'>): Promise<{ bin: string; env: Record<string, string> }> {
   const [bin, deps] = await Promise.all([ensureAgent('opencode'), ensurePluginDeps()])
   const env = o.world.env({
     OPENCODE_CONFIG_CONTENT: opencodeConfig(o.model),
@@ -99,15 +112,71 @@ export async function opencodeRun(o: OpencodeOptions): Promise<OpencodeRun> {
   })
   seedPluginDeps(deps, join(env.HOME, '.config', 'opencode'))
   if (existsSync(join(o.cwd, '.opencode'))) seedPluginDeps(deps, join(o.cwd, '.opencode'))
-  const proc = Bun.spawn([bin, 'run', '--print-logs', o.prompt], { cwd: o.cwd, env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
-  const timer = setTimeout(() => proc.kill('SIGKILL'), o.timeoutMs ?? 80_000)
+  return { bin, env }
+}
+
+async function finished(proc: Subprocess<'ignore', 'pipe', 'pipe'>, timeoutMs: number): Promise<OpencodeRun> {
+  const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs)
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
   clearTimeout(timer)
   return { code, stdout, stderr }
 }
 
-/** The model's turns in OpenCode's own tools. */
-export const read = (filePath: string): Turn => ({ tool: { name: 'read', input: { filePath } } })
-export const write = (filePath: string, content: string): Turn => ({ tool: { name: 'write', input: { filePath, content } } })
-export const edit = (filePath: string, oldString: string, newString: string): Turn => ({ tool: { name: 'edit', input: { filePath, oldString, newString } } })
-export const bash = (command: string): Turn => ({ tool: { name: 'bash', input: { command, description: 'run a command' } } })
+/**
+ * `opencode serve`: OpenCode's headless server, where sessions outlive a client (the TUI
+ * and the desktop app run one). Its plugins live in this process: `run` attaches a client
+ * for one prompt, `stop` shuts the server down (its plugins disposed).
+ */
+export class OpencodeServer {
+  stderr = ''
+  private constructor(
+    private proc: Subprocess<'ignore', 'pipe', 'pipe'>,
+    private bin: string,
+    private env: Record<string, string>,
+    private cwd: string,
+    readonly url: string,
+  ) {}
+
+  static async start(o: Omit<OpencodeOptions, 'prompt' | 'timeoutMs'>): Promise<OpencodeServer> {
+    const { bin, env } = await prepared(o)
+    const proc = Bun.spawn([bin, 'serve', '--port', '0', '--print-logs'], { cwd: o.cwd, env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+    const decoder = new TextDecoder()
+    let out = ''
+    const reader = proc.stdout.getReader()
+    const deadline = Date.now() + 60_000
+    let m: RegExpExecArray | null
+    while (!(m = /listening on (http:\/\/\S+)/.exec(out))) {
+      if (Date.now() > deadline) throw new Error(`opencode serve did not listen within 60 s: ${out}`)
+      const { value, done } = await reader.read()
+      if (done) throw new Error(`opencode serve exited before listening: ${out}`)
+      out += decoder.decode(value, { stream: true })
+    }
+    reader.releaseLock()
+    void proc.stdout.pipeTo(new WritableStream()).catch(() => {})
+    const server = new OpencodeServer(proc, bin, env, o.cwd, m[1])
+    void (async () => {
+      for await (const chunk of proc.stderr) server.stderr += decoder.decode(chunk, { stream: true })
+    })()
+    return server
+  }
+
+  /** `opencode run --attach`: one prompt in this server, in a new session or (`continue`) the last one. */
+  async run(prompt: string, o: { continue?: boolean; timeoutMs?: number } = {}): Promise<OpencodeRun> {
+    const args = [this.bin, 'run', '--attach', this.url, '--dir', this.cwd, ...(o.continue ? ['--continue'] : []), prompt]
+    return finished(Bun.spawn(args, { cwd: this.cwd, env: this.env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' }), o.timeoutMs ?? 80_000)
+  }
+
+  /** Shuts the server down as a person at its terminal would (Ctrl-C), waiting for it to exit. */
+  async stop(signal: 'SIGINT' | 'SIGTERM' = 'SIGINT', timeoutMs = 20_000): Promise<number> {
+    if (this.proc.exitCode !== null) return this.proc.exitCode
+    this.proc.kill(signal)
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), timeoutMs)
+    const code = await this.proc.exited
+    clearTimeout(timer)
+    return code
+  }
+
+  kill() {
+    if (this.proc.exitCode === null) this.proc.kill('SIGKILL')
+  }
+}
