@@ -90,7 +90,10 @@ export const MusterPlugin = async ({ directory, client }: Input) => {
   const parents = new Map<string, string | null>()
   /** The sessions started here (their session.created sent), with the start in flight. */
   const started = new Map<string, Promise<void>>()
+  /** Sessions over (deleted, or OpenCode shutting down): nothing more is sent for them, or it would register them again. */
   const ended = new Set<string>()
+  /** Each session's calls in flight: its end waits for them, so none arrives after it. */
+  const inflight = new Map<string, Set<Promise<unknown>>>()
   /** Text for the model not shown yet (the briefing before the first prompt), by session. */
   const pending = new Map<string, string[]>()
   /** Which instance each session acts as: its shell commands' MUSTER_AGENT. */
@@ -117,10 +120,17 @@ export const MusterPlugin = async ({ directory, client }: Input) => {
     return current
   }
 
-  const send = async (session: string, event: Json): Promise<Answer> => {
-    const answer = await hook({ session_id: session, cwd: directory, ...event })
-    if (answer.muster?.agent) who.set(session, answer.muster)
-    return answer
+  const send = (session: string, event: Json, last = false): Promise<Answer> => {
+    if (ended.has(session) && !last) return Promise.resolve({})
+    const call = hook({ session_id: session, cwd: directory, ...event }).then((answer) => {
+      if (answer.muster?.agent) who.set(session, answer.muster)
+      return answer
+    })
+    const calls = inflight.get(session) ?? new Set()
+    inflight.set(session, calls)
+    calls.add(call)
+    void call.finally(() => calls.delete(call))
+    return call
   }
 
   const queue = (session: string, text: string | undefined) => {
@@ -136,8 +146,8 @@ export const MusterPlugin = async ({ directory, client }: Input) => {
   /** Registers (or resumes) the session once, whichever of its events comes first. */
   function start(session: string, source: 'startup' | 'resume'): Promise<void> {
     let p = started.get(session)
+    if (!p && ended.has(session)) return Promise.resolve()
     if (!p) {
-      ended.delete(session)
       p = send(session, { hook_event_name: 'session.created', source }).then((a) => queue(session, a.context))
       started.set(session, p)
     }
@@ -148,8 +158,9 @@ export const MusterPlugin = async ({ directory, client }: Input) => {
     if (!started.has(session) || ended.has(session)) return
     ended.add(session)
     await started.get(session)
-    started.delete(session)
-    await send(session, { hook_event_name: event, reason })
+    await Promise.allSettled([...(inflight.get(session) ?? [])])
+    await send(session, { hook_event_name: event, reason }, true)
+    inflight.delete(session)
   }
 
   /** The session an event acts as, started. */
@@ -185,7 +196,8 @@ export const MusterPlugin = async ({ directory, client }: Input) => {
 
     'chat.message': async (input: { sessionID: string }, output: { message: Json; parts: Json[] }) => {
       const session = await acting(input.sessionID)
-      if (prompted.has(session)) return
+      // Our own prompt at session.idle (all its parts synthetic) is no prompt of the user's.
+      if (output.parts.every((p) => p.synthetic)) return
       const prompt = output.parts.filter((p) => p.type === 'text' && !p.synthetic).map((p) => p.text).join('\n')
       const answer = await send(session, { hook_event_name: 'chat.message', prompt })
       const text = drain(session, answer.context)

@@ -114,8 +114,10 @@ scenario("a write of a file another agent holds is denied, the file unchanged, a
   expect(result.content).toContain('muster send den-holder')
   const audit = (await world.api('GET', '/api/audit?action=hook.deny')).body as any[]
   const [session] = await sessionsOf(repo)
-  console.log(JSON.stringify(await sessionsOf(repo)), JSON.stringify(audit), JSON.stringify((await world.api('GET', '/api/instances')).body))
   expect(audit.map((a) => a.actor)).toContain(session.instance_id)
+  // Nothing the plugin sends after the session's end registers it again.
+  expect(session.ended_at).not.toBeNull()
+  expect(((await world.api('GET', '/api/instances')).body as any[]).filter((i) => i.name === 'den')).toEqual([])
 })
 
 scenario('a shell write of a held file is denied, the file unchanged', async () => {
@@ -201,6 +203,7 @@ scenario('the session ends when opencode run exits: its files are free for the n
   const [ended] = await sessionsOf(repo)
   expect(ended).toMatchObject({ agent: 'opencode', name: 'ena' })
   expect(ended.ended_at).not.toBeNull()
+  expect(((await world.api('GET', '/api/instances')).body as any[]).filter((i) => i.name === 'ena')).toEqual([])
   expect((await world.api('GET', `/api/reservations?project=${projectOf(repo)}`)).body).toEqual([])
   await run(repo, 'enb', `Edit again. ${b}`)
   expect(readFileSync(file, 'utf8')).toBe('export const answer = 43\n')
