@@ -209,6 +209,23 @@ scenario('the session ends when opencode run exits: its files are free for the n
   expect(readFileSync(file, 'utf8')).toBe('export const answer = 43\n')
 })
 
+scenario("a subagent's session acts as the session that started it: its write of a held file is denied", async () => {
+  const repo = await wiredRepo('sub')
+  seed(repo, 'src/auth/login.ts', 'export const login = 1\n')
+  await hold(repo, 'sub-holder', ['src/auth/**'], 'auth rewrite')
+  const file = join(repo, 'src/auth/login.ts')
+  const child = fake.scripts.add({ name: 'sub-child', steps: [read(file), write(file, 'export const login = 2\n')], finally: 'Could not write.' })
+  const task = { tool: { name: 'task', input: { description: 'edit login', prompt: `Edit login. ${child}`, subagent_type: 'general' } } }
+  const prompt = fake.scripts.add({ name: 'sub', steps: [task], finally: 'Delegated.' })
+  await run(repo, 'sub', `Delegate. ${prompt}`)
+  expect(readFileSync(file, 'utf8')).toBe('export const login = 1\n')
+  expect(fake.log.of('sub-child')[2].raw).toContain('sub-holder (active)')
+  const sessions = await sessionsOf(repo)
+  expect(sessions.map((x) => x.name)).toEqual(['sub']) // one session, one instance: the subagent's is its parent's
+  const audit = (await world.api('GET', `/api/audit?action=hook.deny&actor=${sessions[0].instance_id}`)).body as any[]
+  expect(audit).toHaveLength(1)
+})
+
 scenario("the CLI in the model's shell acts as the session", async () => {
   const repo = await wiredRepo('cli')
   const prompt = fake.scripts.add({ name: 'cli', steps: [bash('muster send olga --subject "from inside opencode"; echo "exit=$?"')], finally: 'Sent.' })
