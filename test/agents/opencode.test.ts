@@ -60,6 +60,15 @@ function seed(repo: string, path: string, text: string) {
   writeFileSync(join(repo, path), text)
 }
 
+const LOGIN = 'export const login = 1\n'
+/** A wired repository whose src/auth/login.ts (LOGIN) another agent, `holder`, holds exclusively. */
+async function heldLogin(label: string, holder: string): Promise<{ repo: string; file: string }> {
+  const repo = await wiredRepo(label)
+  seed(repo, 'src/auth/login.ts', LOGIN)
+  await hold(repo, holder, ['src/auth/**'], 'auth rewrite')
+  return { repo, file: join(repo, 'src/auth/login.ts') }
+}
+
 scenario('muster init opencode writes the plugin, the MCP entry and AGENTS.md; a second run changes nothing', async () => {
   const repo = world.repo('init')
   const first = await world.muster(['init', 'opencode', '--reserve', '10m'], { cwd: repo })
@@ -89,7 +98,9 @@ scenario('a session registers and its briefing reaches the model', async () => {
   const repo = await wiredRepo('brief')
   await hold(repo, 'bri-holder', ['src/billing/**'], 'billing rewrite')
   const prompt = fake.scripts.add({ name: 'brief', steps: [], finally: 'Briefed.' })
-  await run(repo, 'bri', `${prompt} hello`)
+  const r = await run(repo, 'bri', `${prompt} hello`)
+  // The briefing rides in a part the plugin adds to the user's message: OpenCode takes it as valid.
+  expect(r.stderr).not.toContain('invalid user part')
   const [first] = fake.log.of('brief')
   expect(first.text).toContain('you are "bri"')
   expect(first.text).toContain('src/billing/**')
@@ -98,13 +109,10 @@ scenario('a session registers and its briefing reaches the model', async () => {
 })
 
 scenario("a write of a file another agent holds is denied, the file unchanged, and the reason reaches the model", async () => {
-  const repo = await wiredRepo('deny')
-  seed(repo, 'src/auth/login.ts', 'export const login = 1\n')
-  await hold(repo, 'den-holder', ['src/auth/**'], 'auth rewrite')
-  const file = join(repo, 'src/auth/login.ts')
+  const { repo, file } = await heldLogin('deny', 'den-holder')
   const prompt = fake.scripts.add({ name: 'deny', steps: [read(file), write(file, 'export const login = 2\n')], finally: 'I will ask den-holder.' })
   await run(repo, 'den', `Bump login. ${prompt}`)
-  expect(readFileSync(file, 'utf8')).toBe('export const login = 1\n')
+  expect(readFileSync(file, 'utf8')).toBe(LOGIN)
   const after = fake.log.of('deny')[2]
   const result = (after.body.messages as any[]).at(-1).content.find((b: any) => b.type === 'tool_result')
   expect(result.is_error).toBe(true)
@@ -121,12 +129,10 @@ scenario("a write of a file another agent holds is denied, the file unchanged, a
 })
 
 scenario('a shell write of a held file is denied, the file unchanged', async () => {
-  const repo = await wiredRepo('shell')
-  seed(repo, 'src/auth/login.ts', 'export const login = 1\n')
-  await hold(repo, 'she-holder', ['src/auth/**'], 'auth rewrite')
+  const { repo, file } = await heldLogin('shell', 'she-holder')
   const prompt = fake.scripts.add({ name: 'shell', steps: [bash("printf 'export const hack = 1\\n' >> src/auth/login.ts")], finally: 'Tried.' })
   await run(repo, 'she', `Hack it. ${prompt}`)
-  expect(readFileSync(join(repo, 'src/auth/login.ts'), 'utf8')).toBe('export const login = 1\n')
+  expect(readFileSync(file, 'utf8')).toBe(LOGIN)
   expect(fake.log.of('shell')[1].raw).toContain('she-holder')
 })
 
@@ -210,15 +216,12 @@ scenario('the session ends when opencode run exits: its files are free for the n
 })
 
 scenario("a subagent's session acts as the session that started it: its write of a held file is denied", async () => {
-  const repo = await wiredRepo('sub')
-  seed(repo, 'src/auth/login.ts', 'export const login = 1\n')
-  await hold(repo, 'sub-holder', ['src/auth/**'], 'auth rewrite')
-  const file = join(repo, 'src/auth/login.ts')
+  const { repo, file } = await heldLogin('sub', 'sub-holder')
   const child = fake.scripts.add({ name: 'sub-child', steps: [read(file), write(file, 'export const login = 2\n')], finally: 'Could not write.' })
   const task = { tool: { name: 'task', input: { description: 'edit login', prompt: `Edit login. ${child}`, subagent_type: 'general' } } }
   const prompt = fake.scripts.add({ name: 'sub', steps: [task], finally: 'Delegated.' })
   await run(repo, 'sub', `Delegate. ${prompt}`)
-  expect(readFileSync(file, 'utf8')).toBe('export const login = 1\n')
+  expect(readFileSync(file, 'utf8')).toBe(LOGIN)
   expect(fake.log.of('sub-child')[2].raw).toContain('sub-holder (active)')
   const sessions = await sessionsOf(repo)
   expect(sessions.map((x) => x.name)).toEqual(['sub']) // one session, one instance: the subagent's is its parent's

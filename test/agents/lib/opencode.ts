@@ -115,10 +115,18 @@ async function prepared(o: Pick<OpencodeOptions, 'world' | 'model' | 'cwd' | 'na
   return { bin, env }
 }
 
-async function finished(proc: Subprocess<'ignore', 'pipe', 'pipe'>, timeoutMs: number): Promise<OpencodeRun> {
+/** The process's exit code, killing it once `timeoutMs` have passed. */
+async function exitWithin(proc: Subprocess, timeoutMs: number): Promise<number> {
   const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs)
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
-  clearTimeout(timer)
+  try {
+    return await proc.exited
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+async function finished(proc: Subprocess<'ignore', 'pipe', 'pipe'>, timeoutMs: number): Promise<OpencodeRun> {
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), exitWithin(proc, timeoutMs)])
   return { code, stdout, stderr }
 }
 
@@ -170,12 +178,10 @@ export class OpencodeServer {
   async stop(signal: 'SIGINT' | 'SIGTERM' = 'SIGINT', timeoutMs = 20_000): Promise<number> {
     if (this.proc.exitCode !== null) return this.proc.exitCode
     this.proc.kill(signal)
-    const timer = setTimeout(() => this.proc.kill('SIGKILL'), timeoutMs)
-    const code = await this.proc.exited
-    clearTimeout(timer)
-    return code
+    return exitWithin(this.proc, timeoutMs)
   }
 
+  /** Stops the server whatever state it is in (a test's cleanup). */
   kill() {
     if (this.proc.exitCode === null) this.proc.kill('SIGKILL')
   }
