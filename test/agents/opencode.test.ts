@@ -255,6 +255,18 @@ scenario('the instance token never reaches the model', async () => {
   expect(fake.log.of('token')[1].raw).toContain('MUSTER_AGENT=tok')
 })
 
+scenario("Muster's MCP server connects from opencode.json (its token from SERVICE_TOKEN) and its tools are callable", async () => {
+  const repo = await wiredRepo('mcp')
+  const prompt = fake.scripts.add({ name: 'mcp', steps: [{ tool: { name: 'muster_discover_instances', input: { name: 'mcq' } } }], finally: 'Found.' })
+  await run(repo, 'mcq', `Who is here? ${prompt}`)
+  const [first, second] = fake.log.of('mcp')
+  const tools = (first.body.tools as any[]).map((t) => t.name)
+  expect(tools).toContain('muster_discover_instances')
+  const result = (second.body.messages as any[]).at(-1).content.find((b: any) => b.type === 'tool_result')
+  expect(result.is_error ?? false).toBe(false)
+  expect(JSON.stringify(result.content)).toContain('mcq')
+})
+
 test('the fake model server saw no request it does not know', () => {
   expect([...fake.log.unknown.keys()]).toEqual([])
 })
