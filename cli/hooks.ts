@@ -17,53 +17,73 @@ import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { codexHooksTrust, trustCodexHooks } from './codex-trust'
-import { CODEX_NETWORK_SETTING, hookTokenProblem, planInit, writeInit, type InitAgent } from './init'
+import { CODEX_NETWORK_SETTING, hookTokenProblem, planInit, writeInit, type WiredAgent } from './init'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
 
-const AGENTS = ['claude-code', 'codex'] as const
+const AGENTS = ['claude-code', 'codex', 'copilot-cli', 'cursor'] as const
 /** Hooks run on every tool call: a server that does not answer in this long counts as unreachable. */
 const HOOK_TIMEOUT_MS = 8000
 /** A PermissionRequest waits for a person (at most the server's 10m): the request may take that long, and a little more. */
 const APPROVAL_TIMEOUT_MS = 10 * 60_000 + 15_000
 /** Codex kills a SessionEnd hook after 3 s: answer (or give up) well inside that, start-up included. */
-const SESSION_END_MS: Partial<Record<InitAgent, number>> = { codex: 2000 }
+const SESSION_END_MS: Partial<Record<WiredAgent, number>> = { codex: 2000 }
+/** The session's end, in each agent's own name for it. */
+const SESSION_END = new Set(['SessionEnd', 'sessionEnd'])
 
-/** The event's name, read cheaply (the server validates the event). */
+/** The event's name, read cheaply (the server validates the event): Copilot CLI's own events name it in `hookName`. */
 function eventName(text: string): string | null {
   try {
-    const name = JSON.parse(text)?.hook_event_name
+    const event = JSON.parse(text)
+    const name = event?.hook_event_name ?? event?.hookName
     return typeof name === 'string' ? name : null
   } catch {
     return null
   }
 }
 
-function agentArg(value: string): InitAgent | 'git' {
-  if (value === 'git') return value
-  if (!AGENTS.includes(value as InitAgent)) throw new UsageError(`unknown agent "${value}": expected claude-code, codex or git`)
-  return value as InitAgent
+/**
+ * The event with its name added as `hookName` when the agent sends none (Copilot CLI's own
+ * events name no event: each hook says which it is on its command line). Anything that is not
+ * a JSON object goes as it came, for the server to refuse.
+ */
+export function withEventName(text: string, event: string | undefined): string {
+  if (!event) return text
+  try {
+    const body = JSON.parse(text)
+    if (!body || typeof body !== 'object' || Array.isArray(body) || body.hookName !== undefined || body.hook_event_name !== undefined) return text
+    return JSON.stringify({ hookName: event, ...body })
+  } catch {
+    return text
+  }
 }
 
-/** The git root of the event's `cwd` when it names a directory here (null outside a repository), else of the working directory. */
+function agentArg(value: string): WiredAgent | 'git' {
+  if (value === 'git') return value
+  if (!AGENTS.includes(value as WiredAgent)) throw new UsageError(`unknown agent "${value}": expected ${AGENTS.join(', ')} or git`)
+  return value as WiredAgent
+}
+
+/** The git root of the event's `cwd` (Cursor: its first workspace root) when it names a directory here (null outside a repository), else of the working directory. */
 function gitRootOf(event: string): string | null {
   let cwd: unknown
   try {
-    cwd = (JSON.parse(event) as { cwd?: unknown })?.cwd
+    const e = JSON.parse(event) as { cwd?: unknown; workspace_roots?: unknown }
+    cwd = e?.cwd ?? (Array.isArray(e?.workspace_roots) ? e.workspace_roots[0] : undefined)
   } catch {}
   return typeof cwd === 'string' && cwd !== '' && existsSync(cwd) ? gitRoot(cwd) : gitRoot()
 }
 
-async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }): Promise<void> {
+async function forward(agentName: string, named: string | undefined, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }): Promise<void> {
   // Whatever goes wrong here must not stop the agent unless asked: exit 2 blocks its tool call.
   const fail = (why: string): never => {
     process.stderr.write(`muster hook: ${why}; ${o.failClosed ? 'blocking (--fail-closed)' : 'the agent goes on without coordination'}\n`)
     throw new Exit(o.failClosed ? 2 : 0)
   }
-  if (!AGENTS.includes(agentName as InitAgent)) return fail(`unknown agent "${agentName}": expected claude-code or codex`)
-  const agent = agentName as InitAgent
-  const event = await Bun.stdin.text()
+  if (!AGENTS.includes(agentName as WiredAgent)) return fail(`unknown agent "${agentName}": expected ${AGENTS.join(', ')}`)
+  const agent = agentName as WiredAgent
+  const event = withEventName(await Bun.stdin.text(), named)
   let cfg: ReturnType<typeof resolveConfig>
   reportConfigErrorsMyself()
   try {
@@ -87,7 +107,7 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   let res: Response
   try {
     const name = eventName(event)
-    const budget = name === 'PermissionRequest' ? APPROVAL_TIMEOUT_MS : name === 'SessionEnd' ? (SESSION_END_MS[agent] ?? HOOK_TIMEOUT_MS) : HOOK_TIMEOUT_MS
+    const budget = name === 'PermissionRequest' ? APPROVAL_TIMEOUT_MS : SESSION_END.has(name ?? '') ? (SESSION_END_MS[agent] ?? HOOK_TIMEOUT_MS) : HOOK_TIMEOUT_MS
     res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(budget) })
   } catch (err) {
     return fail(`cannot reach ${cfg.server} (${(err as Error).message})`)
@@ -137,12 +157,13 @@ function handOver(headers: Headers, server: string, root: string | null): void {
 export function hookCommands(program: Command): void {
   program
     .command('hook')
-    .description('forward a hook event (stdin) to the server and print its answer: what a Claude Code or Codex command hook runs')
-    .argument('<agent>', 'claude-code | codex')
+    .description('forward a hook event (stdin) to the server and print its answer: what an agent\'s command hook runs')
+    .argument('<agent>', AGENTS.join(' | '))
+    .argument('[event]', "the event's name, for an agent whose events carry none (Copilot CLI: `muster hook copilot-cli preToolUse`)")
     .option('--fail-closed', 'exit 2 (the tool call is blocked) when the server cannot be reached; default: exit 0 and go on')
     .option('--reserve <duration>', 'edit-reserve mode: reserve each edited file for this long (beats MUSTER_RESERVE)')
     .option('--approval-wait <duration>', 'how long a PermissionRequest waits for a person in Muster (1s … 10m; default 5m)')
-    .action((agent: string, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }) => forward(agent, o))
+    .action((agent: string, event: string | undefined, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }) => forward(agent, event, o))
 
   program
     .command('sessions')
@@ -160,13 +181,13 @@ export function hookCommands(program: Command): void {
 
   program
     .command('init')
-    .description("wire Claude Code or Codex in this repository to Muster: hooks, MCP entry, CLAUDE.md / AGENTS.md section, the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
-    .argument('<agent>', 'claude-code | codex | git', agentArg)
+    .description("wire an agent (Claude Code, Codex, Copilot CLI, Cursor) in this repository to Muster: hooks, MCP entry, its instructions file's section (CLAUDE.md, AGENTS.md, .github/copilot-instructions.md, .cursor/rules/muster.mdc), the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
+    .argument('<agent>', `${AGENTS.join(' | ')} | git`, agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
     .option('--trust', `codex: record in Codex's own config ($CODEX_HOME/config.toml) the trust it asks for (its /hooks review) for the hooks written here, and the project's`)
     .option('--allow-network', `codex: let Codex's default workspace-write sandbox reach the network, so \`muster\` in the model's shell reaches the server (${CODEX_NETWORK_SETTING} in .codex/config.toml)`)
-    .action(async (agent: InitAgent | 'git', o: { reserve?: string; dryRun?: boolean; trust?: boolean; allowNetwork?: boolean }) => {
+    .action(async (agent: WiredAgent | 'git', o: { reserve?: string; dryRun?: boolean; trust?: boolean; allowNetwork?: boolean }) => {
       if (agent !== 'codex' && (o.trust || o.allowNetwork)) throw new UsageError('--trust and --allow-network are for codex')
       if (agent === 'git') return initGit(o)
       const tokenProblem = agent === 'claude-code' ? hookTokenProblem(resolveConfig().from.token) : null

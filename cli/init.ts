@@ -12,11 +12,15 @@ import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { setTomlValue } from './codex-trust'
 import { UsageError } from './output'
+import { copilotFiles } from './init/copilot-cli'
+import { cursorFiles } from './init/cursor'
 
 export type InitAgent = 'claude-code' | 'codex'
+/** Every agent `muster init` wires: Copilot CLI's and Cursor's files are planned in cli/init/. */
+export type WiredAgent = InitAgent | 'copilot-cli' | 'cursor'
 
 export interface InitOptions {
-  agent: InitAgent
+  agent: WiredAgent
   /** The repository root the files go in. */
   root: string
   /** The server URL the hooks and MCP entry point at. */
@@ -120,14 +124,14 @@ export function mergeHooks(settings: Json, o: InitOptions): Json {
   const events = o.agent === 'codex' ? CODEX_EVENTS : CLAUDE_EVENTS
   for (const event of events) {
     const hook = ourHook(o, event)
-    const group: Group = event === 'PreToolUse' ? { matcher: EDIT_TOOLS[o.agent], hooks: [hook] } : { hooks: [hook] }
+    const group: Group = event === 'PreToolUse' ? { matcher: EDIT_TOOLS[o.agent as InitAgent], hooks: [hook] } : { hooks: [hook] }
     hooks[event] = [...(Array.isArray(hooks[event]) ? hooks[event] : []), group]
   }
   for (const [event, groups] of Object.entries(hooks)) if (Array.isArray(groups) && groups.length === 0) delete hooks[event]
   return { ...settings, hooks }
 }
 
-function readJson(path: string): Json {
+export function readJson(path: string): Json {
   if (!existsSync(path)) return {}
   const text = readFileSync(path, 'utf8')
   if (text.trim() === '') return {}
@@ -141,7 +145,7 @@ function readJson(path: string): Json {
   return parsed as Json
 }
 
-const jsonText = (value: unknown) => JSON.stringify(value, null, 2) + '\n'
+export const jsonText = (value: unknown) => JSON.stringify(value, null, 2) + '\n'
 
 /** `text` with the [mcp_servers.muster] table set to ours (replaced where it is, else appended). */
 export function mergeCodexConfig(text: string, server: string): string {
@@ -240,7 +244,11 @@ const userFile = (dir: string, name: string) => resolve(dir, name)
 export function planInit(o: InitOptions): PlannedFile[] {
   if (o.reserve !== undefined && !/^\d+(\.\d+)?(ms|s|m|h)$/.test(o.reserve)) throw new UsageError(`invalid --reserve "${o.reserve}": expected a duration like 30m`)
   const files: { path: string; content: (current: string) => string }[] =
-    o.agent === 'claude-code'
+    o.agent === 'copilot-cli'
+      ? copilotFiles(o)
+      : o.agent === 'cursor'
+        ? cursorFiles(o)
+        : o.agent === 'claude-code'
       ? [
           { path: '.claude/settings.json', content: () => jsonText(mergeHooks(readJson(join(o.root, '.claude/settings.json')), o)) },
           {
