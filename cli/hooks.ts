@@ -1,7 +1,7 @@
-// `muster hook claude-code|codex`: what a command hook runs. The event comes on stdin and
+// `muster hook <agent>`: what a command hook runs. The event comes on stdin and
 // goes to POST /api/hooks/{agent} with the X-Muster-* headers (MUSTER_AGENT,
 // MUSTER_PROJECT, MUSTER_RESERVE, and the git root of the event's cwd as X-Muster-Root and
-// X-Muster-Git-Root: services/hook-session.ts holds a new session to it); the answer
+// X-Muster-Git-Root: services/hooks/session.ts holds a new session to it); the answer
 // goes to stdout as the agent expects it. A server that cannot be reached must not stop
 // the agent: one line on stderr, exit 0 — unless --fail-closed (exit 2 blocks the call).
 // `muster init` (cli/init.ts) writes the hook configuration.
@@ -17,62 +17,47 @@ import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { codexHooksTrust, trustCodexHooks } from './codex-trust'
-import { CODEX_NETWORK_SETTING, hookTokenProblem, planInit, writeInit, type WiredAgent } from './init'
+import { CODEX_NETWORK_SETTING, hookTokenProblem, INIT_AGENTS, planInit, writeInit, type InitAgent } from './init'
+import { HOOK_CLIS, withEventName, type HookCli } from './hook-agents'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
 
-const AGENTS = ['claude-code', 'codex', 'copilot-cli', 'cursor'] as const
 /** Hooks run on every tool call: a server that does not answer in this long counts as unreachable. */
 const HOOK_TIMEOUT_MS = 8000
-/** A PermissionRequest waits for a person (at most the server's 10m): the request may take that long, and a little more. */
+/** A permission request waits for a person (at most the server's 10m): the request may take that long, and a little more. */
 const APPROVAL_TIMEOUT_MS = 10 * 60_000 + 15_000
-/** Codex kills a SessionEnd hook after 3 s: answer (or give up) well inside that, start-up included. */
-const SESSION_END_MS: Partial<Record<WiredAgent, number>> = { codex: 2000 }
-/** The session's end, in each agent's own name for it. */
-const SESSION_END = new Set(['SessionEnd', 'sessionEnd'])
 
-/** The event's name, read cheaply (the server validates the event): Copilot CLI's own events name it in `hookName`. */
-function eventName(text: string): string | null {
-  try {
-    const event = JSON.parse(text)
-    const name = event?.hook_event_name ?? event?.hookName
-    return typeof name === 'string' ? name : null
-  } catch {
-    return null
-  }
-}
+const HOOK_AGENTS = Object.keys(HOOK_CLIS)
+const INIT_NAMES = Object.keys(INIT_AGENTS)
 
-/**
- * The event with its name added as `hookName` when the agent sends none (Copilot CLI's own
- * events name no event: each hook says which it is on its command line). Anything that is not
- * a JSON object goes as it came, for the server to refuse.
- */
-export function withEventName(text: string, event: string | undefined): string {
-  if (!event) return text
-  try {
-    const body = JSON.parse(text)
-    if (!body || typeof body !== 'object' || Array.isArray(body) || body.hookName !== undefined || body.hook_event_name !== undefined) return text
-    return JSON.stringify({ hookName: event, ...body })
-  } catch {
-    return text
-  }
-}
-
-function agentArg(value: string): WiredAgent | 'git' {
+function agentArg(value: string): InitAgent | 'git' {
   if (value === 'git') return value
-  if (!AGENTS.includes(value as WiredAgent)) throw new UsageError(`unknown agent "${value}": expected ${AGENTS.join(', ')} or git`)
-  return value as WiredAgent
+  if (!INIT_NAMES.includes(value)) throw new UsageError(`unknown agent "${value}": expected ${[...INIT_NAMES, 'git'].join(', ')}`)
+  return value as InitAgent
 }
 
-/** The git root of the event's `cwd` (Cursor: its first workspace root) when it names a directory here (null outside a repository), else of the working directory. */
-function gitRootOf(event: string): string | null {
-  let cwd: unknown
+/** The event as JSON, read cheaply (the server validates it); {} when it is not an object. */
+function readEvent(text: string): Record<string, unknown> {
   try {
-    const e = JSON.parse(event) as { cwd?: unknown; workspace_roots?: unknown }
-    cwd = e?.cwd ?? (Array.isArray(e?.workspace_roots) ? e.workspace_roots[0] : undefined)
-  } catch {}
-  return typeof cwd === 'string' && cwd !== '' && existsSync(cwd) ? gitRoot(cwd) : gitRoot()
+    const e = JSON.parse(text)
+    return e && typeof e === 'object' && !Array.isArray(e) ? e : {}
+  } catch {
+    return {}
+  }
+}
+
+/** How long the server may take to answer this event. */
+function budgetFor(cli: HookCli, event: Record<string, unknown>): number {
+  const name = cli.eventName(event)
+  if (name && cli.approvals.includes(name)) return APPROVAL_TIMEOUT_MS
+  return (name && cli.limits[name]) || HOOK_TIMEOUT_MS
+}
+
+/** The git root of the event's cwd when it names a directory here (null outside a repository), else of the working directory. */
+function gitRootOf(cli: HookCli, event: Record<string, unknown>): string | null {
+  const cwd = cli.cwd(event)
+  return cwd && existsSync(cwd) ? gitRoot(cwd) : gitRoot()
 }
 
 async function forward(agentName: string, named: string | undefined, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }): Promise<void> {
@@ -81,9 +66,10 @@ async function forward(agentName: string, named: string | undefined, o: { failCl
     process.stderr.write(`muster hook: ${why}; ${o.failClosed ? 'blocking (--fail-closed)' : 'the agent goes on without coordination'}\n`)
     throw new Exit(o.failClosed ? 2 : 0)
   }
-  if (!AGENTS.includes(agentName as WiredAgent)) return fail(`unknown agent "${agentName}": expected ${AGENTS.join(', ')}`)
-  const agent = agentName as WiredAgent
+  const cli = HOOK_CLIS[agentName]
+  if (!cli) return fail(`unknown agent "${agentName}": expected ${HOOK_AGENTS.join(', ')}`)
   const event = withEventName(await Bun.stdin.text(), named)
+  const parsed = readEvent(event)
   let cfg: ReturnType<typeof resolveConfig>
   reportConfigErrorsMyself()
   try {
@@ -100,15 +86,13 @@ async function forward(agentName: string, named: string | undefined, o: { failCl
   set('x-muster-reserve', o.reserve ?? process.env.MUSTER_RESERVE)
   // The git root of the event's cwd (where the agent resolves relative paths), else of ours:
   // the session's root, and said to be the git root so the server corrects any other.
-  const root = gitRootOf(event)
+  const root = gitRootOf(cli, parsed)
   set('x-muster-root', root)
   set('x-muster-git-root', root)
   set('x-muster-approval-wait', o.approvalWait)
   let res: Response
   try {
-    const name = eventName(event)
-    const budget = name === 'PermissionRequest' ? APPROVAL_TIMEOUT_MS : SESSION_END.has(name ?? '') ? (SESSION_END_MS[agent] ?? HOOK_TIMEOUT_MS) : HOOK_TIMEOUT_MS
-    res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(budget) })
+    res = await fetch(`${cfg.server}/api/hooks/${agentName}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(budgetFor(cli, parsed)) })
   } catch (err) {
     return fail(`cannot reach ${cfg.server} (${(err as Error).message})`)
   }
@@ -157,8 +141,8 @@ function handOver(headers: Headers, server: string, root: string | null): void {
 export function hookCommands(program: Command): void {
   program
     .command('hook')
-    .description('forward a hook event (stdin) to the server and print its answer: what an agent\'s command hook runs')
-    .argument('<agent>', AGENTS.join(' | '))
+    .description("forward a hook event (stdin) to the server and print its answer: what an agent's command hook runs")
+    .argument('<agent>', HOOK_AGENTS.join(' | '))
     .argument('[event]', "the event's name, for an agent whose events carry none (Copilot CLI: `muster hook copilot-cli preToolUse`)")
     .option('--fail-closed', 'exit 2 (the tool call is blocked) when the server cannot be reached; default: exit 0 and go on')
     .option('--reserve <duration>', 'edit-reserve mode: reserve each edited file for this long (beats MUSTER_RESERVE)')
@@ -181,13 +165,13 @@ export function hookCommands(program: Command): void {
 
   program
     .command('init')
-    .description("wire an agent (Claude Code, Codex, Copilot CLI, Cursor) in this repository to Muster: hooks, MCP entry, its instructions file's section (CLAUDE.md, AGENTS.md, .github/copilot-instructions.md, .cursor/rules/muster.mdc), the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
-    .argument('<agent>', `${AGENTS.join(' | ')} | git`, agentArg)
+    .description("wire an agent (Claude Code, Codex, Copilot CLI, Cursor) in this repository to Muster: hooks, MCP entry, its instructions (CLAUDE.md, AGENTS.md, .github/copilot-instructions.md, .cursor/rules/muster.mdc), the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
+    .argument('<agent>', `${INIT_NAMES.join(' | ')} | git`, agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
     .option('--trust', `codex: record in Codex's own config ($CODEX_HOME/config.toml) the trust it asks for (its /hooks review) for the hooks written here, and the project's`)
     .option('--allow-network', `codex: let Codex's default workspace-write sandbox reach the network, so \`muster\` in the model's shell reaches the server (${CODEX_NETWORK_SETTING} in .codex/config.toml)`)
-    .action(async (agent: WiredAgent | 'git', o: { reserve?: string; dryRun?: boolean; trust?: boolean; allowNetwork?: boolean }) => {
+    .action(async (agent: InitAgent | 'git', o: { reserve?: string; dryRun?: boolean; trust?: boolean; allowNetwork?: boolean }) => {
       if (agent !== 'codex' && (o.trust || o.allowNetwork)) throw new UsageError('--trust and --allow-network are for codex')
       if (agent === 'git') return initGit(o)
       const tokenProblem = agent === 'claude-code' ? hookTokenProblem(resolveConfig().from.token) : null

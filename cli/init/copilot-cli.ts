@@ -6,7 +6,7 @@
 // in it kept; the coordination section goes in .github/copilot-instructions.md. No token is
 // written: `muster hook` reads it from the environment (SERVICE_TOKEN / MUSTER_TOKEN).
 import { join } from 'node:path'
-import { guideSection, jsonText, mergeGuide, readJson, type InitOptions } from '../init'
+import { guideSection, jsonText, mergeGuide, readJson, type FileSpec, type InitOptions } from './files'
 
 export const COPILOT_HOOKS_FILE = '.github/hooks/muster.json'
 
@@ -43,7 +43,7 @@ export function mergeCopilotHooks(config: Json, o: InitOptions): Json {
 }
 
 /** The files of `init copilot-cli`: path (relative to the root) and the new content from the current one. */
-export function copilotFiles(o: InitOptions): { path: string; content: (current: string) => string }[] {
+export function copilotFiles(o: InitOptions): FileSpec[] {
   return [
     { path: COPILOT_HOOKS_FILE, content: () => jsonText(mergeCopilotHooks(readJson(join(o.root, COPILOT_HOOKS_FILE)), o)) },
     { path: '.github/copilot-instructions.md', content: (t) => mergeGuide(t, guideSection(o)) },

@@ -5,7 +5,7 @@
 // interpolation, never written), the coordination section in .cursor/rules/muster.mdc (a rule
 // Cursor always applies). Each file merged with what is there; a second run changes nothing.
 import { join } from 'node:path'
-import { guideSection, jsonText, mergeGuide, readJson, type InitOptions } from '../init'
+import { guideSection, jsonText, mergeGuide, readJson, type FileSpec, type InitOptions } from './files'
 
 /**
  * sessionStart (register, brief as additional_context), preToolUse (every tool: a Write,
@@ -52,7 +52,7 @@ export function cursorRule(current: string, o: InitOptions): string {
   return mergeGuide(body, guideSection(o))
 }
 
-export function cursorFiles(o: InitOptions): { path: string; content: (current: string) => string }[] {
+export function cursorFiles(o: InitOptions): FileSpec[] {
   return [
     { path: '.cursor/hooks.json', content: () => jsonText(mergeCursorHooks(readJson(join(o.root, '.cursor/hooks.json')), o)) },
     { path: '.cursor/mcp.json', content: () => jsonText(mergeCursorMcp(readJson(join(o.root, '.cursor/mcp.json')), o.server)) },
