@@ -1,0 +1,137 @@
+// GitHub Copilot CLI's hook events over real HTTP, payloads recorded from the real Copilot CLI
+// 1.0.102 (test/fixtures/hooks/copilot-cli.json, README there): its own events name no event,
+// so each carries the `hookName` that `muster hook copilot-cli <event>` adds. A session
+// registers, a write (create, edit, bash) of a file another agent holds is denied in
+// Copilot's shape, messages reach the model as additionalContext (agentStop: a block whose
+// reason is the next prompt), sessionEnd releases; its Claude-shaped events (what it sends to
+// the hooks of .claude/settings.json) act as the same session.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { call, register, startServer, type TestServer } from './helpers'
+import fixtures from './fixtures/hooks/copilot-cli.json'
+
+let s: TestServer
+beforeAll(async () => (s = await startServer()))
+afterAll(() => s.cleanup())
+
+let n = 0
+/** A fresh Copilot session: its own id and root (/tmp/copilot-N/<project>). */
+function session(headers: Record<string, string> = {}) {
+  const id = crypto.randomUUID()
+  const project = `cop${++n}${Math.random().toString(36).slice(2, 6)}`
+  const root = `/tmp/copilot-${n}/${project}`
+  const send = async (key: keyof typeof fixtures, extra: Record<string, unknown> = {}) => {
+    const e = JSON.parse(JSON.stringify(fixtures[key]).replaceAll('/work/repo', root).replaceAll('f1d4ac38-0ab5-42ef-a3ea-1c65e32297f6', id))
+    // What `muster hook copilot-cli <event>` adds: the event's name, from the hook's command line.
+    const event = key.includes('claude-format') || 'hookName' in e ? e : { hookName: key.split('.')[0], ...e }
+    const r = await call(s.api, 'POST', '/api/hooks/copilot-cli', { ...event, ...extra }, headers)
+    expect(r.status).toBe(200)
+    expect(r.text).not.toContain('"allow"')
+    return r
+  }
+  return { id, project, root, send }
+}
+
+const sessionRow = async (id: string) => ((await call(s.api, 'GET', '/api/sessions')).body as any[]).find((x) => x.session_id === id)
+const hold = async (project: string, paths: string[]) => {
+  const bob = await register(s, { name: `bob-${project}` })
+  const r = await call(s.api, 'POST', '/api/reservations', { project, paths, reason: 'refactoring the app', ttl_ms: 600_000 }, bob.h)
+  expect(r.status).toBe(201)
+  return bob
+}
+
+describe('Copilot CLI', () => {
+  test('sessionStart registers the session as an instance and answers the briefing as additionalContext', async () => {
+    const c = session()
+    const r = await c.send('sessionStart')
+    expect(Object.keys(r.body)).toEqual(['additionalContext'])
+    expect(r.body.additionalContext).toContain(`copilot-cli-${c.id.slice(0, 8)}`)
+    expect(r.headers.get('x-muster-instance-token')).toMatch(/^[0-9a-f]{64}$/)
+    expect(r.text).not.toContain(r.headers.get('x-muster-instance-token')!)
+    const row = await sessionRow(c.id)
+    expect(row).toMatchObject({ agent: 'copilot-cli', name: `copilot-cli-${c.id.slice(0, 8)}`, root: c.root, project: c.project, ended_at: null })
+    expect((await call(s.api, 'GET', `/api/instances/${row.instance_id}`)).body.status).toBe('active')
+  })
+
+  test('a create, an edit or a bash write of a held file is denied in Copilot shape, naming holder and reason; a read is not', async () => {
+    const c = session()
+    await c.send('sessionStart')
+    const bob = await hold(c.project, ['src/app.ts', 'out.txt'])
+    for (const key of ['preToolUse.create', 'preToolUse.edit', 'preToolUse.bash', 'preToolUse.bash-string-args'] as const) {
+      const r = await c.send(key)
+      expect(Object.keys(r.body).sort()).toEqual(['permissionDecision', 'permissionDecisionReason'])
+      expect(r.body.permissionDecision).toBe('deny')
+      expect(r.body.permissionDecisionReason).toContain(bob.name)
+      expect(r.body.permissionDecisionReason).toContain('refactoring the app')
+      expect(r.body.permissionDecisionReason).toContain(`muster send ${bob.name}`)
+    }
+    expect((await c.send('preToolUse.view')).body).toEqual({})
+    // a file nobody holds: no opinion (never allow)
+    expect((await c.send('preToolUse.edit', { toolArgs: { path: `${c.root}/README.md`, old_str: 'a', new_str: 'b' } })).body).toEqual({})
+  })
+
+  test('messages reach the model once: userPromptSubmitted and postToolUse as additionalContext, agentStop as a block', async () => {
+    const c = session()
+    await c.send('sessionStart')
+    const name = (await sessionRow(c.id)).name
+    const send = async (subject: string) => expect((await call(s.api, 'POST', '/api/messages', { to: [name], subject, body: `about ${subject}` })).status).toBe(201)
+    await send('first')
+    const prompt = (await c.send('userPromptSubmitted')).body
+    expect(Object.keys(prompt)).toEqual(['additionalContext'])
+    expect(prompt.additionalContext).toContain('first')
+    expect((await c.send('userPromptSubmitted')).body).toEqual({})
+    await send('second')
+    expect((await c.send('postToolUse')).body.additionalContext).toContain('second')
+    await send('third')
+    const stop = (await c.send('agentStop')).body
+    expect(stop.decision).toBe('block')
+    expect(stop.reason).toContain('third')
+    expect(stop.reason).toContain('not from the user')
+    expect((await c.send('agentStop')).body).toEqual({})
+    await send('fourth')
+    // already continuing because of a stop answer: never block twice
+    expect((await c.send('agentStop', { stop_hook_active: true })).body).toEqual({})
+  })
+
+  test('sessionEnd deregisters the instance and releases what it held', async () => {
+    const c = session({ 'x-muster-reserve': '10m' })
+    await c.send('sessionStart')
+    expect((await c.send('preToolUse.edit')).body).toEqual({})
+    const row = await sessionRow(c.id)
+    const held = (await call(s.api, 'GET', `/api/reservations?instance_id=${row.instance_id}`)).body as any[]
+    expect(held.map((r) => r.paths ?? r.pattern).flat()).toContain('src/app.ts')
+    expect((await c.send('sessionEnd')).body).toEqual({})
+    expect((await call(s.api, 'GET', `/api/instances/${row.instance_id}`)).status).toBe(404)
+    expect((await call(s.api, 'GET', `/api/reservations?instance_id=${row.instance_id}`)).body).toEqual([])
+    expect((await sessionRow(c.id)).ended_at).toEqual(expect.any(String))
+  })
+
+  test("its Claude-shaped events (.claude/settings.json hooks) act as the same session, answered in Claude's shape", async () => {
+    const c = session()
+    await c.send('sessionStart')
+    const row = await sessionRow(c.id)
+    await c.send('SessionStart.claude-format')
+    const bob = await hold(c.project, ['out.txt'])
+    const r = await c.send('PreToolUse.claude-format')
+    expect(r.body.hookSpecificOutput).toMatchObject({ hookEventName: 'PreToolUse', permissionDecision: 'deny' })
+    expect(r.body.hookSpecificOutput.permissionDecisionReason).toContain(bob.name)
+    // one session, one instance
+    expect(await sessionRow(c.id)).toMatchObject({ instance_id: row.instance_id, agent: 'copilot-cli' })
+    const mine = ((await call(s.api, 'GET', '/api/instances')).body as any[]).filter((i) => i.name === row.name)
+    expect(mine.length).toBe(1)
+  })
+
+  test('an event without its name or session id is a 400 naming the field, registering nothing', async () => {
+    const before = (await call(s.api, 'GET', '/api/sessions')).body.length
+    const { hookName, ...unnamed } = { hookName: 'preToolUse', ...fixtures['preToolUse.bash'] }
+    void hookName
+    for (const [body, field] of [
+      [unnamed, 'hookName'],
+      [{ hookName: 'preToolUse', cwd: '/tmp', toolName: 'bash', toolArgs: {} }, 'sessionId'],
+    ] as const) {
+      const r = await call(s.api, 'POST', '/api/hooks/copilot-cli', body)
+      expect(r.status).toBe(400)
+      expect(r.body.error).toContain(field)
+    }
+    expect((await call(s.api, 'GET', '/api/sessions')).body.length).toBe(before)
+  })
+})
