@@ -6,12 +6,18 @@
 // reason is the next prompt), sessionEnd releases; its Claude-shaped events (what it sends to
 // the hooks of .claude/settings.json) act as the same session.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { call, register, startServer, type TestServer } from './helpers'
+import { removeWorkdirs, runCli, workdir } from './cli-run'
 import fixtures from './fixtures/hooks/copilot-cli.json'
 
 let s: TestServer
 beforeAll(async () => (s = await startServer()))
-afterAll(() => s.cleanup())
+afterAll(async () => {
+  await s.cleanup()
+  removeWorkdirs()
+})
 
 let n = 0
 /** A fresh Copilot session: its own id and root (/tmp/copilot-N/<project>). */
@@ -133,5 +139,64 @@ describe('Copilot CLI', () => {
       expect(r.body.error).toContain(field)
     }
     expect((await call(s.api, 'GET', '/api/sessions')).body.length).toBe(before)
+  })
+})
+
+describe('muster hook copilot-cli and muster init copilot-cli', () => {
+  function repo(): string {
+    const dir = realpathSync(workdir())
+    expect(Bun.spawnSync(['git', 'init', '-q', dir]).exitCode).toBe(0)
+    return dir
+  }
+
+  test('muster hook copilot-cli <event>: the event named from the command line, the answer printed as Copilot reads it', async () => {
+    const root = repo()
+    const id = crypto.randomUUID()
+    const payload = (key: keyof typeof fixtures) => JSON.stringify(fixtures[key]).replaceAll('/work/repo', root).replaceAll('f1d4ac38-0ab5-42ef-a3ea-1c65e32297f6', id)
+    const env = { SERVICE_SERVER: s.api, MUSTER_AGENT: 'cody', MUSTER_PROJECT: 'copshop' }
+    const start = await runCli(['hook', 'copilot-cli', 'sessionStart'], { cwd: root, env, stdin: payload('sessionStart') })
+    expect(start.code).toBe(0)
+    expect(start.json.additionalContext).toContain('"cody"')
+    expect(await sessionRow(id)).toMatchObject({ agent: 'copilot-cli', name: 'cody', project: 'copshop', root })
+    const bob = await hold('copshop', ['src/app.ts'])
+    const denied = await runCli(['hook', 'copilot-cli', 'preToolUse'], { cwd: root, env, stdin: payload('preToolUse.edit') })
+    expect(denied.code).toBe(0)
+    expect(denied.json).toEqual({ permissionDecision: 'deny', permissionDecisionReason: expect.stringContaining(bob.name) })
+    // without the event's name the server cannot tell the event: 400, and the hook fails open
+    const unnamed = await runCli(['hook', 'copilot-cli'], { cwd: root, env, stdin: payload('preToolUse.edit') })
+    expect(unnamed.code).toBe(0)
+    expect(unnamed.stdout).toBe('')
+    expect(unnamed.stderr).toContain('hookName')
+    const end = await runCli(['hook', 'copilot-cli', 'sessionEnd'], { cwd: root, env, stdin: payload('sessionEnd') })
+    expect(end).toMatchObject({ code: 0, json: {} })
+    expect((await sessionRow(id)).ended_at).toEqual(expect.any(String))
+  })
+
+  test('muster init copilot-cli: our hooks merged into .github/hooks/muster.json (others kept), no token written, a second run changes nothing', async () => {
+    const dir = repo()
+    mkdirSync(join(dir, '.github/hooks'), { recursive: true })
+    const mine = { type: 'command', bash: './audit.sh', timeoutSec: 5 }
+    writeFileSync(join(dir, '.github/hooks/muster.json'), JSON.stringify({ version: 1, hooks: { preToolUse: [mine], errorOccurred: [mine] } }))
+    writeFileSync(join(dir, '.github/copilot-instructions.md'), '# House rules\n\nUse tabs.\n')
+    const env = { SERVICE_SERVER: s.api, SERVICE_TOKEN: 'secret-token-never-written' }
+    const first = await runCli(['init', 'copilot-cli', '--reserve', '30m'], { cwd: dir, env })
+    expect(first.code).toBe(0)
+    expect(first.json.files.map((f: any) => [f.path, f.action])).toEqual([
+      ['.github/hooks/muster.json', 'updated'],
+      ['.github/copilot-instructions.md', 'updated'],
+    ])
+    const config = JSON.parse(readFileSync(join(dir, '.github/hooks/muster.json'), 'utf8'))
+    const ours = (event: string) => {
+      const command = `muster hook copilot-cli ${event} --server ${s.api} --reserve 30m`
+      return { type: 'command', bash: command, powershell: command, timeoutSec: 10 }
+    }
+    expect(config.hooks.preToolUse).toEqual([mine, ours('preToolUse')])
+    expect(config.hooks.errorOccurred).toEqual([mine])
+    for (const event of ['sessionStart', 'userPromptSubmitted', 'postToolUse', 'agentStop', 'sessionEnd']) expect(config.hooks[event]).toEqual([ours(event)])
+    const guide = readFileSync(join(dir, '.github/copilot-instructions.md'), 'utf8')
+    expect(guide).toStartWith('# House rules\n\nUse tabs.\n\n<!-- muster:begin -->')
+    for (const f of ['.github/hooks/muster.json', '.github/copilot-instructions.md']) expect(readFileSync(join(dir, f), 'utf8')).not.toContain(env.SERVICE_TOKEN)
+    const second = await runCli(['init', 'copilot-cli', '--reserve', '30m'], { cwd: dir, env })
+    expect(second.json.files.map((f: any) => f.action)).toEqual(['unchanged', 'unchanged'])
   })
 })

@@ -8,12 +8,18 @@
 // those events, posted to /api/hooks/claude-code with Cursor's payload, are the same
 // conversation's: one session, one instance, never two.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { call, register, startServer, type TestServer } from './helpers'
+import { removeWorkdirs, runCli, workdir } from './cli-run'
 import fixtures from './fixtures/hooks/cursor.json'
 
 let s: TestServer
 beforeAll(async () => (s = await startServer()))
-afterAll(() => s.cleanup())
+afterAll(async () => {
+  await s.cleanup()
+  removeWorkdirs()
+})
 
 const CONVERSATION = 'c0a1b2c3-d4e5-4f60-8a9b-0c1d2e3f4a5b'
 type Key = keyof typeof fixtures
@@ -182,5 +188,61 @@ describe("Cursor running Claude Code's hooks (third-party hooks)", () => {
     expect(r.status).toBe(200)
     expect(r.body.hookSpecificOutput.hookEventName).toBe('SessionStart')
     expect((await sessionRow(id)).agent).toBe('claude-code')
+  })
+})
+
+describe('muster hook cursor and muster init cursor', () => {
+  /** A scratch git repository (its real path: the git root as git prints it). */
+  function repo(): string {
+    const dir = realpathSync(workdir())
+    expect(Bun.spawnSync(['git', 'init', '-q', dir]).exitCode).toBe(0)
+    return dir
+  }
+
+  test("muster hook cursor: a sessionStart without cwd takes the git root of its workspace root; the shell's identity is handed over", async () => {
+    const root = repo()
+    const id = crypto.randomUUID()
+    const stdin = JSON.stringify({ ...JSON.parse(JSON.stringify(fixtures.sessionStart).replaceAll('/work/repo', root)), conversation_id: id, session_id: id })
+    const r = await runCli(['hook', 'cursor'], { cwd: '/', env: { SERVICE_SERVER: s.api, MUSTER_AGENT: 'carla' }, stdin })
+    expect(r.code).toBe(0)
+    expect(r.json.additional_context).toContain('"carla"')
+    expect(await sessionRow(id)).toMatchObject({ agent: 'cursor', name: 'carla', root })
+    // the CLI in the agent's shell acts as the session, from the identity file at the git root
+    expect(JSON.parse(readFileSync(join(root, '.muster/agents/carla.json'), 'utf8')).instance_id).toBe((await sessionRow(id)).instance_id)
+  })
+
+  test('muster init cursor: hooks, MCP entry and rule merged into what is there, no token written, a second run changes nothing', async () => {
+    const dir = repo()
+    mkdirSync(join(dir, '.cursor'))
+    writeFileSync(join(dir, '.cursor/hooks.json'), JSON.stringify({ version: 1, hooks: { afterFileEdit: [{ command: './format.sh' }], stop: [{ command: './notify.sh' }] } }))
+    writeFileSync(join(dir, '.cursor/mcp.json'), JSON.stringify({ mcpServers: { other: { command: 'other-mcp' } } }))
+    const env = { SERVICE_SERVER: s.api, SERVICE_TOKEN: 'secret-token-never-written' }
+    const first = await runCli(['init', 'cursor', '--reserve', '30m'], { cwd: dir, env })
+    expect(first.code).toBe(0)
+    expect(first.json.files.map((f: any) => [f.path, f.action])).toEqual([
+      ['.cursor/hooks.json', 'updated'],
+      ['.cursor/mcp.json', 'updated'],
+      ['.cursor/rules/muster.mdc', 'created'],
+    ])
+    const hooks = JSON.parse(readFileSync(join(dir, '.cursor/hooks.json'), 'utf8'))
+    const ours = { command: `muster hook cursor --server ${s.api} --reserve 30m` }
+    expect(hooks).toEqual({
+      version: 1,
+      hooks: { afterFileEdit: [{ command: './format.sh' }], stop: [{ command: './notify.sh' }, ours], sessionStart: [ours], preToolUse: [ours], postToolUse: [ours], sessionEnd: [ours] },
+    })
+    const mcp = JSON.parse(readFileSync(join(dir, '.cursor/mcp.json'), 'utf8'))
+    expect(mcp.mcpServers).toEqual({ other: { command: 'other-mcp' }, muster: { url: `${s.api}/mcp`, headers: { Authorization: 'Bearer ${env:SERVICE_TOKEN}' } } })
+    const rule = readFileSync(join(dir, '.cursor/rules/muster.mdc'), 'utf8')
+    expect(rule).toStartWith('---\ndescription: ')
+    expect(rule).toContain('alwaysApply: true')
+    expect(rule).toContain('muster send <name>')
+    for (const f of ['.cursor/hooks.json', '.cursor/mcp.json', '.cursor/rules/muster.mdc']) expect(readFileSync(join(dir, f), 'utf8')).not.toContain(env.SERVICE_TOKEN)
+    const second = await runCli(['init', 'cursor', '--reserve', '30m'], { cwd: dir, env })
+    expect(second.json.files.map((f: any) => f.action)).toEqual(['unchanged', 'unchanged', 'unchanged'])
+    // another server or mode replaces our hooks, never adds a second set
+    await runCli(['init', 'cursor'], { cwd: dir, env: { ...env, SERVICE_SERVER: 'http://other.test:1' } })
+    const again = JSON.parse(readFileSync(join(dir, '.cursor/hooks.json'), 'utf8'))
+    expect(again.hooks.stop).toEqual([{ command: './notify.sh' }, { command: 'muster hook cursor --server http://other.test:1' }])
+    expect(existsSync(join(dir, '.cursor/rules/muster.mdc'))).toBe(true)
   })
 })
