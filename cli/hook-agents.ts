@@ -44,6 +44,16 @@ export const HOOK_CLIS: Readonly<Record<string, HookCli>> = {
 }
 
 /**
+ * The agent that runs this hook. Copilot CLI also runs the hooks of .claude/settings.json
+ * (Claude-shaped events of its own session, under the same session id) and marks what it runs
+ * with COPILOT_CLI=1: those go to Copilot's endpoint, so its session is Copilot's whichever
+ * hook comes first.
+ */
+export function runningAgent(agent: string, env: Record<string, string | undefined>): string {
+  return agent === 'claude-code' && env.COPILOT_CLI === '1' ? 'copilot-cli' : agent
+}
+
+/**
  * The event with its name added as `hookName` when the agent sends none (Copilot CLI's own
  * events: each hook says which it is on its command line). Anything that is not a JSON
  * object, or already names its event, goes as it came.

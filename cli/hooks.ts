@@ -18,7 +18,7 @@ import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { codexHooksTrust, trustCodexHooks } from './codex-trust'
 import { CODEX_NETWORK_SETTING, hookTokenProblem, INIT_AGENTS, planInit, writeInit, type InitAgent } from './init'
-import { HOOK_CLIS, withEventName, type HookCli } from './hook-agents'
+import { HOOK_CLIS, runningAgent, withEventName, type HookCli } from './hook-agents'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
@@ -60,14 +60,15 @@ function gitRootOf(cli: HookCli, event: Record<string, unknown>): string | null 
   return cwd && existsSync(cwd) ? gitRoot(cwd) : gitRoot()
 }
 
-async function forward(agentName: string, named: string | undefined, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }): Promise<void> {
+async function forward(hookAgent: string, named: string | undefined, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }): Promise<void> {
   // Whatever goes wrong here must not stop the agent unless asked: exit 2 blocks its tool call.
   const fail = (why: string): never => {
     process.stderr.write(`muster hook: ${why}; ${o.failClosed ? 'blocking (--fail-closed)' : 'the agent goes on without coordination'}\n`)
     throw new Exit(o.failClosed ? 2 : 0)
   }
+  if (!HOOK_CLIS[hookAgent]) return fail(`unknown agent "${hookAgent}": expected ${HOOK_AGENTS.join(', ')}`)
+  const agentName = runningAgent(hookAgent, process.env)
   const cli = HOOK_CLIS[agentName]
-  if (!cli) return fail(`unknown agent "${agentName}": expected ${HOOK_AGENTS.join(', ')}`)
   const event = withEventName(await Bun.stdin.text(), named)
   const parsed = readEvent(event)
   let cfg: ReturnType<typeof resolveConfig>

@@ -120,6 +120,12 @@ describe('Copilot CLI', () => {
     const r = await c.send('PreToolUse.claude-format')
     expect(r.body.hookSpecificOutput).toMatchObject({ hookEventName: 'PreToolUse', permissionDecision: 'deny' })
     expect(r.body.hookSpecificOutput.permissionDecisionReason).toContain(bob.name)
+    // Copilot's edits reach Claude-shaped hooks as Edit/Write with its own `path`: checked on the Claude Code endpoint too
+    for (const key of ['PreToolUse.Edit.claude-format', 'PreToolUse.Write.claude-format'] as const) {
+      const e = JSON.parse(JSON.stringify(fixtures[key]).replaceAll('/work/repo', c.root).replaceAll('f1d4ac38-0ab5-42ef-a3ea-1c65e32297f6', c.id).replaceAll('src/app.ts', 'out.txt'))
+      const viaClaude = await call(s.api, 'POST', '/api/hooks/claude-code', e)
+      expect(viaClaude.body.hookSpecificOutput).toMatchObject({ permissionDecision: 'deny', permissionDecisionReason: expect.stringContaining(bob.name) })
+    }
     // one session, one instance
     expect(await sessionRow(c.id)).toMatchObject({ instance_id: row.instance_id, agent: 'copilot-cli' })
     const mine = ((await call(s.api, 'GET', '/api/instances')).body as any[]).filter((i) => i.name === row.name)

@@ -148,3 +148,55 @@ test('in edit-reserve mode an edit reserves its file while the session runs, and
   expect((await world.api('GET', '/api/reservations?project=release')).body).toEqual([])
   expect(await instanceNamed('ada-release')).toBeUndefined()
 }, 90_000)
+
+test("wired for Claude Code too (Copilot runs .claude/settings.json's hooks as well): one session, one instance, the write still denied", async () => {
+  const repo = await wiredRepo('both')
+  const claude = await world.muster(['init', 'claude-code'], { cwd: repo })
+  expect(claude.code).toBe(0)
+  const file = join(repo, 'src/app.ts')
+  await holder('bob-both', 'both', ['src/app.ts'])
+  let during: any[] = []
+  const prompt = fake.scripts.add({
+    name: 'both',
+    steps: [
+      async () => {
+        during = (await world.api('GET', '/api/instances')).body
+        return edit(file, '41', '42')
+      },
+    ],
+    finally: 'I will ask bob-both.',
+  })
+  // Copilot refuses http hooks to loopback (and ignores the whole file for it) unless told it is local development.
+  const r = await copilot({ world, model: fake.url, cwd: repo, name: 'ada-both', prompt: `Bump the answer. ${prompt}`, env: { COPILOT_HOOK_ALLOW_LOCALHOST: '1' } })
+  expect(r.code).toBe(0)
+  expect(readFileSync(file, 'utf8')).toBe('export const answer = 41\n')
+  expect(fake.log.of('both')[1].raw).toContain('bob-both')
+  const sessions = (await world.api('GET', '/api/sessions')).body as any[]
+  const mine = sessions.filter((s) => s.name === 'ada-both' || s.name.startsWith('claude-code-') || s.name.startsWith('copilot-cli-'))
+  expect(mine.map((s) => [s.name, s.agent])).toEqual([['ada-both', 'copilot-cli']])
+  expect(during.filter((i) => i.name === 'ada-both' || i.name.startsWith('claude-code-'))).toHaveLength(1)
+  // denied as the one session (Copilot stops at the first hook that denies)
+  const audit = (await world.api('GET', '/api/audit?action=hook.deny')).body as any[]
+  expect(audit.filter((a) => a.actor === mine[0].instance_id).length).toBeGreaterThanOrEqual(1)
+  const registered = ((await world.api('GET', '/api/audit?action=hook.session')).body as any[]).filter((a) => JSON.stringify(a).includes(mine[0].session_id))
+  expect(registered.filter((a) => JSON.stringify(a).includes('registered'))).toHaveLength(1)
+  expect(await instanceNamed('ada-both')).toBeUndefined()
+}, 90_000)
+
+test("wired for Claude Code only: Copilot's session is still Copilot's, and its edit is denied through Claude's http hook", async () => {
+  const repo = world.repo('claudeonly')
+  expect((await world.muster(['init', 'claude-code'], { cwd: repo })).code).toBe(0)
+  const file = join(repo, 'src/app.ts')
+  await holder('bob-claudeonly', 'claudeonly', ['src/app.ts'])
+  const prompt = fake.scripts.add({ name: 'claudeonly', steps: [edit(file, '41', '42')], finally: 'I will ask bob-claudeonly.' })
+  const r = await copilot({ world, model: fake.url, cwd: repo, name: 'ada-claudeonly', prompt: `Bump the answer. ${prompt}`, env: { COPILOT_HOOK_ALLOW_LOCALHOST: '1' } })
+  expect(r.code).toBe(0)
+  expect(readFileSync(file, 'utf8')).toBe('export const answer = 41\n')
+  // Claude's SessionStart command hook (`muster hook claude-code`, run by Copilot with COPILOT_CLI=1) registered Copilot's session
+  const [session] = await sessionsNamed('ada-claudeonly')
+  expect(session).toMatchObject({ agent: 'copilot-cli', root: repo })
+  // the http PreToolUse hook got Copilot's edit as Edit {path, old_str, new_str}, and denied it
+  expect(fake.log.of('claudeonly')[1].raw).toContain('bob-claudeonly')
+  const audit = (await world.api('GET', '/api/audit?action=hook.deny')).body as any[]
+  expect(audit.filter((a) => a.actor === session.instance_id)).toHaveLength(1)
+}, 90_000)
