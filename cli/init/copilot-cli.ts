@@ -6,7 +6,7 @@
 // in it kept; the coordination section goes in .github/copilot-instructions.md. No token is
 // written: `muster hook` reads it from the environment (SERVICE_TOKEN / MUSTER_TOKEN).
 import { join } from 'node:path'
-import { guideSection, jsonText, mergeGuide, readJson, type FileSpec, type InitOptions } from './files'
+import { guideSection, jsonText, mergeGuide, mergeHookLists, readJson, type FileSpec, type InitOptions, type Json } from './files'
 
 export const COPILOT_HOOKS_FILE = '.github/hooks/muster.json'
 
@@ -17,7 +17,6 @@ export const COPILOT_HOOKS_FILE = '.github/hooks/muster.json'
  */
 export const COPILOT_EVENTS = ['sessionStart', 'userPromptSubmitted', 'preToolUse', 'postToolUse', 'agentStop', 'sessionEnd'] as const
 
-type Json = Record<string, any>
 
 /** One of our hook entries, whichever server or options it was written with. */
 export const isOurCopilotHook = (h: Json) =>
@@ -30,17 +29,8 @@ function ourHook(o: InitOptions, event: string): Json {
 }
 
 /** `config` with our hooks in place of any earlier ones of ours (other hooks and keys kept). */
-export function mergeCopilotHooks(config: Json, o: InitOptions): Json {
-  const hooks: Json = { ...(config.hooks ?? {}) }
-  for (const [event, list] of Object.entries(hooks)) {
-    if (!Array.isArray(list)) continue
-    const kept = list.filter((h) => !isOurCopilotHook(h))
-    if (kept.length) hooks[event] = kept
-    else delete hooks[event]
-  }
-  for (const event of COPILOT_EVENTS) hooks[event] = [...(Array.isArray(hooks[event]) ? hooks[event] : []), ourHook(o, event)]
-  return { ...config, version: config.version ?? 1, hooks }
-}
+export const mergeCopilotHooks = (config: Json, o: InitOptions): Json =>
+  mergeHookLists(config, isOurCopilotHook, Object.fromEntries(COPILOT_EVENTS.map((e) => [e, ourHook(o, e)])))
 
 /** The files of `init copilot-cli`: path (relative to the root) and the new content from the current one. */
 export function copilotFiles(o: InitOptions): FileSpec[] {

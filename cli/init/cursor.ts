@@ -5,7 +5,7 @@
 // interpolation, never written), the coordination section in .cursor/rules/muster.mdc (a rule
 // Cursor always applies). Each file merged with what is there; a second run changes nothing.
 import { join } from 'node:path'
-import { guideSection, jsonText, mergeGuide, readJson, type FileSpec, type InitOptions } from './files'
+import { guideSection, jsonText, mergeGuide, mergeHookLists, readJson, type FileSpec, type InitOptions, type Json } from './files'
 
 /**
  * sessionStart (register, brief as additional_context), preToolUse (every tool: a Write,
@@ -16,7 +16,6 @@ import { guideSection, jsonText, mergeGuide, readJson, type FileSpec, type InitO
  */
 export const CURSOR_EVENTS = ['sessionStart', 'preToolUse', 'postToolUse', 'stop', 'sessionEnd'] as const
 
-type Json = Record<string, any>
 
 export const isOurCursorHook = (h: Json) => typeof h?.command === 'string' && /^muster hook cursor\b/.test(h.command)
 
@@ -26,17 +25,7 @@ function ourHook(o: InitOptions): Json {
 }
 
 /** `config` with our hooks in place of any earlier ones of ours (other hooks and keys kept). */
-export function mergeCursorHooks(config: Json, o: InitOptions): Json {
-  const hooks: Json = { ...(config.hooks ?? {}) }
-  for (const [event, list] of Object.entries(hooks)) {
-    if (!Array.isArray(list)) continue
-    const kept = list.filter((h) => !isOurCursorHook(h))
-    if (kept.length) hooks[event] = kept
-    else delete hooks[event]
-  }
-  for (const event of CURSOR_EVENTS) hooks[event] = [...(Array.isArray(hooks[event]) ? hooks[event] : []), ourHook(o)]
-  return { ...config, version: config.version ?? 1, hooks }
-}
+export const mergeCursorHooks = (config: Json, o: InitOptions): Json => mergeHookLists(config, isOurCursorHook, Object.fromEntries(CURSOR_EVENTS.map((e) => [e, ourHook(o)])))
 
 /** Cursor's MCP entry: the token from the environment Cursor was started in, through its `${env:NAME}` interpolation. */
 export function mergeCursorMcp(mcp: Json, server: string): Json {

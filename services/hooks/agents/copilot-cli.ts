@@ -10,7 +10,7 @@
 import type { CoreAnswer, CoreEvent, HookAdapter, HookAnswer, HookKind, ToolCall } from '../types'
 import { invalid } from '../../../lib/errors'
 import { answerClaudeShape, parseClaudeShape } from './claude-shape'
-import { requiredId, text } from './fields'
+import { fileOf, objectOf, requiredId, text } from './fields'
 import { CODEX_STOP_NOTE } from './codex'
 
 const KINDS: Record<string, HookKind> = {
@@ -26,25 +26,12 @@ const KINDS: Record<string, HookKind> = {
 const FILE_TOOLS = new Set(['create', 'edit', 'str_replace_editor', 'write', 'Write', 'Edit', 'MultiEdit'])
 const SHELL_TOOLS = new Set(['bash', 'powershell', 'Bash', 'PowerShell'])
 
-/** toolArgs as an object: Copilot 1.0.102 sends one, its docs a JSON string. */
-function argsOf(v: unknown): Record<string, unknown> {
-  if (typeof v === 'string') {
-    try {
-      const parsed = JSON.parse(v)
-      return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {}
-    } catch {
-      return {}
-    }
-  }
-  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {}
-}
-
 /** What a Copilot tool call writes: a file tool's `path` (or `file_path`), apply_patch's envelope (any string in its input), a shell's command. */
 export function copilotToolCall(name: string, raw: unknown): ToolCall {
-  const input = argsOf(raw)
+  // toolArgs: an object in Copilot 1.0.102, a JSON string in its docs.
+  const input = objectOf(raw)
   const call: ToolCall = { name, input }
-  const file = input.path ?? input.file_path
-  if (FILE_TOOLS.has(name)) call.files = typeof file === 'string' && file.trim() !== '' ? [file] : []
+  if (FILE_TOOLS.has(name)) call.files = fileOf(input, 'path', 'file_path')
   else if (name === 'apply_patch') call.patch = raw ?? ''
   else if (SHELL_TOOLS.has(name) && typeof input.command === 'string') call.shell = input.command
   return call
@@ -69,13 +56,6 @@ function parseOwn(body: Record<string, unknown>): CoreEvent {
   }
 }
 
-/** Claude's shape, with Copilot's tool inputs read too (a `path` where Claude says `file_path`). */
-function parseClaudeFormat(body: Record<string, unknown>): CoreEvent {
-  const event = parseClaudeShape(body)
-  if (event.tool && !event.tool.files?.length && !event.tool.shell && !event.tool.patch) event.tool = copilotToolCall(event.tool.name, body.tool_input)
-  return event
-}
-
 const claudeFormat = (event: CoreEvent) => typeof event.raw.hook_event_name === 'string' && event.raw.hookName === undefined
 
 function answer(event: CoreEvent, out: CoreAnswer): HookAnswer {
@@ -95,6 +75,7 @@ function answer(event: CoreEvent, out: CoreAnswer): HookAnswer {
 
 export const copilotCli: HookAdapter = {
   agent: 'copilot-cli',
-  parse: (body) => (typeof body.hook_event_name === 'string' && body.hookName === undefined ? parseClaudeFormat(body) : parseOwn(body)),
+  // Claude's shape reads Copilot's `path` for Edit/Write too (claude-shape.ts).
+  parse: (body) => (typeof body.hook_event_name === 'string' && body.hookName === undefined ? parseClaudeShape(body) : parseOwn(body)),
   answer,
 }

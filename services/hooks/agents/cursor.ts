@@ -15,7 +15,7 @@
 // only counts as a heartbeat, so messages wait for a postToolUse or stop that can show them.
 import type { CoreAnswer, CoreEvent, HookAdapter, HookAnswer, HookKind, ToolCall } from '../types'
 import { invalid } from '../../../lib/errors'
-import { MAX_ID, requiredId, text } from './fields'
+import { fileOf, MAX_ID, objectOf, requiredId, text } from './fields'
 import { CODEX_STOP_NOTE } from './codex'
 
 const KINDS: Record<string, HookKind> = {
@@ -41,23 +41,10 @@ const SHELL_TOOLS = new Set(['Shell', 'Bash', 'run_terminal_cmd'])
 export const isCursorEvent = (body: Record<string, unknown>) =>
   typeof body.cursor_version === 'string' || (typeof body.conversation_id === 'string' && Array.isArray(body.workspace_roots))
 
-function inputOf(v: unknown): Record<string, unknown> {
-  if (typeof v === 'string') {
-    try {
-      const parsed = JSON.parse(v)
-      return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {}
-    } catch {
-      return {}
-    }
-  }
-  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {}
-}
-
 export function cursorToolCall(name: string, raw: unknown): ToolCall {
-  const input = inputOf(raw)
+  const input = objectOf(raw)
   const call: ToolCall = { name, input }
-  const file = input.file_path ?? input.path ?? input.target_file ?? input.notebook_path
-  if (FILE_TOOLS.has(name)) call.files = typeof file === 'string' && file.trim() !== '' ? [file] : []
+  if (FILE_TOOLS.has(name)) call.files = fileOf(input, 'file_path', 'path', 'target_file', 'notebook_path')
   else if (SHELL_TOOLS.has(name) && typeof input.command === 'string') call.shell = input.command
   else if (name === 'ApplyPatch' || name === 'apply_patch') call.patch = raw ?? ''
   return call
