@@ -31,7 +31,8 @@ function session(headers: Record<string, string> = {}) {
     const event = key.includes('claude-format') || 'hookName' in e ? e : { hookName: key.split('.')[0], ...e }
     const r = await call(s.api, 'POST', '/api/hooks/copilot-cli', { ...event, ...extra }, headers)
     expect(r.status).toBe(200)
-    expect(r.text).not.toContain('"allow"')
+    // never an allow on Muster's own: only a person's (or their rule's) decision on a permission request
+    if (key !== 'permissionRequest') expect(r.text).not.toContain('"allow"')
     return r
   }
   return { id, project, root, send }
@@ -130,6 +131,27 @@ describe('Copilot CLI', () => {
     expect(await sessionRow(c.id)).toMatchObject({ instance_id: row.instance_id, agent: 'copilot-cli' })
     const mine = ((await call(s.api, 'GET', '/api/instances')).body as any[]).filter((i) => i.name === row.name)
     expect(mine.length).toBe(1)
+  })
+
+  test('permissionRequest (wired by hand) waits for a person in Muster: allow and deny in Copilot shape, {} when the wait runs out', async () => {
+    const c = session()
+    await c.send('sessionStart')
+    const approvals = async () => ((await call(s.api, 'GET', '/api/approvals?status=pending')).body as any[]).filter((a) => a.session_id === c.id)
+    const decideNext = async (behavior: string, message?: string) => {
+      let pending: any[] = []
+      for (let i = 0; i < 200 && !pending.length; i++) {
+        pending = await approvals()
+        if (!pending.length) await Bun.sleep(25)
+      }
+      expect(pending).toMatchObject([{ kind: 'permission', agent: 'copilot-cli', tool: 'bash', input: { command: 'echo hi > out.txt' } }])
+      expect((await call(s.api, 'POST', `/api/approvals/${pending[0].id}/decision`, { behavior, message })).status).toBe(200)
+    }
+    const [allowed] = await Promise.all([c.send('permissionRequest'), decideNext('allow')])
+    expect(allowed.body).toEqual({ behavior: 'allow' })
+    const [denied] = await Promise.all([c.send('permissionRequest'), decideNext('deny', 'not on a Friday')])
+    expect(denied.body).toEqual({ behavior: 'deny', message: expect.stringContaining('not on a Friday') })
+    const expired = await call(s.api, 'POST', '/api/hooks/copilot-cli', JSON.parse(JSON.stringify(fixtures.permissionRequest).replaceAll('f1d4ac38-0ab5-42ef-a3ea-1c65e32297f6', c.id)), { 'x-muster-approval-wait': '1s' })
+    expect([expired.status, expired.body]).toEqual([200, {}])
   })
 
   test('an event without its name or session id is a 400 naming the field, registering nothing', async () => {

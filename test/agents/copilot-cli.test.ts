@@ -6,7 +6,7 @@
 // model, a message reaches the model at the start and mid-session, and the session's end
 // releases what it held. One line per scenario.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call } from '../helpers'
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic'
@@ -199,4 +199,23 @@ test("wired for Claude Code only: Copilot's session is still Copilot's, and its 
   expect(fake.log.of('claudeonly')[1].raw).toContain('bob-claudeonly')
   const audit = (await world.api('GET', '/api/audit?action=hook.deny')).body as any[]
   expect(audit.filter((a) => a.actor === session.instance_id)).toHaveLength(1)
+}, 90_000)
+
+test('a permission request wired by hand waits for a person in Muster, and their allow lets the command run', async () => {
+  const repo = await wiredRepo('approve')
+  // Not wired by init (Copilot asks even under --allow-all-tools for some commands): a team adds it by hand.
+  const command = `muster hook copilot-cli permissionRequest --server ${world.server.api} --approval-wait 1m`
+  writeFileSync(join(repo, '.github/hooks/approvals.json'), JSON.stringify({ version: 1, hooks: { permissionRequest: [{ type: 'command', bash: command, timeoutSec: 90 }] } }))
+  const prompt = fake.scripts.add({ name: 'approve', steps: [bash('echo approved > approved.txt')], finally: 'Done.' })
+  const running = copilot({ world, model: fake.url, cwd: repo, name: 'ada-approve', prompt: `Write it. ${prompt}`, allowAll: false })
+  let pending: any
+  for (let i = 0; i < 400 && !pending; i++) {
+    pending = ((await world.api('GET', '/api/approvals?status=pending')).body as any[]).find((a) => a.name === 'ada-approve')
+    if (!pending) await Bun.sleep(50)
+  }
+  expect(pending).toMatchObject({ kind: 'permission', agent: 'copilot-cli', tool: 'bash' })
+  expect((await world.api('POST', `/api/approvals/${pending.id}/decision`, { behavior: 'allow' })).status).toBe(200)
+  const r = await running
+  expect(r.code).toBe(0)
+  expect(readFileSync(join(repo, 'approved.txt'), 'utf8')).toBe('approved\n')
 }, 90_000)

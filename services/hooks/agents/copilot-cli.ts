@@ -6,7 +6,8 @@
 // Claude Code's PascalCase names, or read from .claude/settings.json (Copilot runs those
 // too), it sends Claude's shape with the same session id: read here as Claude's.
 // Answers: preToolUse {permissionDecision: "deny", permissionDecisionReason}; sessionStart,
-// userPromptSubmitted and postToolUse {additionalContext}; agentStop {decision: "block", reason}.
+// userPromptSubmitted and postToolUse {additionalContext}; agentStop {decision: "block", reason};
+// permissionRequest {behavior: "allow" | "deny", message} (checked against Copilot 1.0.102).
 import type { CoreAnswer, CoreEvent, HookAdapter, HookAnswer, HookKind, ToolCall } from '../types'
 import { invalid } from '../../../lib/errors'
 import { answerClaudeShape, parseClaudeShape } from './claude-shape'
@@ -20,6 +21,7 @@ const KINDS: Record<string, HookKind> = {
   postToolUse: 'post-tool',
   userPromptSubmitted: 'prompt',
   agentStop: 'stop',
+  permissionRequest: 'permission',
 }
 
 /** Copilot's file tools (`create` {path, file_text}, `edit` {path, old_str, new_str}), and the names its Claude-shaped events use. */
@@ -67,8 +69,11 @@ function answer(event: CoreEvent, out: CoreAnswer): HookAnswer {
     case 'context':
       // agentStop has no additionalContext: a block's reason is the agent's next prompt.
       return event.kind === 'stop' ? stop(out.text) : { additionalContext: out.text }
+    case 'decision':
+      // permissionRequest (opt-in: docs/agents/copilot-cli.md): what a person or their rule decided in Muster.
+      return out.allow ? { behavior: 'allow' } : { behavior: 'deny', message: out.message ?? 'denied in Muster' }
     default:
-      // permissionRequest is not wired (no opinion: Copilot asks its user as it would).
+      // No opinion: Copilot goes on (a permission request: it asks its user, or denies in -p mode).
       return {}
   }
 }

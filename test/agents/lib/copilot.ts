@@ -27,10 +27,11 @@ export function copilotEnv(model: string): Record<string, string> {
 }
 
 /** Runs one prompt in `cwd` as MUSTER_AGENT `name`, to the end of the session. */
-export async function copilot(o: { world: World; model: string; cwd: string; name: string; prompt: string; env?: Record<string, string>; timeoutMs?: number }): Promise<CopilotRun> {
+export async function copilot(o: { world: World; model: string; cwd: string; name: string; prompt: string; env?: Record<string, string>; timeoutMs?: number; allowAll?: boolean }): Promise<CopilotRun> {
   const bin = await ensureAgent('copilot-cli')
   const env = o.world.env({ ...copilotEnv(o.model), MUSTER_AGENT: o.name, ...o.env })
-  const proc = Bun.spawn([bin, '-p', o.prompt, '--allow-all-tools', '--no-auto-update', '--trust-folder', '--no-color'], { cwd: o.cwd, env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  const allow = o.allowAll === false ? [] : ['--allow-all-tools']
+  const proc = Bun.spawn([bin, '-p', o.prompt, ...allow, '--no-auto-update', '--trust-folder', '--no-color'], { cwd: o.cwd, env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
   const timer = setTimeout(() => proc.kill('SIGKILL'), o.timeoutMs ?? 80_000)
   const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
   clearTimeout(timer)
