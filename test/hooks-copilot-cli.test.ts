@@ -226,5 +226,10 @@ describe('muster hook copilot-cli and muster init copilot-cli', () => {
     for (const f of ['.github/hooks/muster.json', '.github/copilot-instructions.md']) expect(readFileSync(join(dir, f), 'utf8')).not.toContain(env.SERVICE_TOKEN)
     const second = await runCli(['init', 'copilot-cli', '--reserve', '30m'], { cwd: dir, env })
     expect(second.json.files.map((f: any) => f.action)).toEqual(['unchanged', 'unchanged'])
+    // muster doctor sees every event wired
+    const doctor = await runCli(['doctor'], { cwd: dir, env })
+    expect(doctor.stdout.split('\n').filter((l) => l.slice(5).startsWith('hooks copilot-cli:'))).toEqual([
+      'ok   hooks copilot-cli: .github/hooks/muster.json: preToolUse, sessionStart, userPromptSubmitted, postToolUse, agentStop, sessionEnd',
+    ])
   })
 })

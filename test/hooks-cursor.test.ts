@@ -245,4 +245,20 @@ describe('muster hook cursor and muster init cursor', () => {
     expect(again.hooks.stop).toEqual([{ command: './notify.sh' }, { command: 'muster hook cursor --server http://other.test:1' }])
     expect(existsSync(join(dir, '.cursor/rules/muster.mdc'))).toBe(true)
   })
+
+  test('muster doctor checks the Cursor hooks: every event wired, pointing at the CLI server', async () => {
+    const dir = repo()
+    const env = { SERVICE_SERVER: s.api }
+    await runCli(['init', 'cursor'], { cwd: dir, env })
+    const line = async () => (await runCli(['doctor'], { cwd: dir, env })).stdout.split('\n').filter((l) => l.slice(5).startsWith('hooks cursor:'))
+    expect(await line()).toEqual(['ok   hooks cursor: .cursor/hooks.json: sessionStart, preToolUse, postToolUse, stop, sessionEnd'])
+    const config = JSON.parse(readFileSync(join(dir, '.cursor/hooks.json'), 'utf8'))
+    delete config.hooks.preToolUse
+    config.hooks.stop[0].command = 'muster hook cursor --server http://other.test:1'
+    writeFileSync(join(dir, '.cursor/hooks.json'), JSON.stringify(config))
+    expect(await line()).toEqual([
+      'FAIL hooks cursor: .cursor/hooks.json lacks preToolUse -- fix: `muster init cursor` (merges, keeps your other hooks)',
+      `warn hooks cursor: its hooks point at http://other.test:1 but the CLI at ${s.api} -- fix: \`muster init cursor\` with the server you mean (--server URL)`,
+    ])
+  })
 })

@@ -3,8 +3,9 @@
 // command hooks.
 import { isOurs, mergeHooks, type InitAgent } from '../init'
 import type { Check, DoctorContext, Finding } from './check'
+import { flatHookFindings } from './flat-hooks'
 
-// Claude's hook shape only: Copilot CLI's and Cursor's own files are not checked here yet.
+// Claude's hook shape; Copilot CLI's and Cursor's flat hook lists: flat-hooks.ts.
 const FILES: Partial<Record<InitAgent, { path: string; dir: string }>> = {
   'claude-code': { path: '.claude/settings.json', dir: '.claude' },
   codex: { path: '.codex/hooks.json', dir: '.codex' },
@@ -75,8 +76,10 @@ function usesCommands(ctx: DoctorContext, agent: InitAgent): boolean {
 export const agentChecks: Check = (ctx) => {
   const out: Finding[] = []
   for (const agent of Object.keys(FILES) as InitAgent[]) out.push(...(agentFindings(ctx, agent) ?? []))
-  if (!out.length) out.push({ status: 'warn', check: 'hooks', message: `no agent is wired in ${ctx.root}`, fix: '`muster init claude-code` and/or `muster init codex` in the repository' })
-  const commands = (Object.keys(FILES) as InitAgent[]).filter((a) => usesCommands(ctx, a))
+  const flat = flatHookFindings(ctx)
+  out.push(...flat.findings)
+  if (!out.length) out.push({ status: 'warn', check: 'hooks', message: `no agent is wired in ${ctx.root}`, fix: '`muster init <agent>` in the repository (claude-code, codex, copilot-cli, cursor)' })
+  const commands = [...(Object.keys(FILES) as InitAgent[]).filter((a) => usesCommands(ctx, a)), ...flat.wired]
   const bin = Bun.which('muster', { PATH: ctx.env.PATH ?? '' })
   if (bin) out.push({ status: 'ok', check: 'PATH', message: `muster is ${bin}` })
   else if (commands.length)
