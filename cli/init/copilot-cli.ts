@@ -17,7 +17,6 @@ export const COPILOT_HOOKS_FILE = '.github/hooks/muster.json'
  */
 export const COPILOT_EVENTS = ['sessionStart', 'userPromptSubmitted', 'preToolUse', 'postToolUse', 'agentStop', 'sessionEnd'] as const
 
-
 /** One of our hook entries, whichever server or options it was written with. */
 export const isOurCopilotHook = (h: Json) =>
   h?.type === 'command' && [h.bash, h.powershell].some((c) => typeof c === 'string' && /^muster hook copilot-cli\b/.test(c))

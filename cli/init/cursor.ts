@@ -16,7 +16,6 @@ import { guideSection, jsonText, mergeGuide, mergeHookLists, readJson, type File
  */
 export const CURSOR_EVENTS = ['sessionStart', 'preToolUse', 'postToolUse', 'stop', 'sessionEnd'] as const
 
-
 export const isOurCursorHook = (h: Json) => typeof h?.command === 'string' && /^muster hook cursor\b/.test(h.command)
 
 function ourHook(o: InitOptions): Json {
