@@ -18,7 +18,7 @@ import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { codexHooksTrust, trustCodexHooks } from './codex-trust'
 import { CODEX_NETWORK_SETTING, hookTokenProblem, INIT_AGENTS, planInit, writeInit, type InitAgent } from './init'
-import { HOOK_CLIS, runningAgent, withEventName, type HookCli } from './hook-agents'
+import { completeEvent, HOOK_CLIS, runningAgent, type HookCli } from './hook-agents'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
@@ -69,7 +69,7 @@ async function forward(hookAgent: string, named: string | undefined, o: { failCl
   if (!HOOK_CLIS[hookAgent]) return fail(`unknown agent "${hookAgent}": expected ${HOOK_AGENTS.join(', ')}`)
   const agentName = runningAgent(hookAgent, process.env)
   const cli = HOOK_CLIS[agentName]
-  const event = withEventName(await Bun.stdin.text(), named)
+  const event = completeEvent(agentName, await Bun.stdin.text(), named)
   const parsed = readEvent(event)
   let cfg: ReturnType<typeof resolveConfig>
   reportConfigErrorsMyself()

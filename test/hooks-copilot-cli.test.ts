@@ -200,6 +200,31 @@ describe('muster hook copilot-cli and muster init copilot-cli', () => {
     expect((await sessionRow(id)).ended_at).toEqual(expect.any(String))
   })
 
+  test('an event without a session id (Copilot before 1.0.21): the Copilot process running the hook stands in for it', async () => {
+    const root = repo()
+    const env = { SERVICE_SERVER: s.api, MUSTER_PROJECT: `old${Date.now()}` }
+    const old = (key: keyof typeof fixtures) => {
+      const { sessionId, ...rest } = JSON.parse(JSON.stringify(fixtures[key]).replaceAll('/work/repo', root))
+      void sessionId
+      return JSON.stringify(rest)
+    }
+    // Copilot runs a hook through its shell: the first ancestor that is not a shell is Copilot (here, this test)
+    const start = await runCli(['hook', 'copilot-cli', 'sessionStart'], { cwd: root, env, stdin: old('sessionStart') })
+    expect(start.code).toBe(0)
+    const name = /you are "([^"]+)"/.exec(start.json.additionalContext)?.[1]
+    const row = ((await call(s.api, 'GET', '/api/sessions')).body as any[]).find((x) => x.name === name)
+    expect(row.session_id).toMatch(/^[0-9a-f]{32}$/)
+    expect(name).toBe(`copilot-cli-${row.session_id.slice(0, 8)}`)
+    const bob = await hold(env.MUSTER_PROJECT, ['src/app.ts'])
+    const denied = await runCli(['hook', 'copilot-cli', 'preToolUse'], { cwd: root, env, stdin: old('preToolUse.edit') })
+    expect(denied.json.permissionDecisionReason).toContain(bob.name)
+    // the same session: one instance
+    expect(((await call(s.api, 'GET', '/api/sessions')).body as any[]).filter((x) => x.session_id === row.session_id)).toHaveLength(1)
+    expect(((await call(s.api, 'GET', '/api/instances')).body as any[]).filter((i) => i.name === name)).toHaveLength(1)
+    await runCli(['hook', 'copilot-cli', 'sessionEnd'], { cwd: root, env, stdin: old('sessionEnd') })
+    expect(((await call(s.api, 'GET', '/api/instances')).body as any[]).filter((i) => i.name === name)).toHaveLength(0)
+  })
+
   test('muster init copilot-cli: our hooks merged into .github/hooks/muster.json (others kept), no token written, a second run changes nothing', async () => {
     const dir = repo()
     mkdirSync(join(dir, '.github/hooks'), { recursive: true })
