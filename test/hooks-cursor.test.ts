@@ -182,6 +182,12 @@ describe("Cursor running Claude Code's hooks (third-party hooks)", () => {
     expect(await instancesNamed(row.name)).toEqual([])
   })
 
+  test('headers the hook sent unexpanded ($MUSTER_AGENT) name nothing: the conversation keeps its default name and project', async () => {
+    const c = conversation()
+    await c.send('claude.SessionStart', {}, 'claude-code', { 'x-muster-agent': '$MUSTER_AGENT', 'x-muster-project': '${MUSTER_PROJECT}' })
+    expect(await sessionRow(c.id)).toMatchObject({ name: `cursor-${c.id.slice(0, 8)}`, project: c.project })
+  })
+
   test("Claude Code's own events on the same endpoint are still Claude Code's", async () => {
     const id = crypto.randomUUID()
     const r = await call(s.api, 'POST', '/api/hooks/claude-code', { session_id: id, hook_event_name: 'SessionStart', cwd: '/tmp/claude-own/x', source: 'startup', transcript_path: '/tmp/t.jsonl' })
