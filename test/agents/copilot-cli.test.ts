@@ -3,7 +3,7 @@
 // Anthropic API, which Copilot's BYOK provider settings point it at: `muster init
 // copilot-cli` wires a scratch repository, the session registers and is briefed, a write of a
 // file another agent holds is denied with the file unchanged and the reason reaching the
-// model, a message reaches the model at the start and mid-session, and the session's end
+// model, a message reaches the model at the start, mid-session and as it stops, and the session's end
 // releases what it held. One line per scenario.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -124,6 +124,22 @@ test('a message reaches the model: one waiting at the start (briefing), one sent
   expect(first.raw).toContain('read the migration notes first')
   expect(first.raw).not.toContain('the schema changed under you')
   expect(second.raw).toContain('the schema changed under you')
+}, 90_000)
+
+test('a message that arrives as the model stops reaches it: agentStop blocks once, its reason the next prompt', async () => {
+  const repo = await wiredRepo('stop')
+  const step = async () => {
+    await send('ada-stop', 'before you stop', 'one more thing: run the tests')
+    return { text: 'I am finished.' }
+  }
+  const prompt = fake.scripts.add({ name: 'stop', steps: [step], finally: 'Read the message.' })
+  const r = await run(repo, 'ada-stop', `Work. ${prompt}`)
+  const [first, second] = fake.log.of('stop')
+  expect(first.raw).not.toContain('one more thing: run the tests')
+  expect(second.raw).toContain('one more thing: run the tests')
+  expect(second.raw).toContain('not from the user')
+  expect(fake.log.of('stop')).toHaveLength(2)
+  expect(r.stdout).toContain('Read the message.')
 }, 90_000)
 
 test('in edit-reserve mode an edit reserves its file while the session runs, and the session end releases it', async () => {
