@@ -18,7 +18,7 @@ import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { codexHooksTrust, trustCodexHooks } from './codex-trust'
 import { CODEX_NETWORK_SETTING, hookTokenProblem, INIT_AGENTS, planInit, writeInit, type InitAgent } from './init'
-import { HOOK_CLIS, type HookCli } from './hook-agents'
+import { completeEvent, HOOK_CLIS, runningAgent, type HookCli } from './hook-agents'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
@@ -60,15 +60,16 @@ function gitRootOf(cli: HookCli, event: Record<string, unknown>): string | null 
   return cwd && existsSync(cwd) ? gitRoot(cwd) : gitRoot()
 }
 
-async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }): Promise<void> {
+async function forward(hookAgent: string, named: string | undefined, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }): Promise<void> {
   // Whatever goes wrong here must not stop the agent unless asked: exit 2 blocks its tool call.
   const fail = (why: string): never => {
     process.stderr.write(`muster hook: ${why}; ${o.failClosed ? 'blocking (--fail-closed)' : 'the agent goes on without coordination'}\n`)
     throw new Exit(o.failClosed ? 2 : 0)
   }
+  if (!HOOK_CLIS[hookAgent]) return fail(`unknown agent "${hookAgent}": expected ${HOOK_AGENTS.join(', ')}`)
+  const agentName = runningAgent(hookAgent, process.env)
   const cli = HOOK_CLIS[agentName]
-  if (!cli) return fail(`unknown agent "${agentName}": expected ${HOOK_AGENTS.join(', ')}`)
-  const event = await Bun.stdin.text()
+  const event = completeEvent(agentName, await Bun.stdin.text(), named)
   const parsed = readEvent(event)
   let cfg: ReturnType<typeof resolveConfig>
   reportConfigErrorsMyself()
@@ -157,10 +158,11 @@ export function hookCommands(program: Command): void {
     .command('hook')
     .description("forward a hook event (stdin) to the server and print its answer: what an agent's command hook runs")
     .argument('<agent>', HOOK_AGENTS.join(' | '))
+    .argument('[event]', "the event's name, for an agent whose events carry none (Copilot CLI: `muster hook copilot-cli preToolUse`)")
     .option('--fail-closed', 'exit 2 (the tool call is blocked) when the server cannot be reached; default: exit 0 and go on')
     .option('--reserve <duration>', 'edit-reserve mode: reserve each edited file for this long (beats MUSTER_RESERVE)')
     .option('--approval-wait <duration>', 'how long a PermissionRequest waits for a person in Muster (1s … 10m; default 5m)')
-    .action((agent: string, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }) => forward(agent, o))
+    .action((agent: string, event: string | undefined, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }) => forward(agent, event, o))
 
   program
     .command('sessions')
@@ -178,7 +180,7 @@ export function hookCommands(program: Command): void {
 
   program
     .command('init')
-    .description("wire Claude Code, Codex or OpenCode in this repository to Muster: hooks (OpenCode: a plugin), MCP entry, CLAUDE.md / AGENTS.md section, the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
+    .description("wire an agent (Claude Code, Codex, Copilot CLI, Cursor, OpenCode) in this repository to Muster: hooks (OpenCode: a plugin), MCP entry, its instructions (CLAUDE.md, AGENTS.md, .github/copilot-instructions.md, .cursor/rules/muster.mdc), the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
     .argument('<agent>', `${INIT_NAMES.join(' | ')} | git`, agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')

@@ -3,9 +3,10 @@
 // command hooks.
 import { isOurs, mergeHooks, type InitAgent } from '../init'
 import type { Check, DoctorContext, Finding } from './check'
+import { flatHookFindings } from './flat-hooks'
 import { opencodeFindings } from './opencode'
 
-/** The agents whose hooks live in a Claude-shaped hooks file (OpenCode's plugin: doctor/opencode.ts). */
+// Claude's hook shape; Copilot CLI's and Cursor's flat hook lists: flat-hooks.ts; OpenCode's plugin: opencode.ts.
 const FILES: Partial<Record<InitAgent, { path: string; dir: string }>> = {
   'claude-code': { path: '.claude/settings.json', dir: '.claude' },
   codex: { path: '.codex/hooks.json', dir: '.codex' },
@@ -76,11 +77,12 @@ function usesCommands(ctx: DoctorContext, agent: InitAgent): boolean {
 export const agentChecks: Check = (ctx) => {
   const out: Finding[] = []
   for (const agent of Object.keys(FILES) as InitAgent[]) out.push(...(agentFindings(ctx, agent) ?? []))
+  const flat = flatHookFindings(ctx)
+  out.push(...flat.findings)
   const opencode = opencodeFindings(ctx)
   out.push(...(opencode ?? []))
-  if (!out.length) out.push({ status: 'warn', check: 'hooks', message: `no agent is wired in ${ctx.root}`, fix: '`muster init claude-code` and/or `muster init codex` in the repository' })
-  const commands: string[] = (Object.keys(FILES) as InitAgent[]).filter((a) => usesCommands(ctx, a))
-  if (opencode?.some((f) => f.status !== 'fail')) commands.push('opencode')
+  if (!out.length) out.push({ status: 'warn', check: 'hooks', message: `no agent is wired in ${ctx.root}`, fix: '`muster init <agent>` in the repository (claude-code, codex, copilot-cli, cursor, opencode)' })
+  const commands = [...(Object.keys(FILES) as InitAgent[]).filter((a) => usesCommands(ctx, a)), ...flat.wired, ...(opencode?.some((f) => f.status !== 'fail') ? ['opencode'] : [])]
   const bin = Bun.which('muster', { PATH: ctx.env.PATH ?? '' })
   if (bin) out.push({ status: 'ok', check: 'PATH', message: `muster is ${bin}` })
   else if (commands.length)

@@ -6,6 +6,8 @@ import { dirname, isAbsolute, join } from 'node:path'
 import { UsageError } from '../output'
 import { claudeCodeFiles } from './claude-code'
 import { codexFiles } from './codex'
+import { copilotFiles } from './copilot-cli'
+import { cursorFiles } from './cursor'
 import { opencodeFiles } from './opencode'
 import { readText, type FileSpec, type InitAgent, type InitOptions, type PlannedFile } from './files'
 
@@ -18,6 +20,8 @@ export { allowSandboxNetwork, CODEX_NETWORK_SETTING, codexOtelTable, mergeCodexC
 export const INIT_AGENTS: Record<InitAgent, (o: InitOptions) => FileSpec[]> = {
   'claude-code': claudeCodeFiles,
   codex: codexFiles,
+  'copilot-cli': copilotFiles,
+  cursor: cursorFiles,
   opencode: opencodeFiles,
 }
 

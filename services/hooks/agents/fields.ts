@@ -12,6 +12,24 @@ export function requiredId(body: Record<string, unknown>, field: string): string
   return v
 }
 
+/** A tool's input as an object: some agents send it as a JSON string (Copilot CLI's docs, Cursor's MCP events); anything else reads as {}. */
+export function objectOf(v: unknown): Record<string, unknown> {
+  if (typeof v === 'string') {
+    try {
+      v = JSON.parse(v)
+    } catch {
+      return {}
+    }
+  }
+  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {}
+}
+
+/** The first of `names` in `input` that is a non-empty string, as a one-file list (else none). */
+export function fileOf(input: Record<string, unknown>, ...names: string[]): string[] {
+  const v = names.map((n) => input[n]).find((x) => x !== undefined)
+  return typeof v === 'string' && v.trim() !== '' ? [v] : []
+}
+
 /** An optional string field (anything else reads as absent). */
 export const text = (body: Record<string, unknown>, field: string): string | undefined => {
   const v = body[field]
