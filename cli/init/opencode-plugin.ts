@@ -40,12 +40,14 @@ interface Input {
   client?: any
 }
 
-let warned = false
-const warn = (why: string) => {
-  if (warned) return
-  warned = true
-  console.error(`muster: ${why}; OpenCode goes on without coordination`)
+/** What was said on stderr already: a server that is down is said once, not on every tool call. */
+const said = new Set<string>()
+const say = (line: string) => {
+  if (said.has(line)) return
+  said.add(line)
+  console.error(line)
 }
+const warn = (why: string) => say(`muster: ${why}; OpenCode goes on without coordination`)
 
 /** Runs `muster hook opencode` with `event` on stdin; its answer, or {} when it cannot run. */
 function hook(event: Json): Promise<Answer> {
@@ -70,7 +72,7 @@ function hook(event: Json): Promise<Answer> {
     })
     child.on('close', (code) => {
       clearTimeout(timer)
-      if (err.trim()) console.error(err.trim())
+      if (err.trim()) say(err.trim())
       // `muster hook --fail-closed` exits 2 when the server cannot be reached: the call is blocked.
       if (code === 2) return resolve({ decision: 'deny', reason: err.trim() || 'Muster cannot be reached and this repository is set to fail closed.' })
       try {

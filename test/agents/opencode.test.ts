@@ -267,6 +267,17 @@ scenario("Muster's MCP server connects from opencode.json (its token from SERVIC
   expect(JSON.stringify(result.content)).toContain('mcq')
 })
 
+scenario('a server that cannot be reached stops nothing: OpenCode goes on, told once', async () => {
+  const repo = world.repo('down')
+  const init = await world.muster(['init', 'opencode', '--server', 'http://127.0.0.1:9'], { cwd: repo })
+  expect(init.code, init.stderr).toBe(0)
+  const file = join(repo, 'src/app.ts')
+  const prompt = fake.scripts.add({ name: 'down', steps: [read(file), write(file, 'export const answer = 42\n')], finally: 'Edited.' })
+  const r = await run(repo, 'dow', `Edit. ${prompt}`)
+  expect(readFileSync(file, 'utf8')).toBe('export const answer = 42\n')
+  expect(r.stderr.match(/muster hook: cannot reach http:\/\/127\.0\.0\.1:9/g)).toHaveLength(1)
+})
+
 test('the fake model server saw no request it does not know', () => {
   expect([...fake.log.unknown.keys()]).toEqual([])
 })
