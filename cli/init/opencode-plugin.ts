@@ -1,5 +1,5 @@
 // Muster for OpenCode: written to .opencode/plugin/muster.ts by `muster init opencode`
-// (cli/init.ts embeds this file as text; edit it here, never in a repository it was
+// (Muster's cli/init/opencode-plugin.ts, embedded in the CLI as text: edit it there, never in a repository it was
 // written to: a second `muster init opencode` puts this text back).
 //
 // OpenCode runs no hook commands: it runs plugins like this one in its own process. Each
