@@ -1,6 +1,6 @@
 // Muster for OpenCode: written to .opencode/plugin/muster.ts by `muster init opencode`
-// (Muster's cli/init/opencode-plugin.ts, embedded in the CLI as text: edit it there, never in a repository it was
-// written to: a second `muster init opencode` puts this text back).
+// (from Muster's cli/init/opencode-plugin.ts, embedded in the CLI as text: edit it there,
+// never in a repository it was written to: a second `muster init opencode` puts it back).
 //
 // OpenCode runs no hook commands: it runs plugins like this one in its own process. Each
 // event goes through `muster hook opencode` (the event as JSON on stdin, the answer on
