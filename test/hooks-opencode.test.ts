@@ -6,7 +6,8 @@
 // test/agents/opencode.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
-import { call, register, startServer, type TestServer } from './helpers'
+import { mkdirSync } from 'node:fs'
+import { call, register, startServer, tempDir, type TestServer } from './helpers'
 
 let s: TestServer
 beforeAll(async () => (s = await startServer()))
@@ -173,17 +174,24 @@ describe('session end', () => {
   })
 })
 
+/** Runs this checkout's CLI in `cwd` (stdin: `input`), with nothing of this environment but PATH. */
+async function cli(args: string[], o: { cwd?: string; input?: string; env?: Record<string, string> } = {}) {
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, '..', 'cli.ts'), ...args], {
+    cwd: o.cwd,
+    stdin: new Blob([o.input ?? '']),
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: o.cwd ?? '/tmp', ...o.env },
+  })
+  const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+  return { code, out, err }
+}
+
 describe('muster hook opencode', () => {
-  /** Runs this checkout's CLI with `event` on stdin, as the plugin does. */
+  /** `muster hook opencode` with `event` on stdin, as the plugin runs it. */
   async function hook(event: Record<string, unknown>, env: Record<string, string> = {}) {
-    const proc = Bun.spawn([process.execPath, join(import.meta.dir, '..', 'cli.ts'), 'hook', 'opencode', '--server', s.api], {
-      stdin: new Blob([JSON.stringify(event)]),
-      stdout: 'pipe',
-      stderr: 'pipe',
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', ...env },
-    })
-    const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
-    return { code, answer: out.trim() ? JSON.parse(out) : null, err }
+    const r = await cli(['hook', 'opencode', '--server', s.api], { input: JSON.stringify(event), env })
+    return { code: r.code, answer: r.out.trim() ? JSON.parse(r.out) : null, err: r.err }
   }
 
   test("its answer says which instance the session acts as (for the plugin's shell), never the token", async () => {
@@ -195,5 +203,19 @@ describe('muster hook opencode', () => {
     expect(JSON.stringify(started.answer)).not.toMatch(/[0-9a-f]{64}/)
     const later = await hook({ hook_event_name: 'tool.execute.before', session_id: id, cwd: '/tmp', tool_name: 'read', tool_input: { filePath: '/tmp/x' } }, { MUSTER_AGENT: 'oc-cli' })
     expect(later.answer).toEqual({})
+  })
+})
+
+describe('muster doctor', () => {
+  test("finds OpenCode's plugin and the server it points at, and says when it is missing", async () => {
+    const repo = tempDir('muster-oc-doctor-')
+    Bun.spawnSync(['git', 'init', '-q'], { cwd: repo })
+    const doctor = async () => (await cli(['doctor', '--server', s.api], { cwd: repo })).out.split('\n').filter((l) => l.includes('hooks opencode'))
+    mkdirSync(join(repo, '.opencode'))
+    expect(await doctor()).toEqual([expect.stringMatching(/^warn .*\.opencode\/plugin\/muster\.ts is missing.*muster init opencode/)])
+    expect((await cli(['init', 'opencode', '--server', s.api], { cwd: repo })).code).toBe(0)
+    expect(await doctor()).toEqual([expect.stringMatching(/^ok .*muster hook opencode/)])
+    expect((await cli(['init', 'opencode', '--server', 'http://127.0.0.1:9'], { cwd: repo })).code).toBe(0)
+    expect(await doctor()).toEqual([expect.stringMatching(/^ok /), expect.stringMatching(/^warn .*points at http:\/\/127\.0\.0\.1:9 but the CLI at/)])
   })
 })
