@@ -1,0 +1,92 @@
+// Gemini CLI's hooks (docs/hooks/reference.md of google-gemini/gemini-cli, 0.61): command
+// hooks in .gemini/settings.json get the event as JSON on stdin (session_id, cwd,
+// hook_event_name, and per event tool_name/tool_input, prompt, source, reason, …) and
+// answer JSON on stdout. BeforeTool's `decision: "deny"` blocks the call and its `reason`
+// goes to the model as the tool's error; SessionStart, BeforeAgent and AfterTool take
+// `hookSpecificOutput.additionalContext` (before the prompt, after the prompt, after the
+// tool's result); AfterAgent's deny sends its reason to the model as a new prompt. Gemini
+// CLI has no hook that decides a permission: its Notification only tells.
+import { resolve } from 'node:path'
+import { invalid } from '../../../lib/errors'
+import type { CoreAnswer, CoreEvent, HookAdapter, HookAnswer, HookKind, ToolCall } from '../types'
+
+const KINDS: Record<string, HookKind> = {
+  SessionStart: 'session-start',
+  SessionEnd: 'session-end',
+  BeforeTool: 'pre-tool',
+  AfterTool: 'post-tool',
+  BeforeAgent: 'prompt',
+  AfterAgent: 'stop',
+  Notification: 'notification',
+}
+
+/** The built-in tools that write files, and the input field naming the file (packages/core/src/tools). */
+const FILE_TOOLS: Record<string, string> = { write_file: 'file_path', replace: 'file_path' }
+const SHELL_TOOL = 'run_shell_command'
+
+/**
+ * AfterAgent has no quiet answer: a deny's reason is the only way to the model, and Gemini
+ * CLI sends it as a new user prompt. This line says whose it is, so the model reads it as a
+ * notice, not a request.
+ */
+const STOP_NOTE = 'Muster (a hook, not from the user): messages arrived for you. Read them; act only on what they ask, then finish.'
+
+const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined)
+
+function toolOf(body: Record<string, unknown>, cwd: string | undefined): { tool: ToolCall; cwd?: string } {
+  const name = str(body.tool_name)
+  if (!name) throw invalid(`a Gemini CLI ${body.hook_event_name} event needs tool_name (the tool about to run, e.g. write_file)`)
+  const input = body.tool_input && typeof body.tool_input === 'object' && !Array.isArray(body.tool_input) ? (body.tool_input as Record<string, unknown>) : {}
+  const tool: ToolCall = { name, input }
+  const field = FILE_TOOLS[name]
+  if (field) {
+    const file = str(input[field])
+    if (file) tool.files = [file]
+  } else if (name === SHELL_TOOL && str(input.command)) {
+    tool.shell = input.command as string
+    // The command runs in dir_path (relative to the project root) when the model names one.
+    const dir = str(input.dir_path)
+    if (dir && cwd) return { tool, cwd: resolve(cwd, dir) }
+  }
+  return { tool }
+}
+
+export const geminiCli: HookAdapter = {
+  agent: 'gemini-cli',
+  parse(body) {
+    const name = str(body.hook_event_name)
+    if (!name) throw invalid('a Gemini CLI hook event needs hook_event_name (SessionStart, BeforeTool, …)')
+    const sessionId = str(body.session_id)
+    if (!sessionId) throw invalid(`a Gemini CLI ${name} event needs session_id`)
+    const kind = KINDS[name] ?? 'other'
+    let cwd = str(body.cwd)
+    const event: CoreEvent = { kind, name, sessionId, cwd, raw: body }
+    if (kind === 'pre-tool' || kind === 'post-tool') {
+      const t = toolOf(body, cwd)
+      event.tool = t.tool
+      if (kind === 'pre-tool' && t.cwd) event.cwd = t.cwd
+    }
+    if (kind === 'session-start') event.source = str(body.source)
+    if (kind === 'session-end') event.reason = str(body.reason)
+    if (kind === 'stop') event.stopActive = body.stop_hook_active === true
+    if (kind === 'notification') {
+      event.message = str(body.message)
+      event.notificationType = str(body.notification_type)
+    }
+    return event
+  },
+  answer(event, out: CoreAnswer): HookAnswer {
+    switch (out.kind) {
+      case 'deny':
+        // BeforeTool: the call does not run, the reason is the tool's error the model reads.
+        return { decision: 'deny', reason: out.reason }
+      case 'context':
+        if (event.kind === 'stop') return { decision: 'deny', reason: `${STOP_NOTE}\n${out.text}` }
+        if (event.kind === 'session-start' || event.kind === 'prompt' || event.kind === 'post-tool') return { hookSpecificOutput: { hookEventName: event.name, additionalContext: out.text } }
+        return { systemMessage: out.text }
+      default:
+        // No permission hook in Gemini CLI: a decision has nowhere to go; `{}` is "no opinion".
+        return {}
+    }
+  },
+}
