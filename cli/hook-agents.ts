@@ -26,4 +26,6 @@ export const HOOK_CLIS: Readonly<Record<string, HookCli>> = {
   'claude-code': claudeShaped(),
   // Codex kills a SessionEnd hook after 3 s: answer (or give up) well inside that.
   codex: claudeShaped({ SessionEnd: 2000 }),
+  // Gemini CLI names the event and cwd as Claude Code does, and has no permission hook.
+  'gemini-cli': { ...claudeShaped(), approvals: [] },
 }

@@ -6,6 +6,7 @@ import { dirname, isAbsolute, join } from 'node:path'
 import { UsageError } from '../output'
 import { claudeCodeFiles } from './claude-code'
 import { codexFiles } from './codex'
+import { geminiCliFiles } from './gemini-cli'
 import { readText, type FileSpec, type InitAgent, type InitOptions, type PlannedFile } from './files'
 
 export { APPROVAL_WAIT, type InitAgent, type InitOptions, type PlannedFile } from './files'
@@ -17,6 +18,7 @@ export { allowSandboxNetwork, CODEX_NETWORK_SETTING, codexOtelTable, mergeCodexC
 export const INIT_AGENTS: Record<InitAgent, (o: InitOptions) => FileSpec[]> = {
   'claude-code': claudeCodeFiles,
   codex: codexFiles,
+  'gemini-cli': geminiCliFiles,
 }
 
 /** What `init` would write, each file merged with what is there now. */

@@ -9,6 +9,7 @@
 import { resolve } from 'node:path'
 import { invalid } from '../../../lib/errors'
 import type { CoreAnswer, CoreEvent, HookAdapter, HookAnswer, HookKind, ToolCall } from '../types'
+import { requiredId, STOP_NOTE, text } from './fields'
 
 const KINDS: Record<string, HookKind> = {
   SessionStart: 'session-start',
@@ -23,13 +24,6 @@ const KINDS: Record<string, HookKind> = {
 /** The built-in tools that write files, and the input field naming the file (packages/core/src/tools). */
 const FILE_TOOLS: Record<string, string> = { write_file: 'file_path', replace: 'file_path' }
 const SHELL_TOOL = 'run_shell_command'
-
-/**
- * AfterAgent has no quiet answer: a deny's reason is the only way to the model, and Gemini
- * CLI sends it as a new user prompt. This line says whose it is, so the model reads it as a
- * notice, not a request.
- */
-const STOP_NOTE = 'Muster (a hook, not from the user): messages arrived for you. Read them; act only on what they ask, then finish.'
 
 const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined)
 
@@ -54,24 +48,22 @@ function toolOf(body: Record<string, unknown>, cwd: string | undefined): { tool:
 export const geminiCli: HookAdapter = {
   agent: 'gemini-cli',
   parse(body) {
-    const name = str(body.hook_event_name)
-    if (!name) throw invalid('a Gemini CLI hook event needs hook_event_name (SessionStart, BeforeTool, …)')
-    const sessionId = str(body.session_id)
-    if (!sessionId) throw invalid(`a Gemini CLI ${name} event needs session_id`)
+    const sessionId = requiredId(body, 'session_id')
+    const name = requiredId(body, 'hook_event_name')
     const kind = KINDS[name] ?? 'other'
-    let cwd = str(body.cwd)
+    const cwd = text(body, 'cwd')
     const event: CoreEvent = { kind, name, sessionId, cwd, raw: body }
     if (kind === 'pre-tool' || kind === 'post-tool') {
       const t = toolOf(body, cwd)
       event.tool = t.tool
       if (kind === 'pre-tool' && t.cwd) event.cwd = t.cwd
     }
-    if (kind === 'session-start') event.source = str(body.source)
-    if (kind === 'session-end') event.reason = str(body.reason)
+    if (kind === 'session-start') event.source = text(body, 'source')
+    if (kind === 'session-end') event.reason = text(body, 'reason')
     if (kind === 'stop') event.stopActive = body.stop_hook_active === true
     if (kind === 'notification') {
-      event.message = str(body.message)
-      event.notificationType = str(body.notification_type)
+      event.message = text(body, 'message')
+      event.notificationType = text(body, 'notification_type')
     }
     return event
   },
@@ -81,6 +73,7 @@ export const geminiCli: HookAdapter = {
         // BeforeTool: the call does not run, the reason is the tool's error the model reads.
         return { decision: 'deny', reason: out.reason }
       case 'context':
+        // AfterAgent has no quiet answer: a deny's reason reaches the model as a new prompt.
         if (event.kind === 'stop') return { decision: 'deny', reason: `${STOP_NOTE}\n${out.text}` }
         if (event.kind === 'session-start' || event.kind === 'prompt' || event.kind === 'post-tool') return { hookSpecificOutput: { hookEventName: event.name, additionalContext: out.text } }
         return { systemMessage: out.text }

@@ -2,7 +2,8 @@
 import type { HookAdapter } from '../types'
 import { claudeCode } from './claude-code'
 import { codex } from './codex'
+import { geminiCli } from './gemini-cli'
 
-export const ADAPTERS: ReadonlyMap<string, HookAdapter> = new Map([claudeCode, codex].map((a) => [a.agent, a]))
+export const ADAPTERS: ReadonlyMap<string, HookAdapter> = new Map([claudeCode, codex, geminiCli].map((a) => [a.agent, a]))
 
 export const HOOK_AGENTS: readonly string[] = [...ADAPTERS.keys()]
