@@ -51,8 +51,17 @@ scenario('muster init gemini-cli writes hooks, MCP entry, GEMINI.md and trust; a
   // The user's own settings stay: a hook of theirs, and a setting.
   const theirs = { type: 'command', command: 'echo theirs' }
   writeFileSync(join(repo, '.gemini/settings.json'), JSON.stringify({ ui: { theme: 'GitHub' }, hooks: { BeforeTool: [{ matcher: 'read_file', hooks: [theirs] }] } }))
+  // Untrusted: init says so, and headless Gemini CLI does not start (nor run a hook).
+  const untrusted = muster(w, repo, ['init', 'gemini-cli'])
+  expect(untrusted.code, untrusted.stderr).toBe(0)
+  expect(JSON.parse(untrusted.stdout).notes.join('\n')).toContain('muster init gemini-cli --trust')
+  const refused = await geminiRun(w, repo, 'hello', { env: { MUSTER_AGENT: 'gnot' } })
+  expect(refused.code).not.toBe(0)
+  expect(refused.stderr).toContain('not running in a trusted directory')
+  expect(await sessionsOf(repo)).toEqual([])
   const first = muster(w, repo, ['init', 'gemini-cli', '--trust'])
   expect(first.code, first.stderr).toBe(0)
+  expect(JSON.parse(first.stdout).notes).toBeUndefined()
   const settings = JSON.parse(readFileSync(join(repo, '.gemini/settings.json'), 'utf8'))
   expect(settings.ui).toEqual({ theme: 'GitHub' })
   expect(settings.hooks.BeforeTool[0]).toEqual({ matcher: 'read_file', hooks: [theirs] })
@@ -65,6 +74,8 @@ scenario('muster init gemini-cli writes hooks, MCP entry, GEMINI.md and trust; a
   expect(readFileSync(join(repo, 'GEMINI.md'), 'utf8')).toContain('## How this team of agents coordinates (Muster)')
   const trusted = JSON.parse(readFileSync(join(w.home, '.gemini/trustedFolders.json'), 'utf8'))
   expect(trusted[repo]).toBe('TRUST_FOLDER')
+  // The untrusted run wrote the project's files already: only the trust is new.
+  expect(JSON.parse(first.stdout).files.map((f: any) => f.action)).toEqual(['unchanged', 'unchanged', 'created'])
   const again = muster(w, repo, ['init', 'gemini-cli', '--trust'])
   expect(again.code, again.stderr).toBe(0)
   expect((JSON.parse(again.stdout).files as any[]).every((f) => f.action === 'unchanged')).toBe(true)
@@ -81,6 +92,8 @@ scenario('a session registers and is briefed: the briefing reaches the model', a
   const [first] = fake.log.of(m)
   expect(first.text).toContain('Muster coordination: you are "gbri"')
   expect(first.text).toContain('src/billing/**: gbri-holder (active), exclusive')
+  // The MCP entry connected: Gemini CLI put the server's instructions in the model's context.
+  expect(first.text).toContain("instructions provided by the tool server 'muster'")
   const [session] = await sessionsOf(repo)
   expect(session).toMatchObject({ agent: 'gemini-cli', name: 'gbri', root: repo, project: projectOf(repo) })
 })
