@@ -4,7 +4,7 @@
 // (~/.gemini/trustedFolders.json): in a folder it does not trust, Gemini CLI runs no project
 // hook and its headless mode does not start.
 import { homedir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join, sep } from 'node:path'
 import { withOurHooks, type Group } from './claude-hooks'
 import { guideSection, jsonText, mergeGuide, readJson, type FileSpec, type InitOptions, type Json } from './files'
 
@@ -49,14 +49,25 @@ export function geminiCliFiles(o: InitOptions): FileSpec[] {
   return files
 }
 
-/** Whether Gemini CLI trusts `root` already: its own environment switch, or the folder (or a parent) in its trusted folders. */
+/**
+ * Whether Gemini CLI trusts `root` already, read as it reads its trust: its environment
+ * switch, else the longest rule of its trusted folders that holds `root` (TRUST_PARENT
+ * stands for the rule's parent directory; DO_NOT_TRUST says no).
+ */
 export function geminiTrusts(root: string, env: Record<string, string | undefined> = process.env): boolean {
   if (env.GEMINI_CLI_TRUST_WORKSPACE === 'true') return true
+  if (env.GEMINI_CLI_TRUST_WORKSPACE === 'false') return false
   let rules: Json
   try {
     rules = readJson(geminiTrustFile(env))
   } catch {
     return false
   }
-  return Object.entries(rules).some(([path, level]) => (level === 'TRUST_FOLDER' && (root === path || root.startsWith(`${path}/`))) || (level === 'TRUST_PARENT' && root.startsWith(`${path.replace(/\/[^/]*$/, '')}/`)))
+  let best: { length: number; level: unknown } | null = null
+  for (const [rule, level] of Object.entries(rules)) {
+    const dir = level === 'TRUST_PARENT' ? dirname(rule) : rule
+    const holds = root === dir || root.startsWith(dir.endsWith(sep) ? dir : dir + sep)
+    if (holds && (!best || rule.length > best.length)) best = { length: rule.length, level }
+  }
+  return best?.level === 'TRUST_FOLDER' || best?.level === 'TRUST_PARENT'
 }
