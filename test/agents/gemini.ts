@@ -9,13 +9,12 @@
 //   or headless mode refuses to start and project hooks never run;
 // - its shell tool runs `bash -c` with the CLI's own PATH: `muster` on that PATH is enough;
 // - scratch HOME, no inherited keys, no telemetry, no update check.
-import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ensureAgent } from './lib/install'
+import { runMuster, runProcess, scratchRepo, writeMusterShim, type Run } from './lib/scratch'
 import type { LoggedRequest } from './lib/script'
-
-const ROOT = join(import.meta.dir, '..', '..')
 
 /** A model Gemini CLI knows (the fake answers for any). */
 export const GEMINI_MODEL = 'gemini-2.5-pro'
@@ -43,9 +42,7 @@ export async function geminiWorld(o: { modelUrl: string; server: string }): Prom
   const binDir = join(base, 'bin')
   mkdirSync(join(home, '.gemini'), { recursive: true })
   mkdirSync(binDir)
-  const muster = join(binDir, 'muster')
-  writeFileSync(muster, `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'cli.ts')}" "$@"\n`)
-  chmodSync(muster, 0o755)
+  writeMusterShim(binDir)
   writeFileSync(
     join(home, '.gemini', 'settings.json'),
     JSON.stringify(
@@ -76,13 +73,8 @@ export async function geminiWorld(o: { modelUrl: string; server: string }): Prom
     binDir,
     env,
     repo() {
-      const dir = realpathSync(mkdtempSync(join(tmpdir(), 'muster-gemini-repo-')))
+      const dir = scratchRepo('muster-gemini-repo-', env)
       repos.push(dir)
-      const git = (...args: string[]) => Bun.spawnSync(['git', ...args], { cwd: dir, env: { ...env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } })
-      git('init', '-q')
-      writeFileSync(join(dir, 'README.md'), '# scratch\n')
-      git('add', '.')
-      git('commit', '-qm', 'init')
       return dir
     },
     cleanup() {
@@ -92,26 +84,15 @@ export async function geminiWorld(o: { modelUrl: string; server: string }): Prom
   }
 }
 
-export interface Run {
-  code: number
-  stdout: string
-  stderr: string
-}
-
 /** Runs the CLI of this checkout (`muster …`) in `cwd` with the world's environment. */
 export function muster(w: GeminiWorld, cwd: string, args: string[], env: Record<string, string> = {}): Run {
-  const r = Bun.spawnSync([join(w.binDir, 'muster'), ...args], { cwd, env: { ...w.env, ...env }, stdout: 'pipe', stderr: 'pipe' })
-  return { code: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() }
+  return runMuster(w.binDir, cwd, args, { ...w.env, ...env })
 }
 
 /** `gemini -p` in `cwd`: one headless run, tools approved (--approval-mode yolo), as a script runs it. */
 export async function geminiRun(w: GeminiWorld, cwd: string, prompt: string, o: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Run> {
   const args = [w.bin, '-m', GEMINI_MODEL, '--approval-mode', 'yolo', '-p', prompt]
-  const p = Bun.spawn(args, { cwd, env: { ...w.env, ...o.env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
-  const timer = setTimeout(() => p.kill('SIGKILL'), o.timeoutMs ?? 90_000)
-  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
-  clearTimeout(timer)
-  return { code, stdout, stderr }
+  return runProcess(args, cwd, { ...w.env, ...o.env }, o.timeoutMs)
 }
 
 /** The function responses Gemini CLI sent back to the model in a request (a tool's output, a deny reason, hook context). */
