@@ -116,3 +116,19 @@ test('Notification is answered {}; SessionEnd ends the session and releases its 
   expect((await sessionRow(g.id)).ended_at).not.toBeNull()
   expect((await call(s.api, 'GET', `/api/reservations?instance_id=${instance_id}`)).body).toEqual([])
 })
+
+test("/clear: SessionEnd (clear) holds the instance, and the new session's SessionStart (clear) takes it over with what it held", async () => {
+  // Gemini CLI's /clear ends the session with reason "clear", then starts one with a new id and source "clear".
+  const first = session({ 'x-muster-agent': 'gclear', 'x-muster-reserve': '30m' })
+  const id = (await first.send('SessionStart')).headers.get('x-muster-instance-id')!
+  await first.send('BeforeTool:write_file')
+  const end = await first.send('SessionEnd', { reason: 'clear' })
+  expect(end.headers.get('x-muster-held')).toBe('true')
+  expect((await call(s.api, 'GET', `/api/reservations?instance_id=${id}`)).body).toMatchObject([{ paths: ['src/a.ts'] }])
+  const id2 = `gem-clear-${crypto.randomUUID()}`
+  const next = await call(s.api, 'POST', '/api/hooks/gemini-cli', { ...fixtures.SessionStart, cwd: first.root, session_id: id2, source: 'clear' }, { 'x-muster-root': first.root, 'x-muster-agent': 'gclear' })
+  expect(next.status).toBe(200)
+  expect(next.headers.get('x-muster-instance-id')).toBe(id)
+  expect(await sessionRow(id2)).toMatchObject({ agent: 'gemini-cli', instance_id: id, name: 'gclear', ended_at: null })
+  expect((await call(s.api, 'GET', `/api/reservations?instance_id=${id}`)).body).toMatchObject([{ paths: ['src/a.ts'] }])
+})
