@@ -220,6 +220,20 @@ scenario('the CLI in the model shell acts as the session; the instance token nev
   expect(existsSync(join(repo, '.muster'))).toBe(true)
 })
 
+scenario('a server that cannot be reached does not stop Gemini CLI: the write goes through, the user is told', async () => {
+  const repo = w.repo()
+  const dead = { SERVICE_SERVER: 'http://127.0.0.1:9' }
+  const r0 = muster(w, repo, ['init', 'gemini-cli', '--trust'], dead)
+  expect(r0.code, r0.stderr).toBe(0)
+  const m = 'unreachable'
+  fake.scripts.add({ name: m, steps: [{ tool: { name: 'write_file', input: { file_path: 'notes.md', content: 'still works\n' } } }, { text: 'done' }] })
+  const r = await geminiRun(w, repo, marker(m), { env: { MUSTER_AGENT: 'gdead', ...dead } })
+  expect(r.code, r.stderr).toBe(0)
+  expect(readFileSync(join(repo, 'notes.md'), 'utf8')).toBe('still works\n')
+  // `muster hook` says why on stderr and exits 0: Gemini CLI shows that line to its user.
+  expect(r.stdout + r.stderr).toContain('muster hook: cannot reach http://127.0.0.1:9')
+})
+
 test('the fake model server saw no request it does not know', () => {
   expect([...fake.log.unknown.keys()]).toEqual([])
 })
