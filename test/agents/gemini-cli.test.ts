@@ -234,6 +234,27 @@ scenario('a server that cannot be reached does not stop Gemini CLI: the write go
   expect(r.stdout + r.stderr).toContain('muster hook: cannot reach http://127.0.0.1:9')
 })
 
+scenario('a resumed session (gemini --resume latest) registers again under its id and is briefed again', async () => {
+  const repo = wired()
+  const [m1, m2] = ['first-run', 'resumed-run']
+  fake.scripts.add({ name: m1, steps: [{ text: 'the first run answers' }] })
+  fake.scripts.add({ name: m2, steps: [{ text: 'two' }] })
+  const a = await geminiRun(w, repo, marker(m1), { env: { MUSTER_AGENT: 'gres' } })
+  expect(a.code, a.stderr).toBe(0)
+  const [ended] = await sessionsOf(repo)
+  expect(ended.ended_at).not.toBeNull()
+  const b = await geminiRun(w, repo, marker(m2), { env: { MUSTER_AGENT: 'gres' }, args: ['--resume', 'latest'] })
+  expect(b.code, b.stderr).toBe(0)
+  // The same session id (one row), started again after it ended, and ended again when the run did.
+  const [again, ...more] = await sessionsOf(repo)
+  expect(more).toEqual([])
+  expect(again).toMatchObject({ session_id: ended.session_id, name: 'gres' })
+  expect(again.started_at > ended.ended_at).toBe(true)
+  expect(again.ended_at).not.toBeNull()
+  expect(fake.log.of(m2)[0].text).toContain('Muster coordination: you are "gres"')
+  expect(fake.log.of(m2)[0].text).toContain('the first run answers') // the first run's conversation: resumed indeed
+})
+
 test('the fake model server saw no request it does not know', () => {
   expect([...fake.log.unknown.keys()]).toEqual([])
 })

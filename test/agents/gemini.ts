@@ -90,8 +90,8 @@ export function muster(w: GeminiWorld, cwd: string, args: string[], env: Record<
 }
 
 /** `gemini -p` in `cwd`: one headless run, tools approved (--approval-mode yolo), as a script runs it. */
-export async function geminiRun(w: GeminiWorld, cwd: string, prompt: string, o: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Run> {
-  const args = [w.bin, '-m', GEMINI_MODEL, '--approval-mode', 'yolo', '-p', prompt]
+export async function geminiRun(w: GeminiWorld, cwd: string, prompt: string, o: { env?: Record<string, string>; args?: string[]; timeoutMs?: number } = {}): Promise<Run> {
+  const args = [w.bin, '-m', GEMINI_MODEL, '--approval-mode', 'yolo', ...(o.args ?? []), '-p', prompt]
   return runProcess(args, cwd, { ...w.env, ...o.env }, o.timeoutMs)
 }
 
