@@ -132,3 +132,11 @@ test("/clear: SessionEnd (clear) holds the instance, and the new session's Sessi
   expect(await sessionRow(id2)).toMatchObject({ agent: 'gemini-cli', instance_id: id, name: 'gclear', ended_at: null })
   expect((await call(s.api, 'GET', `/api/reservations?instance_id=${id}`)).body).toMatchObject([{ paths: ['src/a.ts'] }])
 })
+
+test("a shell command's dir_path outside the project is not taken as the event's cwd: a new session still registers", async () => {
+  const g = session({ 'x-muster-agent': 'gout' })
+  // The first event of the session, as when the hooks were added mid-session.
+  const r = await g.send('BeforeTool:run_shell_command', { tool_input: { command: 'echo hi > b.txt', dir_path: '/var/tmp' } })
+  expect(r.body).toEqual({})
+  expect(await sessionRow(g.id)).toMatchObject({ agent: 'gemini-cli', name: 'gout', root: g.root })
+})

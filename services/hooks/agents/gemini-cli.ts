@@ -6,7 +6,7 @@
 // `hookSpecificOutput.additionalContext` (before the prompt, after the prompt, after the
 // tool's result); AfterAgent's deny sends its reason to the model as a new prompt. Gemini
 // CLI has no hook that decides a permission: its Notification only tells.
-import { resolve } from 'node:path'
+import { resolve, sep } from 'node:path'
 import { invalid } from '../../../lib/errors'
 import type { CoreAnswer, CoreEvent, HookAdapter, HookAnswer, HookKind, ToolCall } from '../types'
 import { requiredId, STOP_NOTE, text } from './fields'
@@ -38,9 +38,11 @@ function toolOf(body: Record<string, unknown>, cwd: string | undefined): { tool:
     if (file) tool.files = [file]
   } else if (name === SHELL_TOOL && str(input.command)) {
     tool.shell = input.command as string
-    // The command runs in dir_path (relative to the project root) when the model names one.
+    // The command runs in dir_path (relative to the project root) when the model names one. A
+    // directory outside the project is left alone: the event's cwd must stay inside its root.
     const dir = str(input.dir_path)
-    if (dir && cwd) return { tool, cwd: resolve(cwd, dir) }
+    const at = dir && cwd ? resolve(cwd, dir) : undefined
+    if (at && cwd && (at === resolve(cwd) || at.startsWith(resolve(cwd) + sep))) return { tool, cwd: at }
   }
   return { tool }
 }
