@@ -45,6 +45,8 @@ export const HOOK_CLIS: Readonly<Record<string, HookCli>> = {
     approvals: [],
     limits: {},
   },
+  // Gemini CLI names the event and cwd as Claude Code does, and has no permission hook.
+  'gemini-cli': { ...claudeShaped(), approvals: [] },
 }
 
 /**

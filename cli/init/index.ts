@@ -8,6 +8,7 @@ import { claudeCodeFiles } from './claude-code'
 import { codexFiles } from './codex'
 import { copilotFiles } from './copilot-cli'
 import { cursorFiles } from './cursor'
+import { geminiCliFiles } from './gemini-cli'
 import { readText, type FileSpec, type InitAgent, type InitOptions, type PlannedFile } from './files'
 
 export { APPROVAL_WAIT, type InitAgent, type InitOptions, type PlannedFile } from './files'
@@ -21,6 +22,7 @@ export const INIT_AGENTS: Record<InitAgent, (o: InitOptions) => FileSpec[]> = {
   codex: codexFiles,
   'copilot-cli': copilotFiles,
   cursor: cursorFiles,
+  'gemini-cli': geminiCliFiles,
 }
 
 /** What `init` would write, each file merged with what is there now. */

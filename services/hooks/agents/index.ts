@@ -4,8 +4,9 @@ import { claudeCode } from './claude-code'
 import { codex } from './codex'
 import { copilotCli } from './copilot-cli'
 import { cursor, isCursorEvent } from './cursor'
+import { geminiCli } from './gemini-cli'
 
-export const ADAPTERS: ReadonlyMap<string, HookAdapter> = new Map([claudeCode, codex, copilotCli, cursor].map((a) => [a.agent, a]))
+export const ADAPTERS: ReadonlyMap<string, HookAdapter> = new Map([claudeCode, codex, copilotCli, cursor, geminiCli].map((a) => [a.agent, a]))
 
 /**
  * The adapter that reads `body`: the path's, except for a Cursor payload posted by the Claude
