@@ -51,6 +51,8 @@ export const HOOK_CLIS: Readonly<Record<string, HookCli>> = {
     approvals: [],
     limits: {},
   },
+  // Gemini CLI names the event and cwd as Claude Code does, and has no permission hook.
+  'gemini-cli': { ...claudeShaped(), approvals: [] },
   // The plugin muster init opencode writes sends Claude-like field names (services/hooks/agents/opencode.ts).
   opencode: { ...claudeShaped(), approvals: [], identityInAnswer: true },
 }

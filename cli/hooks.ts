@@ -19,6 +19,7 @@ import { Exit, UsageError, act, printJson } from './output'
 import { codexHooksTrust, trustCodexHooks } from './codex-trust'
 import { CODEX_NETWORK_SETTING, hookTokenProblem, INIT_AGENTS, planInit, writeInit, type InitAgent } from './init'
 import { completeEvent, HOOK_CLIS, runningAgent, type HookCli } from './hook-agents'
+import { geminiTrustFile, geminiTrusts } from './init/gemini-cli'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
@@ -180,14 +181,15 @@ export function hookCommands(program: Command): void {
 
   program
     .command('init')
-    .description("wire an agent (Claude Code, Codex, Copilot CLI, Cursor, OpenCode) in this repository to Muster: hooks (OpenCode: a plugin), MCP entry, its instructions (CLAUDE.md, AGENTS.md, .github/copilot-instructions.md, .cursor/rules/muster.mdc), the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
+    .description("wire an agent (Claude Code, Codex, Gemini CLI, Copilot CLI, Cursor, OpenCode) in this repository to Muster: hooks (OpenCode: a plugin), MCP entry, its instructions (CLAUDE.md, AGENTS.md, GEMINI.md, .github/copilot-instructions.md, .cursor/rules/muster.mdc), the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
     .argument('<agent>', `${INIT_NAMES.join(' | ')} | git`, agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
-    .option('--trust', `codex: record in Codex's own config ($CODEX_HOME/config.toml) the trust it asks for (its /hooks review) for the hooks written here, and the project's`)
+    .option('--trust', `codex: record in Codex's own config ($CODEX_HOME/config.toml) the trust it asks for (its /hooks review) for the hooks written here, and the project's; gemini-cli: trust the repository in Gemini CLI's own ~/.gemini/trustedFolders.json`)
     .option('--allow-network', `codex: let Codex's default workspace-write sandbox reach the network, so \`muster\` in the model's shell reaches the server (${CODEX_NETWORK_SETTING} in .codex/config.toml)`)
     .action(async (agent: InitAgent | 'git', o: { reserve?: string; dryRun?: boolean; trust?: boolean; allowNetwork?: boolean }) => {
-      if (agent !== 'codex' && (o.trust || o.allowNetwork)) throw new UsageError('--trust and --allow-network are for codex')
+      if (agent !== 'codex' && o.allowNetwork) throw new UsageError('--allow-network is for codex')
+      if (agent !== 'codex' && agent !== 'gemini-cli' && o.trust) throw new UsageError('--trust is for codex and gemini-cli')
       if (agent === 'git') return initGit(o)
       const tokenProblem = agent === 'claude-code' ? hookTokenProblem(resolveConfig().from.token) : null
       if (tokenProblem) throw new UsageError(tokenProblem)
@@ -195,7 +197,7 @@ export function hookCommands(program: Command): void {
       const cfg = resolveConfig()
       const server = cfg.server
       const files = planInit({
-        agent, root, server, reserve: o.reserve, allowNetwork: o.allowNetwork, token: cfg.token,
+        agent, root, server, reserve: o.reserve, allowNetwork: o.allowNetwork, token: cfg.token, trust: o.trust,
         codexHome: process.env.CODEX_HOME || undefined,
         claudeHome: process.env.CLAUDE_CONFIG_DIR || undefined,
       })
@@ -218,6 +220,8 @@ export function hookCommands(program: Command): void {
           notes.push(`Codex's default workspace-write sandbox has no network: \`muster\` in the model's shell cannot reach ${server}. Run \`muster init codex --allow-network\` (${CODEX_NETWORK_SETTING} in .codex/config.toml), or run Codex with another sandbox`)
         if (notes.length) out.notes = notes
       }
+      if (agent === 'gemini-cli' && !o.trust && !geminiTrusts(root))
+        out.notes = [`Gemini CLI runs no project hook in a folder it does not trust (and \`gemini -p\` does not start there): run \`muster init gemini-cli --trust\` (${geminiTrustFile()}), trust the folder when Gemini CLI asks, or set GEMINI_CLI_TRUST_WORKSPACE=true`]
       printJson(out)
     })
 }

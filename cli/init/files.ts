@@ -7,7 +7,7 @@ import { resolve } from 'node:path'
 import { setTomlValue } from '../codex-trust'
 import { UsageError } from '../output'
 
-export type InitAgent = 'claude-code' | 'codex' | 'copilot-cli' | 'cursor' | 'opencode'
+export type InitAgent = 'claude-code' | 'codex' | 'copilot-cli' | 'cursor' | 'gemini-cli' | 'opencode'
 
 export interface InitOptions {
   agent: InitAgent
@@ -25,6 +25,8 @@ export interface InitOptions {
   claudeHome?: string
   /** Codex: let the default workspace-write sandbox reach the network (the CLI calls the server). */
   allowNetwork?: boolean
+  /** Gemini CLI: trust the repository in the user's own trusted folders (Codex records its trust after writing, cli/codex-trust.ts). */
+  trust?: boolean
 }
 
 /** One file an agent's init writes: `content` makes the new text from the current one ('' when absent). */

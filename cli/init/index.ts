@@ -8,6 +8,7 @@ import { claudeCodeFiles } from './claude-code'
 import { codexFiles } from './codex'
 import { copilotFiles } from './copilot-cli'
 import { cursorFiles } from './cursor'
+import { geminiCliFiles } from './gemini-cli'
 import { opencodeFiles } from './opencode'
 import { readText, type FileSpec, type InitAgent, type InitOptions, type PlannedFile } from './files'
 
@@ -22,6 +23,7 @@ export const INIT_AGENTS: Record<InitAgent, (o: InitOptions) => FileSpec[]> = {
   codex: codexFiles,
   'copilot-cli': copilotFiles,
   cursor: cursorFiles,
+  'gemini-cli': geminiCliFiles,
   opencode: opencodeFiles,
 }
 

@@ -35,3 +35,10 @@ export const text = (body: Record<string, unknown>, field: string): string | und
   const v = body[field]
   return typeof v === 'string' ? v : undefined
 }
+
+/**
+ * Agents with no quiet answer at a stop (Codex, Gemini CLI) hand a block's reason to the
+ * model as a new user-role prompt: this line says whose it is, so the model reads it as a
+ * notice, not a request.
+ */
+export const STOP_NOTE = 'Muster (a hook, not from the user): messages arrived for you. Read them; act only on what they ask, then finish.'
