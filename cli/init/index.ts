@@ -6,6 +6,10 @@ import { dirname, isAbsolute, join } from 'node:path'
 import { UsageError } from '../output'
 import { claudeCodeFiles } from './claude-code'
 import { codexFiles } from './codex'
+import { copilotFiles } from './copilot-cli'
+import { cursorFiles } from './cursor'
+import { geminiCliFiles } from './gemini-cli'
+import { opencodeFiles } from './opencode'
 import { readText, type FileSpec, type InitAgent, type InitOptions, type PlannedFile } from './files'
 
 export { APPROVAL_WAIT, type InitAgent, type InitOptions, type PlannedFile } from './files'
@@ -17,6 +21,10 @@ export { allowSandboxNetwork, CODEX_NETWORK_SETTING, codexOtelTable, mergeCodexC
 export const INIT_AGENTS: Record<InitAgent, (o: InitOptions) => FileSpec[]> = {
   'claude-code': claudeCodeFiles,
   codex: codexFiles,
+  'copilot-cli': copilotFiles,
+  cursor: cursorFiles,
+  'gemini-cli': geminiCliFiles,
+  opencode: opencodeFiles,
 }
 
 /** What `init` would write, each file merged with what is there now. */
