@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SQL } from 'bun'
 import { pgBinaries, startCluster } from '../test/pg'
-import { Histogram, PUBSUB_BASELINE, spawnChild, startBaseline, startMuster, usage, wallMs, type Proc } from './lib'
+import { Histogram, PUBSUB_BASELINE, pacedPublish, spawnChild, startBaseline, startMuster, usage, wallMs, type Proc } from './lib'
 
 const SUBSCRIBERS = 50
 const PACED_RATE = 1000
@@ -100,31 +100,8 @@ async function startSubscribers(url: string) {
   }
 }
 
-/** Publishes PACED_RATE events/s for `seconds` (those due are sent every millisecond), each stamped with its send time. */
-async function paced(url: string, seconds: number): Promise<{ sent: number; failed: number }> {
-  const started = performance.now()
-  let sent = 0
-  let failed = 0
-  const inflight = new Set<Promise<void>>()
-  while (performance.now() - started < seconds * 1000) {
-    const due = Math.floor(((performance.now() - started) / 1000) * PACED_RATE)
-    for (; sent < due; sent++) {
-      const p: Promise<void> = fetch(`${url}/api/events/publish`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: `{"topic":"bench.paced","data":{"t":${wallMs().toFixed(3)}}}`,
-      })
-        .then((r) => (r.ok || failed++, r.arrayBuffer()))
-        .then(() => {})
-        .catch(() => void failed++)
-        .finally(() => inflight.delete(p))
-      inflight.add(p)
-    }
-    await Bun.sleep(1)
-  }
-  await Promise.all(inflight)
-  return { sent, failed }
-}
+/** Publishes PACED_RATE events/s for `seconds`, each stamped with its send time. */
+const paced = (url: string, seconds: number) => pacedPublish(url, PACED_RATE, seconds, 'bench.paced')
 
 const WRK_LUA = `
 local ffi = require("ffi")

@@ -16,7 +16,7 @@
 //   --naive: also a bare Bun.serve that sends each frame to each socket itself (a system call per socket per
 //   event: slow to drain at this size, it loads the machine for a minute or more).
 import { readFileSync } from 'node:fs'
-import { Histogram, PUBSUB_BASELINE, spawnChild, startBaseline, startMuster, usage, wallMs, type Proc } from './lib'
+import { Histogram, PUBSUB_BASELINE, pacedPublish, spawnChild, startBaseline, startMuster, usage, wallMs, type Proc } from './lib'
 
 const WORKERS = 2
 
@@ -164,32 +164,6 @@ function userSystem(pid: number): { user: number; system: number } {
   return { user: Number(stat[11]) * 10, system: Number(stat[12]) * 10 }
 }
 
-/** Publishes `rate` events/s for `seconds` (those due are sent every millisecond), each stamped with its send time. */
-async function publish(url: string, rate: number, seconds: number): Promise<{ sent: number; failed: number }> {
-  const started = performance.now()
-  let sent = 0
-  let failed = 0
-  const inflight = new Set<Promise<void>>()
-  while (performance.now() - started < seconds * 1000) {
-    const due = Math.floor(((performance.now() - started) / 1000) * rate)
-    for (; sent < due; sent++) {
-      const p: Promise<void> = fetch(`${url}/api/events/publish`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: `{"topic":"fan.e","data":{"t":${wallMs().toFixed(3)}}}`,
-      })
-        .then((r) => (r.ok || failed++, r.arrayBuffer()))
-        .then(() => {})
-        .catch(() => void failed++)
-        .finally(() => inflight.delete(p))
-      inflight.add(p)
-    }
-    await Bun.sleep(1)
-  }
-  await Promise.all(inflight)
-  return { sent, failed }
-}
-
 /**
  * The server's system calls until stop(), all and socket writes (perf's tracepoints), or
  * null where perf cannot count them: the figure the fan-out is about, apart from the CPU
@@ -231,7 +205,7 @@ async function measure(name: string, proc: Proc, subscribers: number, rate: numb
     const calls = countSyscalls(proc.pid)
     const from = usage(proc.pid)
     const split0 = userSystem(proc.pid)
-    const { sent, failed } = await publish(proc.url, rate, seconds)
+    const { sent, failed } = await pacedPublish(proc.url, rate, seconds, 'fan.e')
     // Every frame came, or none came for 500 ms (up to 15 s): late frames count, lost ones are lost.
     let reports: Report[] = []
     for (let waited = 0, last = -1; waited < 15_000; waited += 500) {

@@ -323,3 +323,29 @@ const server = Bun.serve({
   websocket: { open: (ws) => ws.subscribe('events'), message() {} },
 })
 console.log('baseline on http://127.0.0.1:' + server.port + ',')`
+
+/** Publishes `rate` events/s on `topic` for `seconds` (those due are sent every millisecond), each stamped with its send time (`data.t`, wallMs). */
+export async function pacedPublish(url: string, rate: number, seconds: number, topic: string): Promise<{ sent: number; failed: number }> {
+  const started = performance.now()
+  let sent = 0
+  let failed = 0
+  const inflight = new Set<Promise<void>>()
+  while (performance.now() - started < seconds * 1000) {
+    const due = Math.floor(((performance.now() - started) / 1000) * rate)
+    for (; sent < due; sent++) {
+      const p: Promise<void> = fetch(`${url}/api/events/publish`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: `{"topic":"${topic}","data":{"t":${wallMs().toFixed(3)}}}`,
+      })
+        .then((r) => (r.ok || failed++, r.arrayBuffer()))
+        .then(() => {})
+        .catch(() => void failed++)
+        .finally(() => inflight.delete(p))
+      inflight.add(p)
+    }
+    await Bun.sleep(1)
+  }
+  await Promise.all(inflight)
+  return { sent, failed }
+}

@@ -6,6 +6,13 @@ import { openStore } from '../store'
 import { setClockOffset } from '../lib/time'
 import { call, eventually, startServer, tempDir, type TestServer } from './helpers'
 
+/** Publishes `n` events on `topic` through the bus one after the other: their ids. */
+async function publishMany(bus: Bus, topic: string, n: number): Promise<number[]> {
+  const ids: number[] = []
+  for (let i = 0; i < n; i++) ids.push((await bus.publish(topic, i)).id)
+  return ids
+}
+
 const TOKEN = 'events-test-token'
 const AUTH = { authorization: `Bearer ${TOKEN}` }
 const RETENTION = 600
@@ -373,11 +380,10 @@ describe('bus subscriptions (in-process)', () => {
 
   test('events published while the replay runs follow it in order', async () => {
     const before = await store.events.lastId()
-    const ids: number[] = []
-    for (let i = 0; i < 300; i++) ids.push((await bus.publish('seam.old', i)).id)
+    const ids = await publishMany(bus, 'seam.old', 300)
     const out = sink()
     const sub = bus.subscribe(out, 'seam.*', before)
-    for (let i = 0; i < 100; i++) ids.push((await bus.publish('seam.new', i)).id)
+    ids.push(...(await publishMany(bus, 'seam.new', 100)))
     await ticks()
     expect(out.frames).toEqual(ids)
     sub.close()
@@ -535,10 +541,10 @@ describe('bus subscriptions on a shared topic (in-process)', () => {
     const slow = sharedSink()
     const fast = sharedSink()
     const [s, f] = [bus.subscribe(slow, 'bk.*'), bus.subscribe(fast, 'bk.*')]
-    const ids = [(await bus.publish('bk.x', 0)).id]
+    const ids = await publishMany(bus, 'bk.x', 1)
     await settle()
     slow.backlog = 1 // it has not taken that frame yet
-    for (let i = 1; i <= 100; i++) ids.push((await bus.publish('bk.x', i)).id)
+    ids.push(...(await publishMany(bus, 'bk.x', 100)))
     await settle()
     expect(fast.frames).toEqual(ids)
     expect(slow.frames).toEqual(ids.slice(0, 1))
@@ -559,15 +565,14 @@ describe('bus subscriptions on a shared topic (in-process)', () => {
 
   test('a subscriber replaying after_id goes on the topic once caught up, with no gap or duplicate at the seam', async () => {
     const before = await store.events.lastId()
-    const ids: number[] = []
-    for (let i = 0; i < 300; i++) ids.push((await bus.publish('rp.old', i)).id)
+    const ids = await publishMany(bus, 'rp.old', 300)
     const out = sharedSink()
     const sub = bus.subscribe(out, 'rp.*', before)
-    for (let i = 0; i < 50; i++) ids.push((await bus.publish('rp.new', i)).id)
+    ids.push(...(await publishMany(bus, 'rp.new', 50)))
     await eventually(() => !sub.info().replaying)
     await settle()
     const replayed = out.sends
-    for (let i = 0; i < 5; i++) ids.push((await bus.publish('rp.live', i)).id)
+    ids.push(...(await publishMany(bus, 'rp.live', 5)))
     await settle()
     expect(out.frames).toEqual(ids)
     expect(out.sends).toBe(replayed)
