@@ -1,7 +1,7 @@
-// `muster hook claude-code|codex`: what a command hook runs. The event comes on stdin and
+// `muster hook <agent>`: what a command hook runs. The event comes on stdin and
 // goes to POST /api/hooks/{agent} with the X-Muster-* headers (MUSTER_AGENT,
 // MUSTER_PROJECT, MUSTER_RESERVE, and the git root of the event's cwd as X-Muster-Root and
-// X-Muster-Git-Root: services/hook-session.ts holds a new session to it); the answer
+// X-Muster-Git-Root: services/hooks/session.ts holds a new session to it); the answer
 // goes to stdout as the agent expects it. A server that cannot be reached must not stop
 // the agent: one line on stderr, exit 0 — unless --fail-closed (exit 2 blocks the call).
 // `muster init` (cli/init.ts) writes the hook configuration.
@@ -17,42 +17,47 @@ import { ConfigError, reportConfigErrorsMyself } from './config-error'
 import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { codexHooksTrust, trustCodexHooks } from './codex-trust'
-import { CODEX_NETWORK_SETTING, hookTokenProblem, planInit, writeInit, type InitAgent } from './init'
+import { CODEX_NETWORK_SETTING, hookTokenProblem, INIT_AGENTS, planInit, writeInit, type InitAgent } from './init'
+import { HOOK_CLIS, type HookCli } from './hook-agents'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
 
-const AGENTS = ['claude-code', 'codex'] as const
 /** Hooks run on every tool call: a server that does not answer in this long counts as unreachable. */
 const HOOK_TIMEOUT_MS = 8000
-/** A PermissionRequest waits for a person (at most the server's 10m): the request may take that long, and a little more. */
+/** A permission request waits for a person (at most the server's 10m): the request may take that long, and a little more. */
 const APPROVAL_TIMEOUT_MS = 10 * 60_000 + 15_000
-/** Codex kills a SessionEnd hook after 3 s: answer (or give up) well inside that, start-up included. */
-const SESSION_END_MS: Partial<Record<InitAgent, number>> = { codex: 2000 }
 
-/** The event's name, read cheaply (the server validates the event). */
-function eventName(text: string): string | null {
-  try {
-    const name = JSON.parse(text)?.hook_event_name
-    return typeof name === 'string' ? name : null
-  } catch {
-    return null
-  }
-}
+const HOOK_AGENTS = Object.keys(HOOK_CLIS)
+const INIT_NAMES = Object.keys(INIT_AGENTS)
 
 function agentArg(value: string): InitAgent | 'git' {
   if (value === 'git') return value
-  if (!AGENTS.includes(value as InitAgent)) throw new UsageError(`unknown agent "${value}": expected claude-code, codex or git`)
+  if (!INIT_NAMES.includes(value)) throw new UsageError(`unknown agent "${value}": expected ${[...INIT_NAMES, 'git'].join(', ')}`)
   return value as InitAgent
 }
 
-/** The git root of the event's `cwd` when it names a directory here (null outside a repository), else of the working directory. */
-function gitRootOf(event: string): string | null {
-  let cwd: unknown
+/** The event as JSON, read cheaply (the server validates it); {} when it is not an object. */
+function readEvent(text: string): Record<string, unknown> {
   try {
-    cwd = (JSON.parse(event) as { cwd?: unknown })?.cwd
-  } catch {}
-  return typeof cwd === 'string' && cwd !== '' && existsSync(cwd) ? gitRoot(cwd) : gitRoot()
+    const e = JSON.parse(text)
+    return e && typeof e === 'object' && !Array.isArray(e) ? e : {}
+  } catch {
+    return {}
+  }
+}
+
+/** How long the server may take to answer this event. */
+function budgetFor(cli: HookCli, event: Record<string, unknown>): number {
+  const name = cli.eventName(event)
+  if (name && cli.approvals.includes(name)) return APPROVAL_TIMEOUT_MS
+  return (name && cli.limits[name]) || HOOK_TIMEOUT_MS
+}
+
+/** The git root of the event's cwd when it names a directory here (null outside a repository), else of the working directory. */
+function gitRootOf(cli: HookCli, event: Record<string, unknown>): string | null {
+  const cwd = cli.cwd(event)
+  return cwd && existsSync(cwd) ? gitRoot(cwd) : gitRoot()
 }
 
 async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }): Promise<void> {
@@ -61,9 +66,10 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
     process.stderr.write(`muster hook: ${why}; ${o.failClosed ? 'blocking (--fail-closed)' : 'the agent goes on without coordination'}\n`)
     throw new Exit(o.failClosed ? 2 : 0)
   }
-  if (!AGENTS.includes(agentName as InitAgent)) return fail(`unknown agent "${agentName}": expected claude-code or codex`)
-  const agent = agentName as InitAgent
+  const cli = HOOK_CLIS[agentName]
+  if (!cli) return fail(`unknown agent "${agentName}": expected ${HOOK_AGENTS.join(', ')}`)
   const event = await Bun.stdin.text()
+  const parsed = readEvent(event)
   let cfg: ReturnType<typeof resolveConfig>
   reportConfigErrorsMyself()
   try {
@@ -80,15 +86,13 @@ async function forward(agentName: string, o: { failClosed?: boolean; reserve?: s
   set('x-muster-reserve', o.reserve ?? process.env.MUSTER_RESERVE)
   // The git root of the event's cwd (where the agent resolves relative paths), else of ours:
   // the session's root, and said to be the git root so the server corrects any other.
-  const root = gitRootOf(event)
+  const root = gitRootOf(cli, parsed)
   set('x-muster-root', root)
   set('x-muster-git-root', root)
   set('x-muster-approval-wait', o.approvalWait)
   let res: Response
   try {
-    const name = eventName(event)
-    const budget = name === 'PermissionRequest' ? APPROVAL_TIMEOUT_MS : name === 'SessionEnd' ? (SESSION_END_MS[agent] ?? HOOK_TIMEOUT_MS) : HOOK_TIMEOUT_MS
-    res = await fetch(`${cfg.server}/api/hooks/${agent}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(budget) })
+    res = await fetch(`${cfg.server}/api/hooks/${agentName}`, { method: 'POST', headers, body: event, signal: AbortSignal.timeout(budgetFor(cli, parsed)) })
   } catch (err) {
     return fail(`cannot reach ${cfg.server} (${(err as Error).message})`)
   }
@@ -137,8 +141,8 @@ function handOver(headers: Headers, server: string, root: string | null): void {
 export function hookCommands(program: Command): void {
   program
     .command('hook')
-    .description('forward a hook event (stdin) to the server and print its answer: what a Claude Code or Codex command hook runs')
-    .argument('<agent>', 'claude-code | codex')
+    .description("forward a hook event (stdin) to the server and print its answer: what an agent's command hook runs")
+    .argument('<agent>', HOOK_AGENTS.join(' | '))
     .option('--fail-closed', 'exit 2 (the tool call is blocked) when the server cannot be reached; default: exit 0 and go on')
     .option('--reserve <duration>', 'edit-reserve mode: reserve each edited file for this long (beats MUSTER_RESERVE)')
     .option('--approval-wait <duration>', 'how long a PermissionRequest waits for a person in Muster (1s … 10m; default 5m)')
@@ -161,7 +165,7 @@ export function hookCommands(program: Command): void {
   program
     .command('init')
     .description("wire Claude Code or Codex in this repository to Muster: hooks, MCP entry, CLAUDE.md / AGENTS.md section, the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
-    .argument('<agent>', 'claude-code | codex | git', agentArg)
+    .argument('<agent>', `${INIT_NAMES.join(' | ')} | git`, agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
     .option('--trust', `codex: record in Codex's own config ($CODEX_HOME/config.toml) the trust it asks for (its /hooks review) for the hooks written here, and the project's`)

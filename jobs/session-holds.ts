@@ -1,8 +1,8 @@
 // Hook sessions ended by /clear or resume hold their instance for the next SessionStart
-// (services/hook-session.ts); one that nobody took over deregisters once its hold runs
+// (services/hooks/session.ts); one that nobody took over deregisters once its hold runs
 // out, on the leader, whichever replica ended the session.
 import type { Ctx } from '../services/context'
-import { releaseExpiredHolds } from '../services/hook-session'
+import { releaseExpiredHolds } from '../services/hooks/session'
 import { onLeader } from './timer'
 
 /** How often held sessions are looked at: an unclaimed instance goes within a hold and this. */

@@ -13,7 +13,8 @@ import type { HookAgent } from '../store/sessions'
 import { Waiters } from '../lib/waiters'
 import { invalid } from '../lib/errors'
 import { nowIso, parseDuration } from '../lib/time'
-import { openSession, type HookEvent, type HookHeaders, type Session } from './hook-session'
+import { openSession, type HookHeaders, type Session } from './hooks/session'
+import type { CoreAnswer, CoreEvent } from './hooks/types'
 import { throwIfEnded } from './credentials'
 import { ruleFor } from './approval-rules'
 
@@ -125,14 +126,14 @@ function newApproval(id: string, session: Session, agent: HookAgent, kind: Appro
   }
 }
 
-/** The hook's answer in the agent's shape (Claude Code and Codex read the same one); `{}` unless decided. */
-export function hookAnswer(a: Approval): Record<string, unknown> {
-  if (a.status === 'allowed') return { hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'allow' } } }
-  if (a.status !== 'denied') return {}
+/** The hook's answer (the agent's adapter says it in the agent's shape): no opinion unless decided. */
+export function hookAnswer(a: Approval): CoreAnswer {
+  if (a.status === 'allowed') return { kind: 'decision', allow: true }
+  if (a.status !== 'denied') return { kind: 'none' }
   const who = a.decided_by === 'rule' ? `a Muster approval rule (${a.rule_id})` : `${a.decided_by} in Muster`
   const words = a.message ? `: "${a.message}"` : ''
   const message = `${a.tool} was denied by ${who}${words}. Do not try it another way; go on without it, or ask the person why.`
-  return { hookSpecificOutput: { hookEventName: 'PermissionRequest', decision: { behavior: 'deny', message } } }
+  return { kind: 'decision', allow: false, message }
 }
 
 /** Ends a pending approval in `tx` with its event; null when it was no longer pending. */
@@ -150,15 +151,16 @@ export async function settle(tx: Tx, id: string, o: Outcome, decidableFrom?: str
  * the event's unit, with its session; then the answer waits for its decision. The waiter
  * is registered before the unit, so a decision committed right after it still wakes it.
  */
-export async function requestPermission(ctx: Ctx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<Record<string, unknown>> {
+export async function requestPermission(ctx: Ctx, agent: HookAgent, event: CoreEvent, headers: HookHeaders): Promise<CoreAnswer> {
   const waitMs = headers.approvalWaitMs ?? WAIT_DEFAULT_MS
-  const tool = typeof event.tool_name === 'string' ? event.tool_name : ''
-  const summary = summaryOf(event.tool_input)
+  const tool = event.tool?.name ?? ''
+  const input = event.tool?.input
+  const summary = summaryOf(input)
   const id = crypto.randomUUID()
   const wait = ctx.approvals.waiters.wait(id, waitMs, headers.until)
   const { approval, beat } = await ctx.store.write(async (tx) => {
     const session = await openSession(tx, agent, event, headers)
-    const a = newApproval(id, session, agent, 'permission', tool, event.tool_input, summary, waitMs)
+    const a = newApproval(id, session, agent, 'permission', tool, input, summary, waitMs)
     await tx.approvals.create(a)
     await tx.emit('approval.requested', announced(a), SOURCE)
     const rule = ruleFor(await tx.approvals.rules(), tool, a.name, summary)
@@ -195,16 +197,16 @@ export async function requestPermission(ctx: Ctx, agent: HookAgent, event: HookE
   }
 }
 
-/** Claude Code's Notification that the agent waits for the user (not a permission prompt: PermissionRequest covers those). */
-function waitsForInput(event: HookEvent): string | null {
-  const message = typeof event.message === 'string' ? event.message : ''
-  const type = typeof event.notification_type === 'string' ? event.notification_type : ''
+/** A notification that the agent waits for the user (not a permission prompt: PermissionRequest covers those). */
+function waitsForInput(event: CoreEvent): string | null {
+  const message = event.message ?? ''
+  const type = event.notificationType ?? ''
   if (type === 'idle_prompt' || type === 'elicitation_dialog' || (!type && /waiting for your input/i.test(message))) return message || 'waiting for your input'
   return null
 }
 
 /** A Notification (in its event's unit): a "needs input" approval when the agent waits for the user. */
-export async function noteNotification(tx: Tx, agent: HookAgent, session: Session, event: HookEvent): Promise<void> {
+export async function noteNotification(tx: Tx, agent: HookAgent, session: Session, event: CoreEvent): Promise<void> {
   const message = waitsForInput(event)
   if (message === null) return
   const a = newApproval(crypto.randomUUID(), session, agent, 'input', '', null, message.slice(0, SUMMARY_MAX), null)

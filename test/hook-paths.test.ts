@@ -2,7 +2,11 @@
 // looks for a header, so an indented `*** Update File:` is applied by Codex and must be
 // checked by Muster. Pure functions: no server.
 import { describe, expect, test } from 'bun:test'
-import { editedFiles, namedFiles } from '../services/hook-paths'
+import { editedFiles, namedFiles as named } from '../services/hooks/paths'
+import { claudeToolCall } from '../services/hooks/agents/claude-shape'
+
+/** The files a call of Codex's `tool` names, read as its adapter reads the call. */
+const namedFiles = (tool: string, input: unknown) => named(claudeToolCall(tool, input))
 
 const patch = (body: string) => ({ command: `*** Begin Patch\n${body}\n*** End Patch\n` })
 
@@ -29,6 +33,6 @@ describe('apply_patch file headers', () => {
 
   test('indented headers made relative to the root; outside the root not checked', () => {
     const input = patch('  *** Update File: /repo/src/a.ts\n  *** Update File: ../../other/b.ts\n *** Add File: c.ts')
-    expect(editedFiles('apply_patch', input, '/repo', '/repo/pkg').files).toEqual(['src/a.ts', 'pkg/c.ts'])
+    expect(editedFiles(claudeToolCall('apply_patch', input), '/repo', '/repo/pkg').files).toEqual(['src/a.ts', 'pkg/c.ts'])
   })
 })

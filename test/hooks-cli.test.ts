@@ -91,9 +91,9 @@ describe('muster hook', () => {
       `muster hook: ${join(cwd, 'settings.json')}: "server" must be a URL string (this file may belong to another tool; pass --server or set MUSTER_SERVER); the agent goes on without coordination`,
     ])
     expect((await runCli(['hook', 'codex', '--fail-closed'], { cwd, stdin })).code).toBe(2)
-    const unknown = await runCli(['hook', 'cursor'], { cwd, env: { SERVICE_SERVER: s.api }, stdin })
+    const unknown = await runCli(['hook', 'notepad'], { cwd, env: { SERVICE_SERVER: s.api }, stdin })
     expect([unknown.code, unknown.stdout]).toEqual([0, ''])
-    expect(unknown.stderr).toContain('unknown agent "cursor"')
+    expect(unknown.stderr).toContain('unknown agent "notepad"')
   })
 })
 

@@ -1,4 +1,4 @@
-// A hook session's root is its repository's git root (services/hook-session.ts): the git
+// A hook session's root is its repository's git root (services/hooks/session.ts): the git
 // root `muster hook` reports corrects any other X-Muster-Root, and a root that does not
 // contain the event's cwd is refused; `muster hook` reports the git root of the event's cwd.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'

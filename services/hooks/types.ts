@@ -25,8 +25,8 @@ export interface ToolCall {
   files?: string[]
   /** A shell command the call runs (its writes are read by lib/shell). */
   shell?: string | string[]
-  /** An apply_patch envelope (`*** Update File: …`) the call applies. */
-  patch?: string
+  /** An apply_patch call's input: every string in it (to 4 levels deep) is read as the envelope (`*** Update File: …`). */
+  patch?: unknown
   /** The call names more files than are read (the adapter stopped): it is not checked. */
   tooMany?: boolean
 }

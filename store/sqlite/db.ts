@@ -269,7 +269,7 @@ export const MIGRATIONS: string[] = [
   CREATE INDEX tasks_claim_requires ON tasks (queue, requires, priority DESC, id) WHERE status = 'ready';
   `,
   // A hook session that ended by /clear or resume keeps its instance until held_until, for the
-  // next SessionStart of the same agent and root to take over (services/hook-session.ts).
+  // next SessionStart of the same agent and root to take over (services/hooks/session.ts).
   `
   ALTER TABLE hook_sessions ADD COLUMN held_until TEXT;
   CREATE INDEX hook_sessions_held ON hook_sessions (held_until) WHERE held_until IS NOT NULL;

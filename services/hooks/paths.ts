@@ -1,14 +1,13 @@
 // Which files a tool call of a coding agent is about to write, as paths relative to the
-// session's root: Claude Code's Write/Edit/MultiEdit (file_path) and NotebookEdit
-// (notebook_path), Codex's apply_patch (the patch names its files) and Codex's
-// Write/Edit aliases, and a shell tool's command as lib/shell reads it. Pure functions:
-// the edit check (services/hook-edits.ts) decides.
+// session's root: the files the adapter read from the agent's tool (services/hooks/agents),
+// the files an apply_patch envelope names, and a shell command's writes as lib/shell reads
+// them. Pure functions: the edit check (services/hooks/edits.ts) decides.
 import { isAbsolute, relative, resolve } from 'node:path'
-import { shellWrites, type ShellPatch } from '../lib/shell/writes'
-import { patternProblem } from '../lib/overlap'
-import { MAX_PATHS } from './reservations'
+import { shellWrites, type ShellPatch } from '../../lib/shell/writes'
+import { patternProblem } from '../../lib/overlap'
+import { MAX_PATHS } from '../reservations'
+import type { ToolCall } from './types'
 
-const FILE_PATH_TOOLS = new Set(['Write', 'Edit', 'MultiEdit'])
 /**
  * `*** Add File: P`, `*** Update File: P`, `*** Delete File: P`, `*** Move to: P` (apply_patch's
  * envelope). Codex's own parser trims each line before it looks for these, so an indented
@@ -18,25 +17,14 @@ const FILE_PATH_TOOLS = new Set(['Write', 'Edit', 'MultiEdit'])
  */
 const PATCH_LINE = /^[ \t]*\*\*\* (?:Add File|Update File|Delete File|Move to): (.*)$/gm
 
-/**
- * Shell tools: Claude Code's `Bash`; Codex sends each of its shell tools (`shell`,
- * `shell_command`, `exec_command`, `local_shell`) to hooks as `Bash` with
- * `{command}`, and the others are kept for the Codex versions that sent their own names.
- */
-const SHELL_TOOLS = new Set(['Bash', 'shell', 'shell_command', 'exec_command', 'local_shell', 'container.exec'])
-
-/** True for the tools whose calls are checked against reservations. */
-export const writesFiles = (tool: string) => FILE_PATH_TOOLS.has(tool) || tool === 'NotebookEdit' || tool === 'apply_patch' || SHELL_TOOLS.has(tool)
+/** True when the call may write files: it is checked against reservations. */
+export const writesFiles = (call: ToolCall | undefined): call is ToolCall =>
+  !!call && ((call.files?.length ?? 0) > 0 || call.patch !== undefined || call.shell !== undefined || call.tooMany === true)
 
 /** The file names a tool call writes, as the agent gave them (absolute or relative to its cwd). */
-export function namedFiles(tool: string, input: unknown): string[] {
-  if (!input || typeof input !== 'object') return []
-  const fields = input as Record<string, unknown>
-  const one = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? [v] : [])
-  if (FILE_PATH_TOOLS.has(tool)) return one(fields.file_path)
-  if (tool === 'NotebookEdit') return one(fields.notebook_path)
-  if (tool === 'apply_patch') return patchFiles(fields)
-  return []
+export function namedFiles(call: ToolCall): string[] {
+  const named = (call.files ?? []).filter((f) => typeof f === 'string' && f.trim() !== '')
+  return call.patch === undefined ? named : patchFiles(call.patch, named)
 }
 
 /**
@@ -84,10 +72,10 @@ export type EditedFiles = { files: string[]; named: number; problem: string | nu
  * limits (lib/overlap.ts LIMITS), is not checked at all: `problem` says why, before any
  * overlap work is done.
  */
-export function editedFiles(tool: string, input: unknown, root: string, cwd: string): EditedFiles {
-  const named = namedFiles(tool, input)
+export function editedFiles(call: ToolCall, root: string, cwd: string): EditedFiles {
+  const named = namedFiles(call)
   const refused = (problem: string): EditedFiles => ({ files: [], named: named.length, problem })
-  if (named.length > MAX_PATHS) return refused(`the call names more than ${MAX_PATHS} files; at most ${MAX_PATHS} are checked, as a reservation holds`)
+  if (named.length > MAX_PATHS || call.tooMany) return refused(`the call names more than ${MAX_PATHS} files; at most ${MAX_PATHS} are checked, as a reservation holds`)
   const out = new Set<string>()
   for (const file of named) {
     if (file.length > MAX_NAME) return refused(`a file name of ${file.length} characters; at most ${MAX_NAME}`)
@@ -110,23 +98,13 @@ export interface CheckedPath {
 /** What a tool call writes, root-relative: the files it plainly writes, and the paths only checked (or why none are checked). */
 export type EditTargets = EditedFiles & { checked: CheckedPath[] }
 
-/** The command text of a shell tool's input: `command` (a string, or Codex's argv), or `cmd` (Codex's exec_command). */
-function shellCommand(input: unknown): string | string[] | null {
-  if (!input || typeof input !== 'object') return null
-  const { command, cmd } = input as Record<string, unknown>
-  const text = command ?? cmd
-  if (typeof text === 'string') return text
-  if (Array.isArray(text) && text.every((a) => typeof a === 'string')) return text as string[]
-  return null
-}
-
 /** The files a tool call writes and the paths to check besides (a shell command's trees and maybes), relative to `root`. */
-export function editTargets(tool: string, input: unknown, root: string, cwd: string): EditTargets {
-  if (!SHELL_TOOLS.has(tool)) return { ...editedFiles(tool, input, root, cwd), checked: [] }
-  const command = shellCommand(input)
-  const files = new Set<string>()
+export function editTargets(call: ToolCall, root: string, cwd: string): EditTargets {
+  const edited = editedFiles(call, root, cwd)
+  const command = call.shell
+  if (command === undefined || edited.problem) return { ...edited, checked: [] }
+  const files = new Set<string>(edited.files)
   const checked: CheckedPath[] = []
-  if (command === null) return { files: [], checked, named: 0, problem: null }
   const patches: ShellPatch[] = []
   for (const w of shellWrites(command, cwd || root, (p) => patches.push(p))) {
     const rel = w.path === resolve(root) ? '' : underRoot(root, cwd, w.path)

@@ -2,10 +2,10 @@
 // who matters to it and what they hold, its claims, its messages) and the messages that
 // arrived since. Both are held to a character budget; what does not fit is counted, and
 // a message counts as shown only when it was put in the text.
-import type { Store, Tx } from '../store'
-import type { Instance } from '../store/instances'
-import type { Session } from './hook-session'
-import { formatMessages, markShown, pendingForSession } from './messages'
+import type { Store, Tx } from '../../store'
+import type { Instance } from '../../store/instances'
+import type { Session } from './session'
+import { formatMessages, markShown, pendingForSession } from '../messages'
 
 export const BRIEFING_MAX = 8_000
 /** Messages read per answer: what does not fit waits for the next one. */

@@ -4,15 +4,15 @@
 // reserved for the session (or its own `edit` reservation renewed) before the answer.
 // The plan is made on committed reads first; when it writes anything, it is made again
 // inside the event's unit, which carries it out (one unit, nothing read apart).
-import { nowMs } from '../lib/time'
-import type { Tx } from '../store'
-import type { Holding, HoldingsReads, Reservation } from '../store/reservations'
-import type { HolderView } from '../store/holders'
-import { expiresAt, holderScope } from './holders'
-import { recordAudit } from './audit'
-import { grantIn, overlapsIn, withReservations, type Overlap } from './reservations'
-import { literalPattern, type CheckedPath } from './hook-paths'
-import type { Session } from './hook-session'
+import { nowMs } from '../../lib/time'
+import type { Tx } from '../../store'
+import type { Holding, HoldingsReads, Reservation } from '../../store/reservations'
+import type { HolderView } from '../../store/holders'
+import { expiresAt, holderScope } from '../holders'
+import { recordAudit } from '../audit'
+import { grantIn, overlapsIn, withReservations, type Overlap } from '../reservations'
+import { literalPattern, type CheckedPath } from './paths'
+import type { Session } from './session'
 
 /** One reservation in the way of an edit: as POST /api/reservations answers a conflict. */
 export type EditConflict = HolderView & {

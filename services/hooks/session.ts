@@ -7,18 +7,19 @@
 // --session-hold, 60 s by default, on whichever replica) takes the instance over with all it holds;
 // jobs/session-holds.ts deregisters an instance nobody took over.
 import { basename, isAbsolute, relative, resolve } from 'node:path'
-import { nowIso, nowMs, parseDuration } from '../lib/time'
-import { invalid } from '../lib/errors'
-import type { Ctx } from './context'
-import type { Tx } from '../store'
-import type { Instance } from '../store/instances'
-import type { HookAgent, HookSession } from '../store/sessions'
-import { checkCapabilities, deregisterIn, instanceTokenFor, registerIn, type Owner } from './instances'
-import { holderScope, TTL_MAX_MS, TTL_MIN_MS } from './holders'
-import { recordAudit, type Role } from './audit'
-import { forbidden } from '../lib/errors'
-import { log } from '../obs/log'
-import { approvalWait } from './approvals'
+import { nowIso, nowMs, parseDuration } from '../../lib/time'
+import { invalid } from '../../lib/errors'
+import type { Ctx } from '../context'
+import type { Tx } from '../../store'
+import type { Instance } from '../../store/instances'
+import type { HookAgent, HookSession } from '../../store/sessions'
+import { checkCapabilities, deregisterIn, instanceTokenFor, registerIn, type Owner } from '../instances'
+import { holderScope, TTL_MAX_MS, TTL_MIN_MS } from '../holders'
+import { recordAudit, type Role } from '../audit'
+import { forbidden } from '../../lib/errors'
+import { log } from '../../obs/log'
+import { approvalWait } from '../approvals'
+import type { CoreEvent } from './types'
 
 /** What the hook config says about the session (X-Muster-* headers), checked once per request. */
 export interface HookHeaders {
@@ -75,14 +76,6 @@ export function hookHeaders(headers: Headers): HookHeaders {
   return out
 }
 
-/** The event fields every hook sends, checked by the route. */
-export interface HookEvent {
-  session_id: string
-  hook_event_name: string
-  cwd?: string
-  [field: string]: unknown
-}
-
 /** The session an event acts as, inside its unit. */
 export interface Session {
   row: HookSession
@@ -114,13 +107,13 @@ export async function assertSessionOwner(ctx: Ctx, sessionId: string, headers: H
  * Opens the event's session inside `tx`: the known instance with a heartbeat, or a new
  * registration (audited hook.session, as is a resume).
  */
-export async function openSession(tx: Tx, agent: HookAgent, event: HookEvent, headers: HookHeaders): Promise<Session> {
-  const row = await tx.sessions.get(event.session_id)
+export async function openSession(tx: Tx, agent: HookAgent, event: CoreEvent, headers: HookHeaders): Promise<Session> {
+  const row = await tx.sessions.get(event.sessionId)
   if (row && row.ended_at === null) {
     // A live instance's heartbeat is the throttled one every call with a token gets (the
     // caller's, `throttledBeat`); a resume, or a stale instance, beats inside this unit, so a
     // stale one turns active before it is granted anything.
-    const resumed = event.hook_event_name === 'SessionStart'
+    const resumed = event.kind === 'session-start'
     const known = await tx.instances.get(row.instance_id)
     const instance = known && (resumed || known.status !== 'active') ? await tx.instances.heartbeat(row.instance_id) : known
     if (instance) {
@@ -129,22 +122,22 @@ export async function openSession(tx: Tx, agent: HookAgent, event: HookEvent, he
     }
   }
   const { root, given } = sessionRoot(event, headers, row?.root)
-  if (event.hook_event_name === 'SessionStart') {
+  if (event.kind === 'session-start') {
     const taken = await takeOver(tx, agent, event, headers, root)
     if (taken) return taken
   }
-  const name = headers.agentName ?? row?.name ?? `${agent}-${event.session_id.slice(0, 8)}`
+  const name = headers.agentName ?? row?.name ?? `${agent}-${event.sessionId.slice(0, 8)}`
   const id = crypto.randomUUID()
   const token = instanceTokenFor(id, headers.owner)
   const instance = await registerIn(tx, undefined, { name, workspace: root, capabilities: headers.capabilities }, token, headers.tokenId ?? null, id)
   const corrected = given === null ? '' : `; root ${root}, the git root, not ${given}`
-  await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.session_id)), `registered ${name} (${agent})${corrected}`)
+  await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.sessionId)), `registered ${name} (${agent})${corrected}`)
   if (given !== null) {
-    const data = { session_id: event.session_id, instance_id: instance.id, root, given }
+    const data = { session_id: event.sessionId, instance_id: instance.id, root, given }
     await tx.emit('session.root_corrected', data, 'hooks')
     log.warn({ ...data, instance_name: name }, 'hook session root corrected to the git root its muster hook reported')
   }
-  const fresh = await putSession(tx, event.session_id, { agent, instance_id: instance.id, name, token, root, project: projectOf(headers, row, root) })
+  const fresh = await putSession(tx, event.sessionId, { agent, instance_id: instance.id, name, token, root, project: projectOf(headers, row, root) })
   return { row: fresh, instance, registered: true, resumed: false, throttledBeat: false }
 }
 
@@ -164,14 +157,14 @@ async function putSession(tx: Tx, sessionId: string, s: Omit<HookSession, 'sessi
  * at this root (of this name when the hook names it; of this agent token) is taken over,
  * its instance and all it holds kept. Null when there is none (or its instance is gone).
  */
-async function takeOver(tx: Tx, agent: HookAgent, event: HookEvent, headers: HookHeaders, root: string): Promise<Session | null> {
+async function takeOver(tx: Tx, agent: HookAgent, event: CoreEvent, headers: HookHeaders, root: string): Promise<Session | null> {
   const owner = headers.role === 'admin' || headers.role === undefined ? undefined : (headers.tokenId ?? undefined)
   const held = await tx.sessions.takeHeld(agent, root, headers.agentName ?? null, owner, nowIso())
   if (!held) return null
   const instance = await tx.instances.heartbeat(held.instance_id)
   if (!instance) return null
-  const row = await putSession(tx, event.session_id, { agent, instance_id: instance.id, name: held.name, token: held.token, root, project: projectOf(headers, held, root) })
-  await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.session_id)), `took over ${instance.name} from session ${held.session_id}`)
+  const row = await putSession(tx, event.sessionId, { agent, instance_id: instance.id, name: held.name, token: held.token, root, project: projectOf(headers, held, root) })
+  await recordAudit(tx, holderScope(instance, 'hook.session', resource(event.sessionId)), `took over ${instance.name} from session ${held.session_id}`)
   return { row, instance, registered: false, resumed: true, throttledBeat: false }
 }
 
@@ -191,8 +184,8 @@ function within(root: string, path: string): boolean {
  *   session's paths would be placed outside it.
  * The server cannot read the agent's disk: it holds the root to what the session's own hook saw.
  */
-export function sessionRoot(event: HookEvent, headers: HookHeaders, earlier: string | undefined): { root: string; given: string | null } {
-  const cwd = typeof event.cwd === 'string' && event.cwd.trim() !== '' ? event.cwd : null
+export function sessionRoot(event: CoreEvent, headers: HookHeaders, earlier: string | undefined): { root: string; given: string | null } {
+  const cwd = event.cwd?.trim() ? event.cwd : null
   const root = headers.gitRoot ?? headers.root ?? earlier ?? cwd ?? ''
   const named = headers.gitRoot ? 'X-Muster-Git-Root' : headers.root ? 'X-Muster-Root' : null
   if (named && cwd && !within(root, cwd))
