@@ -26,4 +26,11 @@ export const HOOK_CLIS: Readonly<Record<string, HookCli>> = {
   'claude-code': claudeShaped(),
   // Codex kills a SessionEnd hook after 3 s: answer (or give up) well inside that.
   codex: claudeShaped({ SessionEnd: 2000 }),
+  // Cline names the event `hookName` and the directory its first `workspaceRoots`.
+  cline: {
+    eventName: (e) => str(e.hookName),
+    cwd: (e) => (Array.isArray(e.workspaceRoots) ? str(e.workspaceRoots[0]) : null),
+    approvals: [],
+    limits: {},
+  },
 }

@@ -164,7 +164,7 @@ export function hookCommands(program: Command): void {
 
   program
     .command('init')
-    .description("wire Claude Code or Codex in this repository to Muster: hooks, MCP entry, CLAUDE.md / AGENTS.md section, the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
+    .description("wire Claude Code, Codex or Cline in this repository to Muster: hooks (Cline: hook files and a plugin), MCP entry, CLAUDE.md / AGENTS.md / .clinerules section, the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
     .argument('<agent>', `${INIT_NAMES.join(' | ')} | git`, agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')

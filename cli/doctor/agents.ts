@@ -4,7 +4,8 @@
 import { isOurs, mergeHooks, type InitAgent } from '../init'
 import type { Check, DoctorContext, Finding } from './check'
 
-const FILES: Record<InitAgent, { path: string; dir: string }> = {
+// Agents whose hooks live in Claude-shaped settings (Cline's hook files are checked by no one yet).
+const FILES: Partial<Record<InitAgent, { path: string; dir: string }>> = {
   'claude-code': { path: '.claude/settings.json', dir: '.claude' },
   codex: { path: '.codex/hooks.json', dir: '.codex' },
 }
@@ -33,7 +34,7 @@ const serverOf = (h: Record<string, any>) =>
   h.type === 'http' ? String(h.url).replace(/\/api\/hooks\/[\w-]+$/, '') : (/--server\s+(\S+)/.exec(String(h.command))?.[1] ?? null)
 
 function agentFindings(ctx: DoctorContext, agent: InitAgent): Finding[] | null {
-  const { path, dir } = FILES[agent]
+  const { path, dir } = FILES[agent]!
   const settings = ctx.json(path)
   const check = `hooks ${agent}`
   if (settings === undefined) return [{ status: 'fail', check, message: `${path} is not a JSON object: ${agent} runs none of its hooks`, fix: `fix the file, then \`muster init ${agent}\`` }]
@@ -66,7 +67,7 @@ function agentFindings(ctx: DoctorContext, agent: InitAgent): Finding[] | null {
 
 /** Whether an agent's Muster hooks run `muster …` commands. */
 function usesCommands(ctx: DoctorContext, agent: InitAgent): boolean {
-  const settings = ctx.json(FILES[agent].path)
+  const settings = ctx.json(FILES[agent]!.path)
   if (!settings) return false
   return [...ours(settings).values()].some((e) => e.hooks.some((h: Record<string, any>) => h.type === 'command'))
 }

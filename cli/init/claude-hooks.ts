@@ -11,7 +11,7 @@ const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PermissionRequest', 'PostTo
 const CODEX_SESSION_END_TIMEOUT = 3
 // The shell tools too: a command's writes are read from its text (lib/shell). Codex sends
 // every shell tool to hooks as `Bash`.
-const EDIT_TOOLS: Record<InitAgent, string> = { 'claude-code': 'Write|Edit|NotebookEdit|Bash', codex: 'apply_patch|Write|Edit|Bash' }
+const EDIT_TOOLS: Partial<Record<InitAgent, string>> = { 'claude-code': 'Write|Edit|NotebookEdit|Bash', codex: 'apply_patch|Write|Edit|Bash' }
 type Hook = Json
 type Group = { matcher?: string; hooks: Hook[] }
 

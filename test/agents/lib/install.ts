@@ -18,6 +18,7 @@ export interface AgentCli {
 export const AGENT_CLIS = {
   'claude-code': { package: '@anthropic-ai/claude-code', version: '2.1.328', bin: 'claude' },
   codex: { package: '@openai/codex', version: '0.169.0', bin: 'codex' },
+  cline: { package: 'cline', version: '3.0.65', bin: 'cline' },
 } satisfies Record<string, AgentCli>
 
 export type AgentName = keyof typeof AGENT_CLIS

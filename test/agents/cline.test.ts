@@ -1,0 +1,188 @@
+// The real Cline CLI (pinned, installed from npm) driven through its own loop against a fake
+// Chat Completions API and a real Muster server: `muster init cline` in a scratch git
+// repository, then plain `cline --json "<prompt>"` runs (one task each). Each scenario asserts
+// what reached the model (the fake logs every request) and what Muster and the files show.
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { call, register, startServer, type TestServer } from '../helpers'
+import { startFakeChat, type FakeChat } from './fake-chat'
+import { marker } from './lib/script'
+import { clineRun, clineWorld, eventually, hookContexts, jsonLines, muster, toolResults, type ClineWorld } from './cline'
+
+let s: TestServer
+let fake: FakeChat
+let w: ClineWorld
+
+beforeAll(async () => {
+  s = await startServer()
+  fake = startFakeChat()
+  w = await clineWorld({ modelUrl: fake.baseUrl, server: s.api })
+}, 240_000)
+
+afterAll(async () => {
+  fake?.stop()
+  await s?.cleanup()
+  w?.cleanup()
+})
+
+/** A scratch repository wired by `muster init cline …` (asserted to succeed). */
+function wired(...flags: string[]): string {
+  const repo = w.repo()
+  const r = muster(w, repo, ['init', 'cline', ...flags])
+  expect(r.code, r.stderr).toBe(0)
+  return repo
+}
+
+const sessionsOf = async (root: string) => ((await call(s.api, 'GET', '/api/sessions')).body as any[]).filter((x) => x.root === root)
+const reservationsOf = async (instance: string) => (await call(s.api, 'GET', `/api/reservations?instance_id=${instance}`)).body as any[]
+
+test('muster init cline writes executable hook files, the plugin and a rules file; a second run changes nothing', () => {
+  const repo = w.repo()
+  writeFileSync(join(repo, '.gitignore'), '')
+  Bun.spawnSync(['mkdir', '-p', join(repo, '.clinerules/hooks')])
+  // A hook file of the user's own keeps its name: ours takes the next one Cline reads.
+  writeFileSync(join(repo, '.clinerules/hooks/PostToolUse'), '#!/bin/sh\necho {}\n', { mode: 0o755 })
+  const first = muster(w, repo, ['init', 'cline', '--reserve', '30m'])
+  expect(first.code, first.stderr).toBe(0)
+  const files = JSON.parse(first.stdout).files.map((f: any) => `${f.path} ${f.action}`)
+  expect(files).toEqual([
+    '.clinerules/hooks/PostToolUse.sh created',
+    '.clinerules/hooks/TaskComplete created',
+    '.clinerules/hooks/TaskCancel created',
+    '.clinerules/hooks/TaskError created',
+    '.cline/plugins/muster.js created',
+    '.clinerules/muster.md created',
+  ])
+  for (const hook of ['PostToolUse.sh', 'TaskComplete', 'TaskCancel', 'TaskError']) {
+    const path = join(repo, '.clinerules/hooks', hook)
+    expect(statSync(path).mode & 0o777).toBe(0o755)
+    expect(readFileSync(path, 'utf8')).toContain(`exec muster hook cline --server ${s.api} --reserve 30m`)
+  }
+  expect(readFileSync(join(repo, '.clinerules/hooks/PostToolUse'), 'utf8')).toBe('#!/bin/sh\necho {}\n')
+  expect(readFileSync(join(repo, '.cline/plugins/muster.js'), 'utf8')).toContain(JSON.stringify(['muster', 'hook', 'cline', '--server', s.api, '--reserve', '30m']))
+  expect(readFileSync(join(repo, '.clinerules/muster.md'), 'utf8')).toContain('How this team of agents coordinates (Muster)')
+  const again = muster(w, repo, ['init', 'cline', '--reserve', '30m'])
+  expect(again.code, again.stderr).toBe(0)
+  expect(JSON.parse(again.stdout).files.every((f: any) => f.action === 'unchanged')).toBe(true)
+  // No token in any file written.
+  for (const f of JSON.parse(first.stdout).files) expect(readFileSync(join(repo, f.path), 'utf8')).not.toMatch(/Bearer|token=/i)
+})
+
+test('a task registers as a session, briefed: the briefing and the rules file reach the model', async () => {
+  const repo = wired()
+  const holder = await register(s, 'bri-holder')
+  const project = repo.split('/').pop()
+  await call(s.api, 'POST', '/api/reservations', { project, paths: ['src/billing/**'], reason: 'billing rewrite' }, holder.h)
+  const m = 'brief'
+  let during: any[] = []
+  fake.scripts.add({
+    name: m,
+    steps: [
+      async () => {
+        during = await sessionsOf(repo)
+        return { text: 'looking', tool: { name: 'run_commands', input: { commands: ['ls src'] } } }
+      },
+      { text: 'read it' },
+    ],
+  })
+  const r = await clineRun(w, repo, `${marker(m)} look around`, { env: { MUSTER_AGENT: 'bri' } })
+  expect(r.code, r.stderr).toBe(0)
+  expect(during).toMatchObject([{ agent: 'cline', name: 'bri', root: repo, project, ended_at: null }])
+  const [first, second] = fake.log.of(m)
+  expect(first.text).toContain('How this team of agents coordinates (Muster)') // .clinerules/muster.md
+  const context = hookContexts(second).join('\n')
+  expect(context).toContain('Muster coordination: you are "bri"')
+  expect(context).toContain('src/billing/**: bri-holder (active), exclusive')
+})
+
+test("an edit of a file another agent holds is skipped, the file unchanged, the reason reaching the model; the task goes on", async () => {
+  const repo = wired()
+  const holder = await register(s, 'ada')
+  const project = repo.split('/').pop()
+  const held = await call(s.api, 'POST', '/api/reservations', { project, paths: ['src/app.ts'], reason: 'answer refactor' }, holder.h)
+  expect(held.status).toBe(201)
+  const m = 'denied'
+  fake.scripts.add({
+    name: m,
+    steps: [
+      { text: 'editing', tool: { name: 'editor', input: { path: 'src/app.ts', old_text: 'export const answer = 41', new_text: 'export const answer = 42' } } },
+      { text: 'then the shell', tool: { name: 'run_commands', input: { commands: ["echo 'export const answer = 43' > src/app.ts"] } } },
+      { text: 'asking ada' },
+    ],
+  })
+  const r = await clineRun(w, repo, `${marker(m)} bump the answer`, { env: { MUSTER_AGENT: 'bob' } })
+  expect(r.code, r.stderr).toBe(0)
+  expect(readFileSync(join(repo, 'src/app.ts'), 'utf8')).toBe('export const answer = 41\n')
+  const [, afterEdit, afterShell] = fake.log.of(m)
+  const edit = toolResults(afterEdit).join('\n')
+  expect(edit).toContain('src/app.ts')
+  expect(edit).toContain('by ada (active)')
+  expect(edit).toContain('answer refactor')
+  expect(edit).toContain('muster send ada')
+  expect(toolResults(afterShell).at(-1)).toContain('by ada (active)')
+  expect(jsonLines(r, 'run_result')[0]?.finishReason).toBe('completed')
+})
+
+test('a message sent mid-task reaches the model after the next tool call', async () => {
+  const repo = wired()
+  const m = 'midmsg'
+  fake.scripts.add({
+    name: m,
+    steps: [
+      async () => {
+        await call(s.api, 'POST', '/api/messages', { to: ['mia'], subject: 'schema moved to v2', body: 'pull before you touch db/' })
+        return { text: 'checking', tool: { name: 'run_commands', input: { commands: ['true'] } } }
+      },
+      { text: 'noted' },
+    ],
+  })
+  const r = await clineRun(w, repo, `${marker(m)} go`, { env: { MUSTER_AGENT: 'mia' } })
+  expect(r.code, r.stderr).toBe(0)
+  const [, next] = fake.log.of(m)
+  const context = hookContexts(next).join('\n')
+  expect(context).toContain('schema moved to v2')
+  expect(context).toContain('pull before you touch db/')
+  const sent = (await call(s.api, 'GET', '/api/messages?to=mia')).body as any[]
+  expect(sent.length).toBe(1)
+})
+
+test('the session ends when the task completes, and what it held is free for the next', async () => {
+  const repo = wired('--reserve', '30m')
+  const [ma, mb] = ['ends', 'next']
+  let heldDuring: any[] = []
+  fake.scripts.add({
+    name: ma,
+    steps: [
+      { text: 'editing', tool: { name: 'editor', input: { path: 'src/app.ts', old_text: 'answer = 41', new_text: 'answer = 42' } } },
+      async () => {
+        const [session] = await sessionsOf(repo)
+        heldDuring = await reservationsOf(session.instance_id)
+        return { text: 'done' }
+      },
+    ],
+  })
+  fake.scripts.add({ name: mb, steps: [{ text: 'editing', tool: { name: 'editor', input: { path: 'src/app.ts', old_text: 'answer = 42', new_text: 'answer = 43' } } }, { text: 'done' }] })
+  const a = await clineRun(w, repo, `${marker(ma)} edit`, { env: { MUSTER_AGENT: 'ena' } })
+  expect(a.code, a.stderr).toBe(0)
+  expect(heldDuring).toMatchObject([{ paths: ['src/app.ts'], exclusive: true, reason: 'edit' }])
+  // TaskComplete runs detached: it may finish just after Cline exits.
+  const ended = await eventually(async () => (await sessionsOf(repo)).find((x) => x.name === 'ena' && x.ended_at !== null))
+  expect(await reservationsOf(ended.instance_id)).toEqual([])
+  expect((await call(s.api, 'GET', `/api/instances/${ended.instance_id}`)).status).toBe(404)
+  const b = await clineRun(w, repo, `${marker(mb)} edit again`, { env: { MUSTER_AGENT: 'enb' } })
+  expect(b.code, b.stderr).toBe(0)
+  expect(readFileSync(join(repo, 'src/app.ts'), 'utf8')).toBe('export const answer = 43\n')
+})
+
+test('with no server to reach, Cline goes on: hooks and plugin fail open', async () => {
+  const repo = w.repo()
+  const r0 = muster(w, repo, ['init', 'cline', '--server', 'http://127.0.0.1:9'])
+  expect(r0.code, r0.stderr).toBe(0)
+  const m = 'offline'
+  fake.scripts.add({ name: m, steps: [{ text: 'editing', tool: { name: 'editor', input: { path: 'src/app.ts', old_text: 'answer = 41', new_text: 'answer = 44' } } }, { text: 'done' }] })
+  const r = await clineRun(w, repo, `${marker(m)} edit`, { env: { MUSTER_AGENT: 'off' } })
+  expect(r.code, r.stderr).toBe(0)
+  expect(readFileSync(join(repo, 'src/app.ts'), 'utf8')).toBe('export const answer = 44\n')
+  expect(existsSync(join(repo, '.cline/plugins/muster.js'))).toBe(true)
+})
