@@ -19,6 +19,7 @@ import { Exit, UsageError, act, printJson } from './output'
 import { codexHooksTrust, trustCodexHooks } from './codex-trust'
 import { CODEX_NETWORK_SETTING, hookTokenProblem, INIT_AGENTS, planInit, writeInit, type InitAgent } from './init'
 import { HOOK_CLIS, type HookCli } from './hook-agents'
+import { clineMcpNote } from './init/cline'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
@@ -202,6 +203,7 @@ export function hookCommands(program: Command): void {
           notes.push(`Codex's default workspace-write sandbox has no network: \`muster\` in the model's shell cannot reach ${server}. Run \`muster init codex --allow-network\` (${CODEX_NETWORK_SETTING} in .codex/config.toml), or run Codex with another sandbox`)
         if (notes.length) out.notes = notes
       }
+      if (agent === 'cline') out.notes = [clineMcpNote(server)]
       printJson(out)
     })
 }

@@ -50,6 +50,10 @@ function hookPath(root: string, event: string): string {
   return free
 }
 
+/** Cline reads MCP servers from the user's own settings only: what to run, the token left to the shell. */
+export const clineMcpNote = (server: string) =>
+  `Cline reads MCP servers only from your own settings, not the repository's: to add Muster's, run \`cline mcp add muster --transport streamableHttp --header "Authorization: Bearer $SERVICE_TOKEN" --yes ${server}/mcp\``
+
 export function clineFiles(o: InitOptions): FileSpec[] {
   return [
     ...CLINE_HOOK_EVENTS.map((event) => ({ path: hookPath(o.root, event), content: () => hookScript(o, event), mode: 0o755 })),

@@ -186,3 +186,27 @@ test('with no server to reach, Cline goes on: hooks and plugin fail open', async
   expect(readFileSync(join(repo, 'src/app.ts'), 'utf8')).toBe('export const answer = 44\n')
   expect(existsSync(join(repo, '.cline/plugins/muster.js'))).toBe(true)
 })
+
+test("the model's shell acts as the session's instance: `muster reserve` there is the session's", async () => {
+  const repo = wired()
+  const project = repo.split('/').pop()
+  const m = 'shell'
+  let mine: any[] = []
+  let session: any = null
+  fake.scripts.add({
+    name: m,
+    steps: [
+      { text: 'reserving', tool: { name: 'run_commands', input: { commands: [`muster reserve ${project} 'docs/**' --ttl 10m --reason notes; echo "exit=$?"`] } } },
+      async () => {
+        ;[session] = await sessionsOf(repo)
+        mine = await reservationsOf(session.instance_id)
+        return { text: 'done' }
+      },
+    ],
+  })
+  const r = await clineRun(w, repo, `${marker(m)} reserve the docs`, { env: { MUSTER_AGENT: 'shy' } })
+  expect(r.code, r.stderr).toBe(0)
+  expect(toolResults(fake.log.of(m)[1]).join('\n')).toContain('exit=0')
+  expect(session).toMatchObject({ agent: 'cline', name: 'shy' })
+  expect(mine).toMatchObject([{ paths: ['docs/**'], reason: 'notes' }])
+})
