@@ -3,6 +3,7 @@
 // command hooks.
 import { isOurs, mergeHooks, type InitAgent } from '../init'
 import type { Check, DoctorContext, Finding } from './check'
+import { clineWired } from './cline'
 
 // Agents whose hooks live in Claude-shaped settings (Cline's hook files are checked by no one yet).
 const FILES: Partial<Record<InitAgent, { path: string; dir: string }>> = {
@@ -75,7 +76,7 @@ function usesCommands(ctx: DoctorContext, agent: InitAgent): boolean {
 export const agentChecks: Check = (ctx) => {
   const out: Finding[] = []
   for (const agent of Object.keys(FILES) as InitAgent[]) out.push(...(agentFindings(ctx, agent) ?? []))
-  if (!out.length) out.push({ status: 'warn', check: 'hooks', message: `no agent is wired in ${ctx.root}`, fix: '`muster init claude-code` and/or `muster init codex` in the repository' })
+  if (!out.length && !clineWired(ctx)) out.push({ status: 'warn', check: 'hooks', message: `no agent is wired in ${ctx.root}`, fix: '`muster init claude-code`, `muster init codex` or `muster init cline` in the repository' })
   const commands = (Object.keys(FILES) as InitAgent[]).filter((a) => usesCommands(ctx, a))
   const bin = Bun.which('muster', { PATH: ctx.env.PATH ?? '' })
   if (bin) out.push({ status: 'ok', check: 'PATH', message: `muster is ${bin}` })

@@ -40,10 +40,15 @@ function hookScript(o: InitOptions, event: string): string {
   return [`#!/bin/sh`, MARK, `# Cline's ${event} event, posted to Muster.`, `exec ${command(o).map(quote).join(' ')}`, ''].join('\n')
 }
 
+const hookNames = (event: string) => NAMES(event).map((n) => `${CLINE_HOOKS_DIR}/${n}`)
+
+/** Our hook file for `event` under `root` (relative), or null when there is none. */
+export const ourHookFile = (root: string, event: string): string | null => hookNames(event).find((p) => isOurs(join(root, p))) ?? null
+
 /** Where our hook file for `event` goes: where it already is, else the first name no file of the user's holds. */
 function hookPath(root: string, event: string): string {
-  const names = NAMES(event).map((n) => `${CLINE_HOOKS_DIR}/${n}`)
-  const ours = names.find((p) => isOurs(join(root, p)))
+  const names = hookNames(event)
+  const ours = ourHookFile(root, event)
   if (ours) return ours
   const free = names.find((p) => !existsSync(join(root, p)))
   if (!free) throw new UsageError(`${names.join(', ')} are all files of your own: move one away so Muster's ${event} hook has a name Cline reads`)

@@ -3,7 +3,7 @@
 // repository, then plain `cline --json "<prompt>"` runs (one task each). Each scenario asserts
 // what reached the model (the fake logs every request) and what Muster and the files show.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, register, startServer, type TestServer } from '../helpers'
 import { startFakeChat, type FakeChat } from './fake-chat'
@@ -67,6 +67,18 @@ test('muster init cline writes executable hook files, the plugin and a rules fil
   expect(JSON.parse(again.stdout).files.every((f: any) => f.action === 'unchanged')).toBe(true)
   // No token in any file written.
   for (const f of JSON.parse(first.stdout).files) expect(readFileSync(join(repo, f.path), 'utf8')).not.toMatch(/Bearer|token=/i)
+  expect(JSON.parse(first.stdout).notes[0]).toContain(`cline mcp add muster --transport streamableHttp --header "Authorization: Bearer $SERVICE_TOKEN" --yes ${s.api}/mcp`)
+
+  // muster doctor checks the wiring: fine, then a hook not executable and the plugin gone.
+  const fine = muster(w, repo, ['doctor'])
+  expect(fine.stdout).toContain('ok   hooks cline: .clinerules/hooks/PostToolUse.sh, .clinerules/hooks/TaskComplete')
+  expect(fine.stdout).not.toContain('no agent is wired')
+  chmodSync(join(repo, '.clinerules/hooks/TaskCancel'), 0o644)
+  rmSync(join(repo, '.cline/plugins/muster.js'))
+  const broken = muster(w, repo, ['doctor'])
+  expect(broken.code).toBe(3)
+  expect(broken.stdout).toContain('FAIL hooks cline: lacks .cline/plugins/muster.js: no write is denied')
+  expect(broken.stdout).toContain('FAIL hooks cline: .clinerules/hooks/TaskCancel not executable')
 })
 
 test('a task registers as a session, briefed: the briefing and the rules file reach the model', async () => {
