@@ -18,6 +18,8 @@ function task(headers: Record<string, string> = {}) {
   const root = `/tmp/cline-${n}/${project}`
   const send = async (fixture: Record<string, unknown>, h: Record<string, string> = {}) => {
     const body = { ...JSON.parse(JSON.stringify(fixture).replaceAll('/work/repo', root)), taskId: id }
+    // The CLI's events name its session too: the same one here.
+    if (body.sessionContext) body.sessionContext = { rootSessionId: id }
     const r = await call(s.api, 'POST', '/api/hooks/cline', body, { ...headers, ...h })
     expect(r.status).toBe(200)
     return r
@@ -108,6 +110,22 @@ describe('the Cline CLI (3.0.65)', () => {
     expect(body.contextModification).toContain(`Message ${sent.body.id} from human: schema moved`)
     expect(body.contextModification).toContain('pull first')
     expect((await t.send(cli.tool_result)).body).toEqual({})
+  })
+
+  test("a sub-agent's events are its session's: its tool calls checked as the session's, its start and end not the session's", async () => {
+    const t = task({ 'x-muster-reserve': '10m', 'x-muster-agent': 'lead' })
+    await t.send(cli.agent_start)
+    await t.send(cli.tool_call_editor)
+    const row = await sessionRow(t.id)
+    // A sub-agent: a taskId and agent_id of its own, the lead's CLI session (sdk/packages/core/src/extensions/tools/team/delegated-agent.ts: the lead's hooks and extensions).
+    const sub = (fixture: Record<string, unknown>) => ({ ...fixture, taskId: `conv_sub_${t.id}`, sessionContext: { rootSessionId: t.id }, agent_id: 'agent_sub', parent_agent_id: cli.agent_start.agent_id })
+    await call(s.api, 'POST', '/api/hooks/cline', { ...sub(cli.agent_start), workspaceRoots: [t.root] })
+    const own = await call(s.api, 'POST', '/api/hooks/cline', { ...sub(cli.tool_call_editor), workspaceRoots: [t.root] })
+    expect(own.body).toEqual({}) // the lead's own reservation: no conflict
+    expect((await call(s.api, 'POST', '/api/hooks/cline', { ...sub(cli.agent_end), workspaceRoots: [t.root] })).body).toEqual({})
+    expect(await sessionRow(t.id)).toMatchObject({ instance_id: row.instance_id, ended_at: null })
+    expect((await reservationsOf(row.instance_id)).map((r) => r.paths)).toEqual([['src/app.ts']])
+    expect(((await call(s.api, 'GET', '/api/sessions')).body as any[]).filter((x) => x.session_id.includes(t.id)).length).toBe(1)
   })
 
   for (const end of ['agent_end', 'agent_abort', 'agent_error'] as const) {

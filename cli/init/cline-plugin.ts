@@ -19,6 +19,8 @@ const COMMAND = ${JSON.stringify(command)}
 const TIMEOUT_MS = 15000
 /** The briefing of each task, until its first tool call hands it to the model. */
 const briefings = new Map()
+/** The CLI's session (the hook files' sessionContext.rootSessionId): the lead agent's and its sub-agents'. */
+let rootSessionId = null
 
 /** Muster's answer to one event ({cancel, errorMessage, contextModification}), or null when there is none. */
 function ask(event) {
@@ -58,6 +60,7 @@ function base(snapshot, hookName) {
     timestamp: new Date().toISOString(),
     taskId: snapshot?.conversationId || snapshot?.runId || snapshot?.agentId,
     workspaceRoots: [process.cwd()],
+    ...(rootSessionId ? { sessionContext: { rootSessionId } } : {}),
     agent_id: snapshot?.agentId,
     parent_agent_id: snapshot?.parentAgentId ?? null,
   }
@@ -71,6 +74,9 @@ const said = (v) => (typeof v === 'string' && v.trim() !== '' ? v : null)
 export const plugin = {
   name: 'muster',
   manifest: { capabilities: ['hooks'] },
+  setup(_api, ctx) {
+    rootSessionId = typeof ctx?.session?.sessionId === 'string' ? ctx.session.sessionId : null
+  },
   hooks: {
     async beforeRun({ snapshot }) {
       const resume = process.env.CLINE_HOOK_AGENT_RESUME === '1'

@@ -101,6 +101,8 @@ test('a task registers as a session, briefed: the briefing and the rules file re
   const r = await clineRun(w, repo, `${marker(m)} look around`, { env: { MUSTER_AGENT: 'bri' } })
   expect(r.code, r.stderr).toBe(0)
   expect(during).toMatchObject([{ agent: 'cline', name: 'bri', root: repo, project, ended_at: null }])
+  // The session is Cline's own (what `cline history` lists), not one agent's conversation.
+  expect(existsSync(join(w.home, '.cline/data/sessions', during[0].session_id))).toBe(true)
   const [first, second] = fake.log.of(m)
   expect(first.text).toContain('How this team of agents coordinates (Muster)') // .clinerules/muster.md
   const context = hookContexts(second).join('\n')

@@ -6,6 +6,8 @@
 //   `apply_patch` instead);
 // - CLINE_SESSION_BACKEND_MODE=local: otherwise the first run starts a hub daemon that
 //   outlives the test;
+// - CLINE_PLUGIN_IMPORT_TIMEOUT_MS raised: Cline loads plugins in a sandbox process and drops
+//   them all (one line in its log) when that takes over 4 s, as it can on a loaded machine;
 // - scratch HOME, no inherited keys, no telemetry, no update check.
 // Hook files in .clinerules/hooks/ and plugins in .cline/plugins/ of the workspace run with no
 // setting to turn on.
@@ -57,6 +59,8 @@ export async function clineWorld(o: { modelUrl: string; server: string }): Promi
     CLINE_SESSION_BACKEND_MODE: 'local',
     CLINE_TELEMETRY_DISABLED: '1',
     CLINE_NO_AUTO_UPDATE: '1',
+    // Cline drops every plugin whose sandbox takes over 4 s to load (a loaded machine): no deny, no briefing.
+    CLINE_PLUGIN_IMPORT_TIMEOUT_MS: '30000',
   }
   const auth = Bun.spawnSync([bin, 'auth', '-p', 'openai-compatible', '-k', 'fake-key', '-m', CLINE_MODEL, '-b', o.modelUrl], { cwd: home, env, stdout: 'pipe', stderr: 'pipe' })
   if (auth.exitCode !== 0) throw new Error(`cline auth exited ${auth.exitCode}: ${auth.stderr}${auth.stdout}`)

@@ -1,7 +1,8 @@
 // Cline: hook files in .clinerules/hooks/ (named by event: TaskStart, PostToolUse, …) run
 // `muster hook cline`, and a plugin (.cline/plugins/muster.js, both written by `muster init
-// cline`) posts the same event for a tool call. The event carries `taskId` (the session),
-// `hookName`, `workspaceRoots` and per-event data; the answer is `{cancel, contextModification,
+// cline`) posts the same events for a run's start and a tool call. The event carries `taskId`
+// (with the CLI's `sessionContext.rootSessionId`, the session), `hookName`, `workspaceRoots`
+// and per-event data; the answer is `{cancel, contextModification,
 // errorMessage}`. Two generations send it:
 // - the Cline CLI 3.x (the SDK, @cline/core's hook-file-hooks): hookName is the SDK's own
 //   (`agent_start`, `tool_call`, …) and the tool call comes whole in `tool_call.input`;
@@ -108,11 +109,26 @@ function cwdOf(body: Json): string | undefined {
   return (first as string | undefined) ?? text(object(body.workspaceInfo) ?? {}, 'rootPath')
 }
 
+/**
+ * The session: the CLI's own session (`sessionContext.rootSessionId`, what `cline history`
+ * lists), shared by the task's agent and the sub-agents it spawns (each with a `taskId` of its
+ * own); the VS Code extension sends none: its `taskId`.
+ */
+function sessionOf(body: Json): string {
+  const taskId = requiredId(body, 'taskId')
+  const context = object(body.sessionContext)
+  return context && typeof context.rootSessionId === 'string' && context.rootSessionId.trim() !== '' ? requiredId(context, 'rootSessionId') : taskId
+}
+
+/** Kinds a sub-agent's event does not have: its start, prompt or end is not the session's. */
+const SESSION_KINDS = new Set<HookKind>(['session-start', 'session-end', 'prompt'])
+
 export function parseCline(body: Json): CoreEvent {
   const name = requiredId(body, 'hookName')
-  const sessionId = requiredId(body, 'taskId')
+  const sessionId = sessionOf(body)
   const known = EVENTS[name]
-  const kind = known?.kind ?? 'other'
+  const subAgent = typeof body.parent_agent_id === 'string' && body.parent_agent_id !== ''
+  const kind = !known || (subAgent && SESSION_KINDS.has(known.kind)) ? 'other' : known.kind
   const reason = text(body, 'reason')
   return {
     kind,
