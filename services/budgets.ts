@@ -10,6 +10,43 @@ import type { BudgetRow, BudgetScope, BudgetSpec, BudgetWindow } from '../store/
 import { nowIso, nowMs } from '../lib/time'
 import { conflict, notFound } from '../lib/errors'
 import { recordAudit, type AuditScope } from './audit'
+import type { Bus } from './bus'
+
+/** How long a replica answers hooks from the budgets it read as reached, at most (a put or delete through another replica shows after this). */
+const REACHED_MAX_AGE_MS = 1000
+
+/**
+ * The budgets that reached their limit, as the hooks read them on every tool call: kept in
+ * memory for at most REACHED_MAX_AGE_MS, and read again at once after a budget event (a
+ * crossing, on any replica) or a put or delete through this server. Most fleets have no
+ * budget over its limit, so nearly every hook call reads nothing.
+ */
+export class ReachedBudgets {
+  private rows: Promise<BudgetRow[]> | null = null
+  private readAt = 0
+
+  constructor(bus: Bus) {
+    bus.listen((event) => {
+      if (event.topic.startsWith('budget.')) this.forget()
+    })
+  }
+
+  forget(): void {
+    this.rows = null
+  }
+
+  get(reads: { budgets: { reached(): Promise<BudgetRow[]> } }): Promise<BudgetRow[]> {
+    const now = Date.now()
+    if (!this.rows || now - this.readAt > REACHED_MAX_AGE_MS) {
+      this.readAt = now
+      // A failed read (the database away) is not kept: the next call reads again.
+      const rows = reads.budgets.reached()
+      this.rows = rows
+      rows.catch(() => this.rows === rows && this.forget())
+    }
+    return this.rows
+  }
+}
 
 export const BUDGET_SCOPES: readonly BudgetScope[] = ['agent', 'project', 'task', 'queue', 'all']
 export const BUDGET_WINDOWS: readonly BudgetWindow[] = ['day', 'week', 'total']
@@ -67,8 +104,8 @@ async function crossings(tx: Tx, b: BudgetRow, start: string, spent: number): Pr
 }
 
 /** PUT /api/budgets/{name}: true when new. Spend is summed once here, over the window's usage. */
-export function putBudget(ctx: Ctx, audit: AuditScope | undefined, spec: BudgetSpec): Promise<{ created: boolean; budget: BudgetView }> {
-  return ctx.store.write(async (tx) => {
+export async function putBudget(ctx: Ctx, audit: AuditScope | undefined, spec: BudgetSpec): Promise<{ created: boolean; budget: BudgetView }> {
+  const done = await ctx.store.write(async (tx) => {
     const old = await tx.budgets.get(spec.name)
     const at = nowIso()
     const start = windowStart(spec.window)
@@ -92,13 +129,16 @@ export function putBudget(ctx: Ctx, audit: AuditScope | undefined, spec: BudgetS
     await recordAudit(tx, audit, `${spec.scope}${spec.scope === 'all' ? '' : ` ${spec.target}`}: $${spec.limit_usd} per ${spec.window}, ${spec.action}`)
     return { created: !old, budget: viewOf(row) }
   })
+  ctx.reachedBudgets.forget()
+  return done
 }
 
-export function deleteBudget(ctx: Ctx, audit: AuditScope | undefined, name: string): Promise<void> {
-  return ctx.store.write(async (tx) => {
+export async function deleteBudget(ctx: Ctx, audit: AuditScope | undefined, name: string): Promise<void> {
+  await ctx.store.write(async (tx) => {
     if (!(await tx.budgets.delete(name))) throw notFound(`budget ${name} not found`)
     await recordAudit(tx, audit)
   })
+  ctx.reachedBudgets.forget()
 }
 
 /** What a usage record is charged by: the keys of every scope it may fall in. */
@@ -154,14 +194,14 @@ function inScope(b: Pick<BudgetRow, 'scope' | 'target'>, k: Keys): boolean {
 }
 
 /** The budgets that are over their limit in their current window. */
-async function overNow(reads: { budgets: { reached(): Promise<BudgetRow[]> } }): Promise<BudgetRow[]> {
+async function overNow(ctx: Ctx): Promise<BudgetRow[]> {
   const now = nowMs()
-  return (await reads.budgets.reached()).filter((b) => current(b, now).spent >= b.limit_usd)
+  return (await ctx.reachedBudgets.get(ctx.store)).filter((b) => current(b, now).spent >= b.limit_usd)
 }
 
 /** The over-limit budgets whose scope holds `instance` (working in `project`, with the tasks it has claimed). */
 async function overFor(ctx: Ctx, instance: Instance, project: string, action: 'warn' | 'deny'): Promise<BudgetRow[]> {
-  const over = (await overNow(ctx.store)).filter((b) => b.action === action)
+  const over = (await overNow(ctx)).filter((b) => b.action === action)
   if (!over.length) return []
   let tasks: Task[] = []
   if (over.some((b) => b.scope === 'task' || b.scope === 'queue')) tasks = await ctx.store.queue.claimedBy(instance.id)

@@ -5,6 +5,7 @@ import type { Store } from '../store'
 import type { AgentMetrics } from './metrics'
 import type { Waiters } from '../lib/waiters'
 import type { ApprovalsMemory } from './approvals'
+import type { ReachedBudgets } from './budgets'
 import type { InboxWaiters } from './messages'
 import type { TokenIds } from './token-ids'
 import type { Credentials } from './credentials'
@@ -40,6 +41,8 @@ export interface Ctx {
   credentials: Credentials
   /** PermissionRequest hook answers held for a person's decision, and the sessions with a "needs input" notice. */
   approvals: ApprovalsMemory
+  /** The budgets over their limit, as the hooks read them on every tool call. */
+  reachedBudgets: ReachedBudgets
   /** Long polls on state keys and event history. */
   watches: Watches
   /** One per primitive (locks, reservations, task claims): what runs when a TTL ends or an instance goes away. */

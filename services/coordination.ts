@@ -13,8 +13,9 @@ import { InboxWaiters } from './messages'
 import { TokenIds } from './token-ids'
 import { Credentials } from './credentials'
 import { ApprovalsMemory } from './approvals'
+import { ReachedBudgets } from './budgets'
 
-export type Coordination = Pick<Ctx, 'lockLines' | 'claimWaiters' | 'inboxWaiters' | 'tokens' | 'credentials' | 'approvals' | 'watches' | 'releasers'>
+export type Coordination = Pick<Ctx, 'lockLines' | 'claimWaiters' | 'inboxWaiters' | 'tokens' | 'credentials' | 'approvals' | 'reachedBudgets' | 'watches' | 'releasers'>
 
 /** Held requests end when `shutdown` is aborted. */
 export function coordination(bus: Bus, shutdown: AbortSignal): Coordination {
@@ -25,6 +26,7 @@ export function coordination(bus: Bus, shutdown: AbortSignal): Coordination {
     tokens: new TokenIds(bus),
     credentials: new Credentials(bus),
     approvals: new ApprovalsMemory(bus, shutdown),
+    reachedBudgets: new ReachedBudgets(bus),
     watches: watchWaiters(bus, shutdown),
     // In this order their release events are written within one unit.
     releasers: [claimReleaser, lockReleaser, reservationReleaser],

@@ -21,6 +21,9 @@ export interface Holding {
   instance_id: string
   paths: string[]
   exclusive: boolean
+  /** Read with it so an edit in edit-reserve mode decides on its own reservation without reading it again. */
+  reason: string | null
+  expires_at: string | null
 }
 
 export interface ReservationFilter {
@@ -64,7 +67,7 @@ const maybe = (r: Row | null) => (r ? toReservation(r) : null)
 /** Removed reservations in grant order: RETURNING promises no order. */
 const byFence = (rows: Row[]) => rows.map(toReservation).sort((a, b) => a.fence - b.fence)
 
-type HoldingRow = { id: string; instance_id: string; paths: string; exclusive: number }
+type HoldingRow = { id: string; instance_id: string; paths: string; exclusive: number; reason: string | null; expires_at: string | null }
 /** Parsed path lists by their JSON text: the same few lists are read on every grant. */
 const parsed = new Map<string, string[]>()
 function toHolding(r: HoldingRow): Holding {
@@ -73,10 +76,11 @@ function toHolding(r: HoldingRow): Holding {
     if (parsed.size >= 50_000) parsed.clear()
     parsed.set(r.paths, (paths = JSON.parse(r.paths) as string[]))
   }
-  return { id: r.id, instance_id: r.instance_id, paths, exclusive: r.exclusive === 1 }
+  return { id: r.id, instance_id: r.instance_id, paths, exclusive: r.exclusive === 1, reason: r.reason, expires_at: r.expires_at }
 }
 
-const HOLDINGS = stmt<HoldingRow>('SELECT id, instance_id, paths, exclusive FROM reservations WHERE project = ? ORDER BY seq')
+const HOLDING_COLUMNS = 'id, instance_id, paths, exclusive, reason, expires_at'
+const HOLDINGS = stmt<HoldingRow>(`SELECT ${HOLDING_COLUMNS} FROM reservations WHERE project = ? ORDER BY seq`)
 const ONE = stmt<Row>(`SELECT ${COLUMNS} FROM reservations WHERE id = ?`)
 const INSERT = stmt(`INSERT INTO reservations (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 const RENEW = stmt<Row>(`UPDATE reservations SET expires_at = ? WHERE id = ? ${RETURNING}`)
@@ -114,7 +118,7 @@ const padded = (xs: string[]) => {
 function nearStatement(d: Dialect, exact: number, below: number): Stmt<HoldingRow> {
   const arms = [`SELECT reservation_id FROM reservation_paths WHERE project = ? AND prefix IN (${Array(exact).fill('?').join(', ')})`]
   for (let i = 0; i < below; i++) arms.push('SELECT reservation_id FROM reservation_paths WHERE project = ? AND prefix > ? AND prefix < ?')
-  return stmt<HoldingRow>(`SELECT id, instance_id, paths, exclusive FROM reservations WHERE ${d.inRows('id', arms.join(' UNION ALL '))} ORDER BY seq`)
+  return stmt<HoldingRow>(`SELECT ${HOLDING_COLUMNS} FROM reservations WHERE ${d.inRows('id', arms.join(' UNION ALL '))} ORDER BY seq`)
 }
 
 /** holdings and holdingsFor over one runner (the unit's or committed reads). */

@@ -476,7 +476,7 @@ describe('reservations', () => {
     const a = await reserve('i1', ['src/**'], true)
     const b = await reserve('i2', ['docs/*.md'], false, later(-1))
     const c = await reserve('i1', ['test/**'], false)
-    const holding = (r: typeof a) => ({ id: r.id, instance_id: r.instance_id, paths: r.paths, exclusive: r.exclusive })
+    const holding = (r: typeof a) => ({ id: r.id, instance_id: r.instance_id, paths: r.paths, exclusive: r.exclusive, reason: r.reason, expires_at: r.expires_at })
     expect(await store.reservations.holdings(project)).toEqual([a, b, c].map(holding))
     expect(await write((tx) => tx.reservations.holdings(project))).toEqual([a, b, c].map(holding))
     expect(await store.reservations.get(a.id)).toEqual(a)

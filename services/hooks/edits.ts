@@ -70,9 +70,8 @@ export async function planEdit(reads: EditReads, project: string, self: string, 
     if (holdings.length === 0) plan.grants.push(pattern)
     if (holdings.some((h) => h.instance_id !== self)) continue
     for (const h of holdings) {
-      const r = await reads.get(h.id)
-      if (r?.reason !== EDIT_REASON) continue
-      if (r.expires_at !== null && Date.parse(r.expires_at) < due && !plan.renewals.includes(r.id)) plan.renewals.push(r.id)
+      if (h.reason !== EDIT_REASON) continue
+      if (h.expires_at !== null && Date.parse(h.expires_at) < due && !plan.renewals.includes(h.id)) plan.renewals.push(h.id)
       break
     }
   }
