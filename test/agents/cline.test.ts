@@ -138,6 +138,23 @@ test("an edit of a file another agent holds is skipped, the file unchanged, the 
   expect(jsonLines(r, 'run_result')[0]?.finishReason).toBe('completed')
 })
 
+test('a gpt model gets apply_patch instead of editor: a patch of a held file is skipped the same way', async () => {
+  const repo = wired()
+  const holder = await register(s, 'pat')
+  const project = repo.split('/').pop()
+  expect((await call(s.api, 'POST', '/api/reservations', { project, paths: ['src/**'], reason: 'moving files' }, holder.h)).status).toBe(201)
+  const m = 'patched'
+  const patch = '*** Begin Patch\n*** Update File: src/app.ts\n@@\n-export const answer = 41\n+export const answer = 42\n*** End Patch'
+  fake.scripts.add({ name: m, steps: [{ text: 'patching', tool: { name: 'apply_patch', input: { input: patch } } }, { text: 'asking pat' }] })
+  const r = await clineRun(w, repo, `${marker(m)} bump it`, { env: { MUSTER_AGENT: 'gus' }, model: 'fake-gpt-5' })
+  expect(r.code, r.stderr).toBe(0)
+  const [first, second] = fake.log.of(m)
+  expect((first.body.tools as any[]).map((t) => t.function?.name)).toContain('apply_patch')
+  expect(readFileSync(join(repo, 'src/app.ts'), 'utf8')).toBe('export const answer = 41\n')
+  const reason = JSON.parse(toolResults(second).at(-1)!).error
+  expect(reason).toContain('src/app.ts: reserved as "src/**" by pat (active), reason "moving files"')
+})
+
 test('a message sent mid-task reaches the model after the next tool call', async () => {
   const repo = wired()
   const m = 'midmsg'
