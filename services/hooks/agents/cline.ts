@@ -129,7 +129,6 @@ export function parseCline(body: Json): CoreEvent {
   const known = EVENTS[name]
   const subAgent = typeof body.parent_agent_id === 'string' && body.parent_agent_id !== ''
   const kind = !known || (subAgent && SESSION_KINDS.has(known.kind)) ? 'other' : known.kind
-  const reason = text(body, 'reason')
   return {
     kind,
     name,
@@ -137,7 +136,8 @@ export function parseCline(body: Json): CoreEvent {
     cwd: cwdOf(body),
     tool: kind === 'pre-tool' || kind === 'post-tool' ? toolOf(body, kind) : undefined,
     source: kind === 'session-start' ? known?.word : undefined,
-    reason: kind === 'session-end' ? (reason ?? known?.word) : undefined,
+    // Our word, not Cline's free text (an abort's `reason`): the core holds a session ended for `clear` or `resume`.
+    reason: kind === 'session-end' ? known?.word : undefined,
     raw: body,
   }
 }
