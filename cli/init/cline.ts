@@ -16,12 +16,13 @@ export const CLINE_RULES = '.clinerules/muster.md'
 
 /**
  * The events a hook file is written for: PostToolUse (its contextModification reaches the
- * model after the tool's result: new messages), and the three ways a task ends (its session
- * ends and releases what it held). Cline drops what a TaskStart, TaskResume or
- * UserPromptSubmit hook prints, and a PreToolUse hook's cancel stops the whole task: the
- * plugin does those.
+ * model after the tool's result: new messages), and the ways a task ends (its session ends and
+ * releases what it held): TaskComplete, TaskError, and SessionShutdown, which the CLI sends when
+ * it is interrupted (Ctrl-C) and after a cancelled task's TaskCancel (so no TaskCancel file: one
+ * end each). Cline drops what a TaskStart, TaskResume or UserPromptSubmit hook prints, and a
+ * PreToolUse hook's cancel stops the whole task: the plugin does those.
  */
-export const CLINE_HOOK_EVENTS = ['PostToolUse', 'TaskComplete', 'TaskCancel', 'TaskError'] as const
+export const CLINE_HOOK_EVENTS = ['PostToolUse', 'TaskComplete', 'TaskError', 'SessionShutdown'] as const
 
 /** A line every hook file of ours holds: how a later run knows it. */
 const MARK = '# muster: written by `muster init cline`'

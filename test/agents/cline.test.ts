@@ -49,12 +49,12 @@ test('muster init cline writes executable hook files, the plugin and a rules fil
   expect(files).toEqual([
     '.clinerules/hooks/PostToolUse.sh created',
     '.clinerules/hooks/TaskComplete created',
-    '.clinerules/hooks/TaskCancel created',
     '.clinerules/hooks/TaskError created',
+    '.clinerules/hooks/SessionShutdown created',
     '.cline/plugins/muster.js created',
     '.clinerules/muster.md created',
   ])
-  for (const hook of ['PostToolUse.sh', 'TaskComplete', 'TaskCancel', 'TaskError']) {
+  for (const hook of ['PostToolUse.sh', 'TaskComplete', 'TaskError', 'SessionShutdown']) {
     const path = join(repo, '.clinerules/hooks', hook)
     expect(statSync(path).mode & 0o777).toBe(0o755)
     expect(readFileSync(path, 'utf8')).toContain(`exec muster hook cline --server ${s.api} --reserve 30m`)
@@ -73,12 +73,12 @@ test('muster init cline writes executable hook files, the plugin and a rules fil
   const fine = muster(w, repo, ['doctor'])
   expect(fine.stdout).toContain('ok   hooks cline: .clinerules/hooks/PostToolUse.sh, .clinerules/hooks/TaskComplete')
   expect(fine.stdout).not.toContain('no agent is wired')
-  chmodSync(join(repo, '.clinerules/hooks/TaskCancel'), 0o644)
+  chmodSync(join(repo, '.clinerules/hooks/SessionShutdown'), 0o644)
   rmSync(join(repo, '.cline/plugins/muster.js'))
   const broken = muster(w, repo, ['doctor'])
   expect(broken.code).toBe(3)
   expect(broken.stdout).toContain('FAIL hooks cline: lacks .cline/plugins/muster.js: no write is denied')
-  expect(broken.stdout).toContain('FAIL hooks cline: .clinerules/hooks/TaskCancel not executable')
+  expect(broken.stdout).toContain('FAIL hooks cline: .clinerules/hooks/SessionShutdown not executable')
 })
 
 test('a task registers as a session, briefed: the briefing and the rules file reach the model', async () => {
@@ -204,6 +204,32 @@ test('the session ends when the task completes, and what it held is free for the
   const b = await clineRun(w, repo, `${marker(mb)} edit again`, { env: { MUSTER_AGENT: 'enb' } })
   expect(b.code, b.stderr).toBe(0)
   expect(readFileSync(join(repo, 'src/app.ts'), 'utf8')).toBe('export const answer = 43\n')
+})
+
+test('Cline interrupted (SIGINT) mid-task: the session ends and what it held is released', async () => {
+  const repo = wired('--reserve', '30m')
+  const m = 'interrupted'
+  let cline: { kill(signal?: number | NodeJS.Signals): void } | null = null
+  let heldDuring: any[] = []
+  fake.scripts.add({
+    name: m,
+    steps: [
+      { text: 'editing', tool: { name: 'editor', input: { path: 'src/app.ts', old_text: 'answer = 41', new_text: 'answer = 42' } } },
+      async () => {
+        const [session] = await sessionsOf(repo)
+        heldDuring = await reservationsOf(session.instance_id)
+        cline!.kill('SIGINT') // as Ctrl-C does, while the model thinks
+        await Bun.sleep(2000)
+        return { text: 'too late' }
+      },
+    ],
+  })
+  const r = await clineRun(w, repo, `${marker(m)} edit`, { env: { MUSTER_AGENT: 'int' }, spawned: (p) => (cline = p) })
+  expect(jsonLines(r, 'run_result').map((x) => x.finishReason)).not.toContain('completed') // no TaskComplete: SessionShutdown ends it
+  expect(heldDuring).toMatchObject([{ paths: ['src/app.ts'], reason: 'edit' }])
+  const ended = await eventually(async () => (await sessionsOf(repo)).find((x) => x.name === 'int' && x.ended_at !== null))
+  expect(await reservationsOf(ended.instance_id)).toEqual([])
+  expect((await call(s.api, 'GET', `/api/instances/${ended.instance_id}`)).status).toBe(404)
 })
 
 test('with no server to reach, Cline goes on: hooks and plugin fail open', async () => {

@@ -96,8 +96,14 @@ export function muster(w: ClineWorld, cwd: string, args: string[], env: Record<s
 }
 
 /** One task: `cline --json "<prompt>"` in `cwd`, as a user types it. */
-export async function clineRun(w: ClineWorld, cwd: string, prompt: string, o: { env?: Record<string, string>; timeoutMs?: number; model?: string } = {}): Promise<Run> {
+export async function clineRun(
+  w: ClineWorld,
+  cwd: string,
+  prompt: string,
+  o: { env?: Record<string, string>; timeoutMs?: number; model?: string; spawned?: (p: { kill(signal?: number | NodeJS.Signals): void }) => void } = {},
+): Promise<Run> {
   const p = Bun.spawn([w.bin, '--json', ...(o.model ? ['-m', o.model] : []), prompt], { cwd, env: { ...w.env, ...o.env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  o.spawned?.(p)
   const timer = setTimeout(() => p.kill('SIGKILL'), o.timeoutMs ?? 90_000)
   const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
   clearTimeout(timer)
