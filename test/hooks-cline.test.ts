@@ -128,7 +128,7 @@ describe('the Cline CLI (3.0.65)', () => {
     expect(((await call(s.api, 'GET', '/api/sessions')).body as any[]).filter((x) => x.session_id.includes(t.id)).length).toBe(1)
   })
 
-  for (const end of ['agent_end', 'agent_abort', 'agent_error'] as const) {
+  for (const end of ['agent_end', 'agent_abort', 'agent_error', 'session_shutdown'] as const) {
     test(`${end} ends the session: its instance deregistered, what it held released`, async () => {
       const t = task({ 'x-muster-reserve': '10m' })
       await t.send(cli.agent_start)
