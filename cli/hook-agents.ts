@@ -26,11 +26,13 @@ export const HOOK_CLIS: Readonly<Record<string, HookCli>> = {
   'claude-code': claudeShaped(),
   // Codex kills a SessionEnd hook after 3 s: answer (or give up) well inside that.
   codex: claudeShaped({ SessionEnd: 2000 }),
-  // Cline names the event `hookName` and the directory its first `workspaceRoots`.
+  // Cline names the event `hookName` and the directory its first `workspaceRoots`. Its plugin
+  // (which posts these three) fails the whole task when a hook call takes over 3 s: give up
+  // on the server after 2 s, start-up included, and let the call run.
   cline: {
     eventName: (e) => str(e.hookName),
     cwd: (e) => (Array.isArray(e.workspaceRoots) ? str(e.workspaceRoots[0]) : null),
     approvals: [],
-    limits: {},
+    limits: { tool_call: 2000, agent_start: 2000, agent_resume: 2000 },
   },
 }

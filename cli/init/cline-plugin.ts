@@ -4,7 +4,8 @@
 // The plugin posts Cline's own hook events through `muster hook cline` (the same endpoint and
 // adapter as the hook files): agent_start when a task runs, whose briefing goes to the model
 // with the first tool call's result (Cline reads no start hook's output), and tool_call
-// before each tool. A server that cannot be reached lets the call run (as `muster hook` does).
+// before each tool. A server that cannot be reached, or answers too late (Cline fails the task
+// when a plugin hook takes over 3 s), lets the call run (as `muster hook` does).
 
 /** The plugin's source: plain ES module JavaScript, which Cline loads from .cline/plugins/ as it is. */
 export function clinePlugin(command: string[]): string {
@@ -15,8 +16,11 @@ export function clinePlugin(command: string[]): string {
 import { spawn } from 'node:child_process'
 
 const COMMAND = ${JSON.stringify(command)}
-/** \`muster hook\` gives up on the server after 8 s: this only guards against a stuck process. */
-const TIMEOUT_MS = 15000
+/**
+ * Cline fails the whole task when a plugin hook takes over 3 s: past this, the call goes on
+ * without Muster (\`muster hook cline\` itself gives up on the server after 2 s).
+ */
+const TIMEOUT_MS = 2700
 /** The briefing of each task, until its first tool call hands it to the model. */
 const briefings = new Map()
 /** The CLI's session (the hook files' sessionContext.rootSessionId): the lead agent's and its sub-agents'. */
@@ -32,7 +36,10 @@ function ask(event) {
     } catch {
       return resolve(null)
     }
-    const timer = setTimeout(() => child.kill('SIGKILL'), TIMEOUT_MS)
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      resolve(null)
+    }, TIMEOUT_MS)
     child.on('error', () => {
       clearTimeout(timer)
       resolve(null)

@@ -232,6 +232,24 @@ test('Cline interrupted (SIGINT) mid-task: the session ends and what it held is 
   expect((await call(s.api, 'GET', `/api/instances/${ended.instance_id}`)).status).toBe(404)
 })
 
+test('a server that does not answer: the plugin gives up before Cline fails the task (3 s), and the edit runs', async () => {
+  // Accepts every request and never answers.
+  const silent = Bun.serve({ hostname: '127.0.0.1', port: 0, idleTimeout: 0, fetch: () => new Promise<Response>(() => {}) })
+  try {
+    const repo = w.repo()
+    const init = muster(w, repo, ['init', 'cline', '--server', `http://127.0.0.1:${silent.port}`])
+    expect(init.code, init.stderr).toBe(0)
+    const m = 'silent'
+    fake.scripts.add({ name: m, steps: [{ text: 'editing', tool: { name: 'editor', input: { path: 'src/app.ts', old_text: 'answer = 41', new_text: 'answer = 45' } } }, { text: 'done' }] })
+    const r = await clineRun(w, repo, `${marker(m)} edit`, { env: { MUSTER_AGENT: 'sil' } })
+    expect(r.code, r.stderr).toBe(0)
+    expect(jsonLines(r, 'run_result')[0]?.finishReason).toBe('completed')
+    expect(readFileSync(join(repo, 'src/app.ts'), 'utf8')).toBe('export const answer = 45\n')
+  } finally {
+    silent.stop(true)
+  }
+})
+
 test('with no server to reach, Cline goes on: hooks and plugin fail open', async () => {
   const repo = w.repo()
   const r0 = muster(w, repo, ['init', 'cline', '--server', 'http://127.0.0.1:9'])
