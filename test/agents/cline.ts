@@ -102,7 +102,8 @@ export async function clineRun(
   prompt: string,
   o: { env?: Record<string, string>; timeoutMs?: number; model?: string; spawned?: (p: { kill(signal?: number | NodeJS.Signals): void }) => void } = {},
 ): Promise<Run> {
-  const p = Bun.spawn([w.bin, '--json', ...(o.model ? ['-m', o.model] : []), prompt], { cwd, env: { ...w.env, ...o.env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  // Always the model: Cline saves a `-m` in its settings for the runs after.
+  const p = Bun.spawn([w.bin, '--json', '-m', o.model ?? CLINE_MODEL, prompt], { cwd, env: { ...w.env, ...o.env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
   o.spawned?.(p)
   const timer = setTimeout(() => p.kill('SIGKILL'), o.timeoutMs ?? 90_000)
   const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
