@@ -178,58 +178,54 @@ test('a message sent mid-task reaches the model after the next tool call', async
   expect(sent.length).toBe(1)
 })
 
-test('the session ends when the task completes, and what it held is free for the next', async () => {
-  const repo = wired('--reserve', '30m')
-  const [ma, mb] = ['ends', 'next']
-  let heldDuring: any[] = []
-  fake.scripts.add({
-    name: ma,
-    steps: [
-      { text: 'editing', tool: { name: 'editor', input: { path: 'src/app.ts', old_text: 'answer = 41', new_text: 'answer = 42' } } },
-      async () => {
-        const [session] = await sessionsOf(repo)
-        heldDuring = await reservationsOf(session.instance_id)
-        return { text: 'done' }
-      },
-    ],
-  })
-  fake.scripts.add({ name: mb, steps: [{ text: 'editing', tool: { name: 'editor', input: { path: 'src/app.ts', old_text: 'answer = 42', new_text: 'answer = 43' } } }, { text: 'done' }] })
-  const a = await clineRun(w, repo, `${marker(ma)} edit`, { env: { MUSTER_AGENT: 'ena' } })
-  expect(a.code, a.stderr).toBe(0)
-  expect(heldDuring).toMatchObject([{ paths: ['src/app.ts'], exclusive: true, reason: 'edit' }])
-  // TaskComplete runs detached: it may finish just after Cline exits.
-  const ended = await eventually(async () => (await sessionsOf(repo)).find((x) => x.name === 'ena' && x.ended_at !== null))
+/** The model's editor call taking src/app.ts's answer from `from` to `to`. */
+const bump = (from: number, to: number) => ({ text: 'editing', tool: { name: 'editor', input: { path: 'src/app.ts', old_text: `answer = ${from}`, new_text: `answer = ${to}` } } })
+
+/** A script that edits src/app.ts, then notes what the session holds (and does `then`) before it says done. */
+function editThenLook(repo: string, name: string, then: () => Promise<void> | void = () => {}): { held: any[] } {
+  const seen = { held: [] as any[] }
+  const look = async () => {
+    const [session] = await sessionsOf(repo)
+    seen.held = await reservationsOf(session.instance_id)
+    await then()
+    return { text: 'done' }
+  }
+  fake.scripts.add({ name, steps: [bump(41, 42), look] })
+  return seen
+}
+
+/** `name`'s session in `repo` once ended (Cline runs its end hooks detached: they may finish after it exits): its instance gone, nothing held. */
+async function endedAndReleased(repo: string, name: string) {
+  const ended = await eventually(async () => (await sessionsOf(repo)).find((x) => x.name === name && x.ended_at !== null))
   expect(await reservationsOf(ended.instance_id)).toEqual([])
   expect((await call(s.api, 'GET', `/api/instances/${ended.instance_id}`)).status).toBe(404)
-  const b = await clineRun(w, repo, `${marker(mb)} edit again`, { env: { MUSTER_AGENT: 'enb' } })
+}
+
+test('the session ends when the task completes, and what it held is free for the next', async () => {
+  const repo = wired('--reserve', '30m')
+  const seen = editThenLook(repo, 'ends')
+  fake.scripts.add({ name: 'next', steps: [bump(42, 43), { text: 'done' }] })
+  const a = await clineRun(w, repo, `${marker('ends')} edit`, { env: { MUSTER_AGENT: 'ena' } })
+  expect(a.code, a.stderr).toBe(0)
+  expect(seen.held).toMatchObject([{ paths: ['src/app.ts'], exclusive: true, reason: 'edit' }])
+  await endedAndReleased(repo, 'ena')
+  const b = await clineRun(w, repo, `${marker('next')} edit again`, { env: { MUSTER_AGENT: 'enb' } })
   expect(b.code, b.stderr).toBe(0)
   expect(readFileSync(join(repo, 'src/app.ts'), 'utf8')).toBe('export const answer = 43\n')
 })
 
 test('Cline interrupted (SIGINT) mid-task: the session ends and what it held is released', async () => {
   const repo = wired('--reserve', '30m')
-  const m = 'interrupted'
   let cline: { kill(signal?: number | NodeJS.Signals): void } | null = null
-  let heldDuring: any[] = []
-  fake.scripts.add({
-    name: m,
-    steps: [
-      { text: 'editing', tool: { name: 'editor', input: { path: 'src/app.ts', old_text: 'answer = 41', new_text: 'answer = 42' } } },
-      async () => {
-        const [session] = await sessionsOf(repo)
-        heldDuring = await reservationsOf(session.instance_id)
-        cline!.kill('SIGINT') // as Ctrl-C does, while the model thinks
-        await Bun.sleep(2000)
-        return { text: 'too late' }
-      },
-    ],
+  // As Ctrl-C does, while the model thinks.
+  const seen = editThenLook(repo, 'interrupted', async () => {
+    cline!.kill('SIGINT')
+    await Bun.sleep(2000)
   })
-  const r = await clineRun(w, repo, `${marker(m)} edit`, { env: { MUSTER_AGENT: 'int' }, spawned: (p) => (cline = p) })
+  const r = await clineRun(w, repo, `${marker('interrupted')} edit`, { env: { MUSTER_AGENT: 'int' }, spawned: (p) => (cline = p) })
   expect(jsonLines(r, 'run_result').map((x) => x.finishReason)).not.toContain('completed') // no TaskComplete: SessionShutdown ends it
-  expect(heldDuring).toMatchObject([{ paths: ['src/app.ts'], reason: 'edit' }])
-  const ended = await eventually(async () => (await sessionsOf(repo)).find((x) => x.name === 'int' && x.ended_at !== null))
-  expect(await reservationsOf(ended.instance_id)).toEqual([])
-  expect((await call(s.api, 'GET', `/api/instances/${ended.instance_id}`)).status).toBe(404)
+  expect(seen.held).toMatchObject([{ paths: ['src/app.ts'], reason: 'edit' }])
+  await endedAndReleased(repo, 'int')
 })
 
 test('a server that does not answer: the plugin gives up before Cline fails the task (3 s), and the edit runs', async () => {
@@ -240,7 +236,7 @@ test('a server that does not answer: the plugin gives up before Cline fails the 
     const init = muster(w, repo, ['init', 'cline', '--server', `http://127.0.0.1:${silent.port}`])
     expect(init.code, init.stderr).toBe(0)
     const m = 'silent'
-    fake.scripts.add({ name: m, steps: [{ text: 'editing', tool: { name: 'editor', input: { path: 'src/app.ts', old_text: 'answer = 41', new_text: 'answer = 45' } } }, { text: 'done' }] })
+    fake.scripts.add({ name: m, steps: [bump(41, 45), { text: 'done' }] })
     const r = await clineRun(w, repo, `${marker(m)} edit`, { env: { MUSTER_AGENT: 'sil' } })
     expect(r.code, r.stderr).toBe(0)
     expect(jsonLines(r, 'run_result')[0]?.finishReason).toBe('completed')
@@ -255,7 +251,7 @@ test('with no server to reach, Cline goes on: hooks and plugin fail open', async
   const r0 = muster(w, repo, ['init', 'cline', '--server', 'http://127.0.0.1:9'])
   expect(r0.code, r0.stderr).toBe(0)
   const m = 'offline'
-  fake.scripts.add({ name: m, steps: [{ text: 'editing', tool: { name: 'editor', input: { path: 'src/app.ts', old_text: 'answer = 41', new_text: 'answer = 44' } } }, { text: 'done' }] })
+  fake.scripts.add({ name: m, steps: [bump(41, 44), { text: 'done' }] })
   const r = await clineRun(w, repo, `${marker(m)} edit`, { env: { MUSTER_AGENT: 'off' } })
   expect(r.code, r.stderr).toBe(0)
   expect(readFileSync(join(repo, 'src/app.ts'), 'utf8')).toBe('export const answer = 44\n')
