@@ -228,6 +228,38 @@ test('Cline interrupted (SIGINT) mid-task: the session ends and what it held is 
   await endedAndReleased(repo, 'int')
 })
 
+test("a sub-agent's edits are its session's: the lead's file is not denied to it, and its end ends nothing", async () => {
+  const repo = wired('--reserve', '30m')
+  const other = await register(s, 'oth')
+  expect((await call(s.api, 'POST', '/api/reservations', { project: repo.split('/').pop(), paths: ['README.md'], reason: 'docs pass' }, other.h)).status).toBe(201)
+  let during: any[] = []
+  fake.scripts.add({ name: 'lead', steps: [bump(41, 42), { text: 'delegating', tool: { name: 'spawn_agent', input: { systemPrompt: 'You edit files.', task: `${marker('sub')} bump the answer again` } } }, { text: 'all done' }] })
+  fake.scripts.add({
+    name: 'sub',
+    steps: [
+      bump(42, 43),
+      { text: 'and the readme', tool: { name: 'editor', input: { path: 'README.md', old_text: '# scratch', new_text: '# answer' } } },
+      async () => {
+        during = await sessionsOf(repo)
+        return { text: 'bumped' }
+      },
+    ],
+  })
+  const r = await clineRun(w, repo, `${marker('lead')} bump twice`, { env: { MUSTER_AGENT: 'lea' } })
+  expect(r.code, r.stderr).toBe(0)
+  expect(fake.log.of('sub').length).toBeGreaterThan(0)
+  expect(readFileSync(join(repo, 'src/app.ts'), 'utf8')).toBe('export const answer = 43\n')
+  // One session, the lead's, live while its sub-agent worked.
+  expect(during).toMatchObject([{ name: 'lea', ended_at: null }])
+  const [, afterBump, afterReadme] = fake.log.of('sub')
+  expect(toolResults(afterBump).join('\n')).not.toContain('Muster denied')
+  // The sub-agent's calls are checked (the plugin runs for it too): another agent's file is denied to it.
+  expect(toolResults(afterReadme).at(-1)).toContain('by oth (active)')
+  expect(readFileSync(join(repo, 'README.md'), 'utf8')).toBe('# scratch\n')
+  await endedAndReleased(repo, 'lea')
+  expect((await sessionsOf(repo)).length).toBe(1)
+})
+
 test('a server that does not answer: the plugin gives up before Cline fails the task (3 s), and the edit runs', async () => {
   // Accepts every request and never answers.
   const silent = Bun.serve({ hostname: '127.0.0.1', port: 0, idleTimeout: 0, fetch: () => new Promise<Response>(() => {}) })
