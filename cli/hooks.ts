@@ -18,7 +18,8 @@ import { integer } from './input'
 import { Exit, UsageError, act, printJson } from './output'
 import { codexHooksTrust, trustCodexHooks } from './codex-trust'
 import { CODEX_NETWORK_SETTING, hookTokenProblem, INIT_AGENTS, planInit, writeInit, type InitAgent } from './init'
-import { HOOK_CLIS, type HookCli } from './hook-agents'
+import { completeEvent, HOOK_CLIS, runningAgent, type HookCli } from './hook-agents'
+import { geminiTrustFile, geminiTrusts } from './init/gemini-cli'
 import { clineMcpNote } from './init/cline'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
@@ -61,15 +62,16 @@ function gitRootOf(cli: HookCli, event: Record<string, unknown>): string | null 
   return cwd && existsSync(cwd) ? gitRoot(cwd) : gitRoot()
 }
 
-async function forward(agentName: string, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }): Promise<void> {
+async function forward(hookAgent: string, named: string | undefined, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }): Promise<void> {
   // Whatever goes wrong here must not stop the agent unless asked: exit 2 blocks its tool call.
   const fail = (why: string): never => {
     process.stderr.write(`muster hook: ${why}; ${o.failClosed ? 'blocking (--fail-closed)' : 'the agent goes on without coordination'}\n`)
     throw new Exit(o.failClosed ? 2 : 0)
   }
+  if (!HOOK_CLIS[hookAgent]) return fail(`unknown agent "${hookAgent}": expected ${HOOK_AGENTS.join(', ')}`)
+  const agentName = runningAgent(hookAgent, process.env)
   const cli = HOOK_CLIS[agentName]
-  if (!cli) return fail(`unknown agent "${agentName}": expected ${HOOK_AGENTS.join(', ')}`)
-  const event = await Bun.stdin.text()
+  const event = completeEvent(agentName, await Bun.stdin.text(), named)
   const parsed = readEvent(event)
   let cfg: ReturnType<typeof resolveConfig>
   reportConfigErrorsMyself()
@@ -144,10 +146,11 @@ export function hookCommands(program: Command): void {
     .command('hook')
     .description("forward a hook event (stdin) to the server and print its answer: what an agent's command hook runs")
     .argument('<agent>', HOOK_AGENTS.join(' | '))
+    .argument('[event]', "the event's name, for an agent whose events carry none (Copilot CLI: `muster hook copilot-cli preToolUse`)")
     .option('--fail-closed', 'exit 2 (the tool call is blocked) when the server cannot be reached; default: exit 0 and go on')
     .option('--reserve <duration>', 'edit-reserve mode: reserve each edited file for this long (beats MUSTER_RESERVE)')
     .option('--approval-wait <duration>', 'how long a PermissionRequest waits for a person in Muster (1s … 10m; default 5m)')
-    .action((agent: string, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }) => forward(agent, o))
+    .action((agent: string, event: string | undefined, o: { failClosed?: boolean; reserve?: string; approvalWait?: string }) => forward(agent, event, o))
 
   program
     .command('sessions')
@@ -165,14 +168,15 @@ export function hookCommands(program: Command): void {
 
   program
     .command('init')
-    .description("wire Claude Code, Codex or Cline in this repository to Muster: hooks (Cline: hook files and a plugin), MCP entry, CLAUDE.md / AGENTS.md / .clinerules section, the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
+    .description("wire an agent (Claude Code, Codex, Gemini CLI, Copilot CLI, Cursor, Cline) in this repository to Muster: hooks (Cline: hook files and a plugin), MCP entry, its instructions (CLAUDE.md, AGENTS.md, GEMINI.md, .github/copilot-instructions.md, .cursor/rules/muster.mdc, .clinerules/muster.md), the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
     .argument('<agent>', `${INIT_NAMES.join(' | ')} | git`, agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
-    .option('--trust', `codex: record in Codex's own config ($CODEX_HOME/config.toml) the trust it asks for (its /hooks review) for the hooks written here, and the project's`)
+    .option('--trust', `codex: record in Codex's own config ($CODEX_HOME/config.toml) the trust it asks for (its /hooks review) for the hooks written here, and the project's; gemini-cli: trust the repository in Gemini CLI's own ~/.gemini/trustedFolders.json`)
     .option('--allow-network', `codex: let Codex's default workspace-write sandbox reach the network, so \`muster\` in the model's shell reaches the server (${CODEX_NETWORK_SETTING} in .codex/config.toml)`)
     .action(async (agent: InitAgent | 'git', o: { reserve?: string; dryRun?: boolean; trust?: boolean; allowNetwork?: boolean }) => {
-      if (agent !== 'codex' && (o.trust || o.allowNetwork)) throw new UsageError('--trust and --allow-network are for codex')
+      if (agent !== 'codex' && o.allowNetwork) throw new UsageError('--allow-network is for codex')
+      if (agent !== 'codex' && agent !== 'gemini-cli' && o.trust) throw new UsageError('--trust is for codex and gemini-cli')
       if (agent === 'git') return initGit(o)
       const tokenProblem = agent === 'claude-code' ? hookTokenProblem(resolveConfig().from.token) : null
       if (tokenProblem) throw new UsageError(tokenProblem)
@@ -180,7 +184,7 @@ export function hookCommands(program: Command): void {
       const cfg = resolveConfig()
       const server = cfg.server
       const files = planInit({
-        agent, root, server, reserve: o.reserve, allowNetwork: o.allowNetwork, token: cfg.token,
+        agent, root, server, reserve: o.reserve, allowNetwork: o.allowNetwork, token: cfg.token, trust: o.trust,
         codexHome: process.env.CODEX_HOME || undefined,
         claudeHome: process.env.CLAUDE_CONFIG_DIR || undefined,
       })
@@ -203,6 +207,8 @@ export function hookCommands(program: Command): void {
           notes.push(`Codex's default workspace-write sandbox has no network: \`muster\` in the model's shell cannot reach ${server}. Run \`muster init codex --allow-network\` (${CODEX_NETWORK_SETTING} in .codex/config.toml), or run Codex with another sandbox`)
         if (notes.length) out.notes = notes
       }
+      if (agent === 'gemini-cli' && !o.trust && !geminiTrusts(root))
+        out.notes = [`Gemini CLI runs no project hook in a folder it does not trust (and \`gemini -p\` does not start there): run \`muster init gemini-cli --trust\` (${geminiTrustFile()}), trust the folder when Gemini CLI asks, or set GEMINI_CLI_TRUST_WORKSPACE=true`]
       if (agent === 'cline') out.notes = [clineMcpNote(server)]
       printJson(out)
     })

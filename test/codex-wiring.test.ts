@@ -87,10 +87,10 @@ describe('Codex trust', () => {
     expect(state[`${dir}/.codex/hooks.json:stop:0:0`]).toBeUndefined() // the user's own: theirs to review
   })
 
-  test('--trust and --allow-network are for codex only', async () => {
+  test('--trust is for codex and gemini-cli only', async () => {
     const r = await runCli(['init', 'claude-code', '--trust'], { cwd: repo(), env: { SERVICE_SERVER: 'http://muster.test:9800' } })
     expect(r.code).toBe(2)
-    expect(r.stderr).toContain('--trust and --allow-network are for codex')
+    expect(r.stderr).toContain('--trust is for codex and gemini-cli')
   })
 })
 

@@ -58,7 +58,7 @@ describe('the docs name only what exists', () => {
       doc.lines.forEach((text, i) => {
         // Contracts and notes live beside the repository, not in it: describe them, never cite them.
         for (const m of text.matchAll(/`([\w.-]+\.md)`|\.\.\/shared|\/work\//g)) {
-          if (m[1] && ['CLAUDE.md', 'AGENTS.md', 'README.md', 'CHANGELOG.md'].includes(m[1])) continue
+          if (m[1] && ['CLAUDE.md', 'AGENTS.md', 'GEMINI.md', 'README.md', 'CHANGELOG.md'].includes(m[1])) continue
           out.push({ file: doc.file, line: i + 1, problem: `cites ${m[0]}: link to a file in the repository instead` })
         }
       })

@@ -56,7 +56,7 @@ const deny = (answer: any) => answer.hookSpecificOutput as { hookEventName: stri
 describe('endpoint', () => {
   test('unknown agent 404; body not a JSON object or without session_id / hook_event_name 400, registering nothing', async () => {
     const before = (await call(s.api, 'GET', '/api/sessions')).body.length
-    expect((await call(s.api, 'POST', '/api/hooks/cursor', claude.SessionStart)).status).toBe(404)
+    expect((await call(s.api, 'POST', '/api/hooks/no-such-agent', claude.SessionStart)).status).toBe(404)
     for (const body of ['[1]', '"x"', 'not json', '{"hook_event_name":"Stop"}', '{"session_id":"a"}', '{"session_id":"","hook_event_name":"Stop"}', '{"session_id":1,"hook_event_name":"Stop"}']) {
       const r = await call(s.api, 'POST', '/api/hooks/claude-code', body, { 'content-type': 'application/json' })
       expect(r.status).toBe(400)

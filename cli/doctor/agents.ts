@@ -1,14 +1,18 @@
 // Doctor: the hooks of each agent wired in this repository (every event and tool that
 // `muster init` wires, pointing at the CLI's server), and `muster` on PATH for the
 // command hooks.
-import { isOurs, mergeHooks, type InitAgent } from '../init'
+import { isOurs, mergeHooks, type InitAgent, type InitOptions } from '../init'
+import { mergeGeminiSettings } from '../init/gemini-cli'
 import type { Check, DoctorContext, Finding } from './check'
 import { clineWired } from './cline'
+import { flatHookFindings } from './flat-hooks'
 
-// Agents whose hooks live in Claude-shaped settings (Cline's hook files are checked by no one yet).
-const FILES: Partial<Record<InitAgent, { path: string; dir: string }>> = {
+// Claude's hook shape (Gemini CLI's settings too); Copilot CLI's and Cursor's flat hook lists: flat-hooks.ts.
+/** Each agent's hook file, and the settings `muster init` writes there (whose hooks are expected). */
+const FILES: Partial<Record<InitAgent, { path: string; dir: string; wired?: (o: InitOptions) => Record<string, any> }>> = {
   'claude-code': { path: '.claude/settings.json', dir: '.claude' },
   codex: { path: '.codex/hooks.json', dir: '.codex' },
+  'gemini-cli': { path: '.gemini/settings.json', dir: '.gemini', wired: (o) => mergeGeminiSettings({}, o) },
 }
 
 type Group = { matcher?: string; hooks?: Record<string, any>[] }
@@ -35,14 +39,14 @@ const serverOf = (h: Record<string, any>) =>
   h.type === 'http' ? String(h.url).replace(/\/api\/hooks\/[\w-]+$/, '') : (/--server\s+(\S+)/.exec(String(h.command))?.[1] ?? null)
 
 function agentFindings(ctx: DoctorContext, agent: InitAgent): Finding[] | null {
-  const { path, dir } = FILES[agent]!
+  const { path, dir, wired = (o: InitOptions) => mergeHooks({}, o) } = FILES[agent]!
   const settings = ctx.json(path)
   const check = `hooks ${agent}`
   if (settings === undefined) return [{ status: 'fail', check, message: `${path} is not a JSON object: ${agent} runs none of its hooks`, fix: `fix the file, then \`muster init ${agent}\`` }]
   const found = settings ? ours(settings) : new Map()
   if (!found.size) return ctx.exists(dir) ? [{ status: 'warn', check, message: `${path} has no Muster hooks`, fix: `\`muster init ${agent}\`` }] : null
   const server = ctx.config?.server ?? null
-  const expected = mergeHooks({}, { agent, root: ctx.root, server: server ?? '' }).hooks as Record<string, Group[]>
+  const expected = wired({ agent, root: ctx.root, server: server ?? '' }).hooks as Record<string, Group[]>
   const missing: string[] = []
   for (const [event, groups] of Object.entries(expected)) {
     const have = found.get(event)
@@ -76,8 +80,10 @@ function usesCommands(ctx: DoctorContext, agent: InitAgent): boolean {
 export const agentChecks: Check = (ctx) => {
   const out: Finding[] = []
   for (const agent of Object.keys(FILES) as InitAgent[]) out.push(...(agentFindings(ctx, agent) ?? []))
-  if (!out.length && !clineWired(ctx)) out.push({ status: 'warn', check: 'hooks', message: `no agent is wired in ${ctx.root}`, fix: '`muster init claude-code`, `muster init codex` or `muster init cline` in the repository' })
-  const commands = (Object.keys(FILES) as InitAgent[]).filter((a) => usesCommands(ctx, a))
+  const flat = flatHookFindings(ctx)
+  out.push(...flat.findings)
+  if (!out.length && !clineWired(ctx)) out.push({ status: 'warn', check: 'hooks', message: `no agent is wired in ${ctx.root}`, fix: '`muster init <agent>` in the repository (claude-code, codex, gemini-cli, copilot-cli, cursor, cline)' })
+  const commands = [...(Object.keys(FILES) as InitAgent[]).filter((a) => usesCommands(ctx, a)), ...flat.wired]
   const bin = Bun.which('muster', { PATH: ctx.env.PATH ?? '' })
   if (bin) out.push({ status: 'ok', check: 'PATH', message: `muster is ${bin}` })
   else if (commands.length)

@@ -8,6 +8,7 @@ import { clineCheck } from './cline'
 import { doctorContext, type Check, type Finding } from './check'
 import { codexSandboxCheck } from './codex-sandbox'
 import { codexTrustCheck } from './codex-trust'
+import { geminiTrustCheck } from './gemini-trust'
 import { gitGuardCheck } from './git'
 import { identityCheck } from './identity'
 import { projectCaseDoctorCheck } from './project-case'
@@ -17,7 +18,7 @@ import { tokenEnvCheck } from './token-env'
 export type { Check, Finding } from './check'
 
 /** In the order they print. */
-export const CHECKS: Check[] = [serverChecks, identityCheck, agentChecks, clineCheck, codexTrustCheck, tokenEnvCheck, codexSandboxCheck, projectCaseDoctorCheck, gitGuardCheck]
+export const CHECKS: Check[] = [serverChecks, identityCheck, agentChecks, clineCheck, codexTrustCheck, geminiTrustCheck, tokenEnvCheck, codexSandboxCheck, projectCaseDoctorCheck, gitGuardCheck]
 
 export async function runDoctor(checks: Check[] = CHECKS): Promise<Finding[]> {
   const ctx = doctorContext()
@@ -39,7 +40,7 @@ export const formatFinding = (f: Finding) => `${LABEL[f.status]} ${f.check}: ${f
 export function doctorCommand(program: Command): void {
   program
     .command('doctor')
-    .description("check this repository's agent wiring: server, token and role, identity, hooks per agent, muster on PATH, Codex's trust of its hooks, the http hooks' token variable, Codex's sandbox network, the project's path case against core.ignorecase, the git guards; one line per finding with its fix, exit 3 when something is broken")
+    .description("check this repository's agent wiring: server, token and role, identity, hooks per agent, muster on PATH, Codex's trust of its hooks, Gemini CLI's trust of the folder, the http hooks' token variable, Codex's sandbox network, the project's path case against core.ignorecase, the git guards; one line per finding with its fix, exit 3 when something is broken")
     .option('--json', 'the findings as a JSON array')
     .action(async (o: { json?: boolean }) => {
       const findings = await runDoctor()

@@ -1,6 +1,6 @@
 // Claude Code's hook settings ({hooks: {Event: [{matcher, hooks: [{type, command | url, …}]}]}}),
 // which Codex's .codex/hooks.json follows: our entries merged in, everyone else's kept.
-import { APPROVAL_HOOK_TIMEOUT_S, APPROVAL_WAIT, type InitAgent, type InitOptions, type Json } from './files'
+import { APPROVAL_HOOK_TIMEOUT_S, APPROVAL_WAIT, type InitOptions, type Json } from './files'
 
 /** The environment variables a Claude Code http hook may put in its headers. */
 export const HOOK_ENV = ['SERVICE_TOKEN', 'MUSTER_AGENT', 'MUSTER_PROJECT'] as const
@@ -11,9 +11,9 @@ const CODEX_EVENTS = ['SessionStart', 'PreToolUse', 'PermissionRequest', 'PostTo
 const CODEX_SESSION_END_TIMEOUT = 3
 // The shell tools too: a command's writes are read from its text (lib/shell). Codex sends
 // every shell tool to hooks as `Bash`.
-const EDIT_TOOLS: Partial<Record<InitAgent, string>> = { 'claude-code': 'Write|Edit|NotebookEdit|Bash', codex: 'apply_patch|Write|Edit|Bash' }
+const EDIT_TOOLS: Record<'claude-code' | 'codex', string> = { 'claude-code': 'Write|Edit|NotebookEdit|Bash', codex: 'apply_patch|Write|Edit|Bash' }
 type Hook = Json
-type Group = { matcher?: string; hooks: Hook[] }
+export type Group = { matcher?: string; hooks: Hook[] }
 
 /** One of our own hook entries, whichever server or options it was written with. */
 export const isOurs = (h: Hook) =>
@@ -47,6 +47,22 @@ function ourHook(o: InitOptions, event: string): Hook {
 
 /** `settings.hooks` with our entries replaced (other groups and hooks kept where they are). */
 export function mergeHooks(settings: Json, o: InitOptions): Json {
+  const events = o.agent === 'codex' ? CODEX_EVENTS : CLAUDE_EVENTS
+  return withOurHooks(
+    settings,
+    events.map((event) => {
+      const hook = ourHook(o, event)
+      return [event, event === 'PreToolUse' ? { matcher: EDIT_TOOLS[o.agent as 'claude-code' | 'codex'], hooks: [hook] } : { hooks: [hook] }]
+    }),
+  )
+}
+
+/**
+ * `settings.hooks` (Claude Code's shape, which Codex and Gemini CLI follow) with every one of
+ * our entries taken out, then `ours` (event, group) appended: other groups and hooks are kept
+ * where they are, so a second run changes nothing.
+ */
+export function withOurHooks(settings: Json, ours: [string, Group][]): Json {
   const hooks: Json = { ...(settings.hooks ?? {}) }
   for (const [event, groups] of Object.entries(hooks)) {
     if (!Array.isArray(groups)) continue
@@ -58,13 +74,7 @@ export function mergeHooks(settings: Json, o: InitOptions): Json {
     }
     hooks[event] = kept
   }
-  const events = o.agent === 'codex' ? CODEX_EVENTS : CLAUDE_EVENTS
-  for (const event of events) {
-    const hook = ourHook(o, event)
-    const group: Group = event === 'PreToolUse' ? { matcher: EDIT_TOOLS[o.agent], hooks: [hook] } : { hooks: [hook] }
-    hooks[event] = [...(Array.isArray(hooks[event]) ? hooks[event] : []), group]
-  }
+  for (const [event, group] of ours) hooks[event] = [...(Array.isArray(hooks[event]) ? hooks[event] : []), group]
   for (const [event, groups] of Object.entries(hooks)) if (Array.isArray(groups) && groups.length === 0) delete hooks[event]
   return { ...settings, hooks }
 }
-

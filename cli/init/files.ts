@@ -7,7 +7,7 @@ import { resolve } from 'node:path'
 import { setTomlValue } from '../codex-trust'
 import { UsageError } from '../output'
 
-export type InitAgent = 'claude-code' | 'codex' | 'cline'
+export type InitAgent = 'claude-code' | 'codex' | 'copilot-cli' | 'cursor' | 'gemini-cli' | 'cline'
 
 export interface InitOptions {
   agent: InitAgent
@@ -25,6 +25,8 @@ export interface InitOptions {
   claudeHome?: string
   /** Codex: let the default workspace-write sandbox reach the network (the CLI calls the server). */
   allowNetwork?: boolean
+  /** Gemini CLI: trust the repository in the user's own trusted folders (Codex records its trust after writing, cli/codex-trust.ts). */
+  trust?: boolean
 }
 
 /** One file an agent's init writes: `content` makes the new text from the current one ('' when absent). */
@@ -114,6 +116,22 @@ export function mergeGuide(text: string, section: string): string {
   const end = text.indexOf(END)
   if (start !== -1 && end > start) return text.slice(0, start) + section + text.slice(end + END.length)
   return (text.trim() === '' ? '' : text.replace(/\n*$/, '\n\n')) + section + '\n'
+}
+
+/**
+ * A `{version: 1, hooks: {event: [hook]}}` config (Copilot CLI's, Cursor's) with our hook for
+ * each event of `ours` in place of any earlier one of ours (`isOurs`), other hooks and keys kept.
+ */
+export function mergeHookLists(config: Json, isOurs: (h: Json) => boolean, ours: Record<string, Json>): Json {
+  const hooks: Json = { ...(config.hooks ?? {}) }
+  for (const [event, list] of Object.entries(hooks)) {
+    if (!Array.isArray(list)) continue
+    const kept = list.filter((h) => !isOurs(h))
+    if (kept.length) hooks[event] = kept
+    else delete hooks[event]
+  }
+  for (const [event, hook] of Object.entries(ours)) hooks[event] = [...(Array.isArray(hooks[event]) ? hooks[event] : []), hook]
+  return { ...config, version: config.version ?? 1, hooks }
 }
 
 export const readText = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8') : '')

@@ -7,6 +7,9 @@ import { UsageError } from '../output'
 import { claudeCodeFiles } from './claude-code'
 import { clineFiles } from './cline'
 import { codexFiles } from './codex'
+import { copilotFiles } from './copilot-cli'
+import { cursorFiles } from './cursor'
+import { geminiCliFiles } from './gemini-cli'
 import { readText, type FileSpec, type InitAgent, type InitOptions, type PlannedFile } from './files'
 
 export { APPROVAL_WAIT, type InitAgent, type InitOptions, type PlannedFile } from './files'
@@ -18,6 +21,9 @@ export { allowSandboxNetwork, CODEX_NETWORK_SETTING, codexOtelTable, mergeCodexC
 export const INIT_AGENTS: Record<InitAgent, (o: InitOptions) => FileSpec[]> = {
   'claude-code': claudeCodeFiles,
   codex: codexFiles,
+  'copilot-cli': copilotFiles,
+  cursor: cursorFiles,
+  'gemini-cli': geminiCliFiles,
   cline: clineFiles,
 }
 

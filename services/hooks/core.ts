@@ -100,6 +100,10 @@ export async function handleCore(ctx: Ctx, agent: HookAgent, event: CoreEvent, h
   if (kind === 'permission') return { answer: await requestPermission(ctx, agent, event, headers) }
   const quick = await withoutWrites(ctx, event, headers)
   if (quick) return { answer: quick }
+  // The end of a session that has ended: the same end through a second hook (Cursor runs
+  // Claude Code's hooks beside its own). Registering its instance again only to deregister
+  // it would make a ghost instance: there is nothing to end.
+  if (kind === 'session-end' && (await ctx.store.sessions.get(event.sessionId))?.ended_at) return { answer: NONE }
   if (kind === 'session-start') {
     const { session, budget } = await ctx.store.write(async (tx) => {
       const session = await openSession(tx, agent, event, headers)

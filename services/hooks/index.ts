@@ -5,6 +5,7 @@ import type { HookAgent } from '../../store/sessions'
 import { handleCore, type HookIdentity } from './core'
 import type { HookHeaders } from './session'
 import type { HookAdapter, HookAnswer } from './types'
+import { adapterFor } from './agents'
 
 export { ADAPTERS, HOOK_AGENTS } from './agents'
 export { hookHeaders, type HookHeaders } from './session'
@@ -15,7 +16,8 @@ export interface HookResult {
   identity?: HookIdentity
 }
 
-export async function handleHook(ctx: Ctx, adapter: HookAdapter, body: Record<string, unknown>, headers: HookHeaders): Promise<HookResult> {
+export async function handleHook(ctx: Ctx, pathAdapter: HookAdapter, body: Record<string, unknown>, headers: HookHeaders): Promise<HookResult> {
+  const adapter = adapterFor(pathAdapter, body)
   const event = adapter.parse(body)
   const { answer, identity } = await handleCore(ctx, adapter.agent as HookAgent, event, headers)
   return { answer: adapter.answer(event, answer), identity }

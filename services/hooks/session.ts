@@ -47,6 +47,13 @@ export interface HookHeaders {
 /** SessionEnd reasons after which the agent goes on in a new session of the same process. */
 const GOING_ON = new Set(['clear', 'resume'])
 
+/**
+ * A header an agent filled from its environment, or null when it sent the variable itself
+ * (`$MUSTER_AGENT`): an agent that runs Claude Code's http hooks without expanding them (Cursor's
+ * third-party hooks may) would otherwise name every session "$MUSTER_AGENT".
+ */
+const expanded = (value: string | null) => (value !== null && /^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$/.test(value.trim()) ? null : value)
+
 const text = (name: string, value: string | null, max = 1000): string | undefined => {
   const v = value?.trim()
   if (!v) return undefined
@@ -57,8 +64,8 @@ const text = (name: string, value: string | null, max = 1000): string | undefine
 /** The X-Muster-* headers of a hook request: 400 naming the header when one is malformed. */
 export function hookHeaders(headers: Headers): HookHeaders {
   const out: HookHeaders = {
-    agentName: text('X-Muster-Agent', headers.get('x-muster-agent')),
-    project: text('X-Muster-Project', headers.get('x-muster-project'), 1024),
+    agentName: text('X-Muster-Agent', expanded(headers.get('x-muster-agent'))),
+    project: text('X-Muster-Project', expanded(headers.get('x-muster-project')), 1024),
     root: text('X-Muster-Root', headers.get('x-muster-root'), 4096),
     gitRoot: text('X-Muster-Git-Root', headers.get('x-muster-git-root'), 4096),
   }

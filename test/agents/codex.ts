@@ -6,13 +6,13 @@
 // - commands run through `bash -lc`, which resets PATH from the login profile: `muster` must
 //   be on the PATH a login shell gets (here: the scratch HOME's .bash_profile);
 // - scratch HOME and CODEX_HOME, no inherited keys, no telemetry, no update check.
-import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cacheDir, ensureAgent } from './lib/install'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { runMuster, runProcess, scratchRepo, writeMusterShim, type Run } from './lib/scratch'
 import type { LoggedRequest } from './lib/script'
 
-const ROOT = join(import.meta.dir, '..', '..')
+export type { Run } from './lib/scratch'
 
 /** A model slug Codex 0.169 has metadata for (so it offers the apply_patch tool). */
 export const CODEX_MODEL = 'gpt-5.5'
@@ -44,9 +44,7 @@ export async function codexWorld(o: { modelUrl: string; server: string }): Promi
   const binDir = join(base, 'bin')
   mkdirSync(codexHome, { recursive: true })
   mkdirSync(binDir)
-  const muster = join(binDir, 'muster')
-  writeFileSync(muster, `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'cli.ts')}" "$@"\n`)
-  chmodSync(muster, 0o755)
+  writeMusterShim(binDir)
   // bash -lc resets PATH from the login profile: the documented fix, in the scratch HOME.
   writeFileSync(join(home, '.bash_profile'), `export PATH="${binDir}:$PATH"\n`)
   writeFileSync(
@@ -88,13 +86,8 @@ export async function codexWorld(o: { modelUrl: string; server: string }): Promi
     binDir,
     env,
     repo() {
-      const dir = realpathSync(mkdtempSync(join(tmpdir(), 'muster-codex-repo-')))
+      const dir = scratchRepo('muster-codex-repo-', env)
       repos.push(dir)
-      const git = (...args: string[]) => Bun.spawnSync(['git', ...args], { cwd: dir, env: { ...env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } })
-      git('init', '-q')
-      writeFileSync(join(dir, 'README.md'), '# scratch\n')
-      git('add', '.')
-      git('commit', '-qm', 'init')
       return dir
     },
     cleanup() {
@@ -104,26 +97,15 @@ export async function codexWorld(o: { modelUrl: string; server: string }): Promi
   }
 }
 
-export interface Run {
-  code: number
-  stdout: string
-  stderr: string
-}
-
 /** Runs the CLI of this checkout (`muster …`) in `cwd` with the world's environment. */
 export function muster(w: CodexWorld, cwd: string, args: string[], env: Record<string, string> = {}): Run {
-  const r = Bun.spawnSync([join(w.binDir, 'muster'), ...args], { cwd, env: { ...w.env, ...env }, stdout: 'pipe', stderr: 'pipe' })
-  return { code: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() }
+  return runMuster(w.binDir, cwd, args, { ...w.env, ...env })
 }
 
 /** `codex exec` in `cwd`: a plain run, as a user types it (plus the sandbox when given). */
 export async function codexExec(w: CodexWorld, cwd: string, prompt: string, o: { env?: Record<string, string>; sandbox?: string; timeoutMs?: number } = {}): Promise<Run> {
   const args = [w.bin, 'exec', ...(o.sandbox ? ['--sandbox', o.sandbox] : []), prompt]
-  const p = Bun.spawn(args, { cwd, env: { ...w.env, ...o.env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
-  const timer = setTimeout(() => p.kill('SIGKILL'), o.timeoutMs ?? 90_000)
-  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited])
-  clearTimeout(timer)
-  return { code, stdout, stderr }
+  return runProcess(args, cwd, { ...w.env, ...o.env }, o.timeoutMs)
 }
 
 /** The tool outputs Codex sent back to the model in a request (function and custom tools). */

@@ -16,7 +16,7 @@ const KINDS: Record<string, HookKind> = {
   Notification: 'notification',
 }
 
-/** Claude Code's edit tools (`MultiEdit` for the versions that had it, and Codex's aliases): the file is `file_path`. */
+/** Claude Code's edit tools (`MultiEdit` for the versions that had it, and Codex's aliases): the file is `file_path` (`path` from Copilot CLI). */
 const FILE_PATH_TOOLS = new Set(['Write', 'Edit', 'MultiEdit'])
 /**
  * Shell tools: Claude Code's `Bash`; Codex sends each of its shell tools (`shell`,
@@ -38,7 +38,8 @@ export function claudeToolCall(name: string, input: unknown): ToolCall {
   const call: ToolCall = { name, input }
   const fields = input && typeof input === 'object' ? (input as Record<string, unknown>) : {}
   const one = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? [v] : [])
-  if (FILE_PATH_TOOLS.has(name)) call.files = one(fields.file_path)
+  // Copilot CLI sends its own edits to Claude-shaped hooks as Edit/Write with its own `path` field.
+  if (FILE_PATH_TOOLS.has(name)) call.files = one(fields.file_path ?? fields.path)
   else if (name === 'NotebookEdit') call.files = one(fields.notebook_path)
   else if (name === 'apply_patch') call.patch = input ?? ''
   else if (SHELL_TOOLS.has(name)) call.shell = shellCommand(fields)

@@ -12,8 +12,33 @@ export function requiredId(body: Record<string, unknown>, field: string): string
   return v
 }
 
+/** A tool's input as an object: some agents send it as a JSON string (Copilot CLI's docs, Cursor's MCP events); anything else reads as {}. */
+export function objectOf(v: unknown): Record<string, unknown> {
+  if (typeof v === 'string') {
+    try {
+      v = JSON.parse(v)
+    } catch {
+      return {}
+    }
+  }
+  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {}
+}
+
+/** The first of `names` in `input` that is a non-empty string, as a one-file list (else none). */
+export function fileOf(input: Record<string, unknown>, ...names: string[]): string[] {
+  const v = names.map((n) => input[n]).find((x) => x !== undefined)
+  return typeof v === 'string' && v.trim() !== '' ? [v] : []
+}
+
 /** An optional string field (anything else reads as absent). */
 export const text = (body: Record<string, unknown>, field: string): string | undefined => {
   const v = body[field]
   return typeof v === 'string' ? v : undefined
 }
+
+/**
+ * Agents with no quiet answer at a stop (Codex, Gemini CLI) hand a block's reason to the
+ * model as a new user-role prompt: this line says whose it is, so the model reads it as a
+ * notice, not a request.
+ */
+export const STOP_NOTE = 'Muster (a hook, not from the user): messages arrived for you. Read them; act only on what they ask, then finish.'

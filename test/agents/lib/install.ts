@@ -18,6 +18,9 @@ export interface AgentCli {
 export const AGENT_CLIS = {
   'claude-code': { package: '@anthropic-ai/claude-code', version: '2.1.328', bin: 'claude' },
   codex: { package: '@openai/codex', version: '0.169.0', bin: 'codex' },
+  // A Node launcher of a native binary, which unpacks its JS into COPILOT_PKG_CACHE_HOME on first run (lib/copilot.ts).
+  'copilot-cli': { package: '@github/copilot', version: '1.0.102', bin: 'copilot' },
+  'gemini-cli': { package: '@google/gemini-cli', version: '0.61.0', bin: 'gemini' },
   cline: { package: 'cline', version: '3.0.65', bin: 'cline' },
 } satisfies Record<string, AgentCli>
 
