@@ -8,7 +8,7 @@ import { api } from './api.js'
 import { cell, changed, every, failure, fill, fullTime, h, loading, stateBox, timeAgo } from './ui.js'
 
 const KEEP = 50
-const AGENT_KINDS = { 'claude-code': 'Claude Code', codex: 'Codex', 'gemini-cli': 'Gemini CLI' }
+const AGENT_KINDS = { 'claude-code': 'Claude Code', codex: 'Codex', 'gemini-cli': 'Gemini CLI', cline: 'Cline' }
 
 const liveness = (status) =>
   h('span', { class: `badge ${status === 'active' ? 'ok' : status === 'stale' ? 'warn' : 'bad'}`, text: status || 'gone' })
