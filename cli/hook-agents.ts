@@ -14,6 +14,12 @@ export interface HookCli {
   approvals: readonly string[]
   /** Events the agent gives its hook less time than usual: the whole hook (start-up included) must fit. */
   limits: Readonly<Record<string, number>>
+  /**
+   * The hook is a plugin that sets its shell's environment itself (OpenCode's shell.env): the
+   * answer also says which instance the session acts as, `muster: {agent, session}` (never
+   * the token, which stays in .muster/agents/<agent>.json).
+   */
+  identityInAnswer?: boolean
 }
 
 const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : null)
@@ -47,6 +53,8 @@ export const HOOK_CLIS: Readonly<Record<string, HookCli>> = {
   },
   // Gemini CLI names the event and cwd as Claude Code does, and has no permission hook.
   'gemini-cli': { ...claudeShaped(), approvals: [] },
+  // The plugin muster init opencode writes sends Claude-like field names (services/hooks/agents/opencode.ts).
+  opencode: { ...claudeShaped(), approvals: [], identityInAnswer: true },
   // Cline names the event `hookName` and the directory its first `workspaceRoots`. Its plugin
   // (which posts these three) fails the whole task when a hook call takes over 3 s: give up
   // on the server after 2 s, start-up included, and let the call run.

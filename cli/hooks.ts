@@ -107,7 +107,21 @@ async function forward(hookAgent: string, named: string | undefined, o: { failCl
     // The hook's answer still goes to the agent: only the shell's identity is missing.
     process.stderr.write(`muster hook: could not hand the session's identity to the shell (${(err as Error).message})\n`)
   }
-  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
+  const out = cli.identityInAnswer ? withIdentity(text, res.headers) : text
+  process.stdout.write(out.endsWith('\n') ? out : `${out}\n`)
+}
+
+/** The answer with `muster: {agent, session}` when the server said who the session acts as (a plugin sets its shell's MUSTER_AGENT from it). */
+function withIdentity(text: string, headers: Headers): string {
+  const name = headers.get('x-muster-instance-name')
+  if (!name || !headers.get('x-muster-instance-token')) return text
+  try {
+    const answer = JSON.parse(text)
+    if (!answer || typeof answer !== 'object' || Array.isArray(answer)) return text
+    return JSON.stringify({ ...answer, muster: { agent: decodeURIComponent(name), session: decodeURIComponent(headers.get('x-muster-session') ?? '') } })
+  } catch {
+    return text
+  }
 }
 
 /** A value for a line `export NAME=value` of a file bash sources. */
@@ -168,7 +182,7 @@ export function hookCommands(program: Command): void {
 
   program
     .command('init')
-    .description("wire an agent (Claude Code, Codex, Gemini CLI, Copilot CLI, Cursor, Cline) in this repository to Muster: hooks (Cline: hook files and a plugin), MCP entry, its instructions (CLAUDE.md, AGENTS.md, GEMINI.md, .github/copilot-instructions.md, .cursor/rules/muster.mdc, .clinerules/muster.md), the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
+    .description("wire an agent (Claude Code, Codex, Gemini CLI, Copilot CLI, Cursor, OpenCode, Cline) in this repository to Muster: hooks (OpenCode: a plugin; Cline: hook files and a plugin), MCP entry, its instructions (CLAUDE.md, AGENTS.md, GEMINI.md, .github/copilot-instructions.md, .cursor/rules/muster.mdc, .clinerules/muster.md), the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
     .argument('<agent>', `${INIT_NAMES.join(' | ')} | git`, agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')

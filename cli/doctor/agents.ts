@@ -6,8 +6,9 @@ import { mergeGeminiSettings } from '../init/gemini-cli'
 import type { Check, DoctorContext, Finding } from './check'
 import { clineWired } from './cline'
 import { flatHookFindings } from './flat-hooks'
+import { opencodeFindings } from './opencode'
 
-// Claude's hook shape (Gemini CLI's settings too); Copilot CLI's and Cursor's flat hook lists: flat-hooks.ts.
+// Claude's hook shape (Gemini CLI's settings too); Copilot CLI's and Cursor's flat hook lists: flat-hooks.ts; OpenCode's plugin: opencode.ts.
 /** Each agent's hook file, and the settings `muster init` writes there (whose hooks are expected). */
 const FILES: Partial<Record<InitAgent, { path: string; dir: string; wired?: (o: InitOptions) => Record<string, any> }>> = {
   'claude-code': { path: '.claude/settings.json', dir: '.claude' },
@@ -82,8 +83,10 @@ export const agentChecks: Check = (ctx) => {
   for (const agent of Object.keys(FILES) as InitAgent[]) out.push(...(agentFindings(ctx, agent) ?? []))
   const flat = flatHookFindings(ctx)
   out.push(...flat.findings)
-  if (!out.length && !clineWired(ctx)) out.push({ status: 'warn', check: 'hooks', message: `no agent is wired in ${ctx.root}`, fix: '`muster init <agent>` in the repository (claude-code, codex, gemini-cli, copilot-cli, cursor, cline)' })
-  const commands = [...(Object.keys(FILES) as InitAgent[]).filter((a) => usesCommands(ctx, a)), ...flat.wired]
+  const opencode = opencodeFindings(ctx)
+  out.push(...(opencode ?? []))
+  if (!out.length && !clineWired(ctx)) out.push({ status: 'warn', check: 'hooks', message: `no agent is wired in ${ctx.root}`, fix: '`muster init <agent>` in the repository (claude-code, codex, gemini-cli, copilot-cli, cursor, opencode, cline)' })
+  const commands = [...(Object.keys(FILES) as InitAgent[]).filter((a) => usesCommands(ctx, a)), ...flat.wired, ...(opencode?.some((f) => f.status !== 'fail') ? ['opencode'] : [])]
   const bin = Bun.which('muster', { PATH: ctx.env.PATH ?? '' })
   if (bin) out.push({ status: 'ok', check: 'PATH', message: `muster is ${bin}` })
   else if (commands.length)

@@ -7,7 +7,7 @@ import { resolve } from 'node:path'
 import { setTomlValue } from '../codex-trust'
 import { UsageError } from '../output'
 
-export type InitAgent = 'claude-code' | 'codex' | 'copilot-cli' | 'cursor' | 'gemini-cli' | 'cline'
+export type InitAgent = 'claude-code' | 'codex' | 'copilot-cli' | 'cursor' | 'gemini-cli' | 'opencode' | 'cline'
 
 export interface InitOptions {
   agent: InitAgent

@@ -10,6 +10,7 @@ import { codexFiles } from './codex'
 import { copilotFiles } from './copilot-cli'
 import { cursorFiles } from './cursor'
 import { geminiCliFiles } from './gemini-cli'
+import { opencodeFiles } from './opencode'
 import { readText, type FileSpec, type InitAgent, type InitOptions, type PlannedFile } from './files'
 
 export { APPROVAL_WAIT, type InitAgent, type InitOptions, type PlannedFile } from './files'
@@ -24,6 +25,7 @@ export const INIT_AGENTS: Record<InitAgent, (o: InitOptions) => FileSpec[]> = {
   'copilot-cli': copilotFiles,
   cursor: cursorFiles,
   'gemini-cli': geminiCliFiles,
+  opencode: opencodeFiles,
   cline: clineFiles,
 }
 

@@ -6,8 +6,9 @@ import { codex } from './codex'
 import { copilotCli } from './copilot-cli'
 import { cursor, isCursorEvent } from './cursor'
 import { geminiCli } from './gemini-cli'
+import { opencode } from './opencode'
 
-export const ADAPTERS: ReadonlyMap<string, HookAdapter> = new Map([claudeCode, codex, copilotCli, cursor, geminiCli, cline].map((a) => [a.agent, a]))
+export const ADAPTERS: ReadonlyMap<string, HookAdapter> = new Map([claudeCode, codex, copilotCli, cursor, geminiCli, opencode, cline].map((a) => [a.agent, a]))
 
 /**
  * The adapter that reads `body`: the path's, except for a Cursor payload posted by the Claude
