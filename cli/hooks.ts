@@ -168,7 +168,7 @@ export function hookCommands(program: Command): void {
 
   program
     .command('sessions')
-    .description('agent hook sessions, newest first: which instance each Claude Code or Codex session acts as')
+    .description('agent hook sessions, newest first: which instance each agent session acts as')
     .option('--limit <n>', '1 … 10000 (default 1000)', integer(1))
     .action(act((o: { limit?: number }) => api.get('/api/sessions', { limit: o.limit })))
 
