@@ -55,6 +55,15 @@ export const HOOK_CLIS: Readonly<Record<string, HookCli>> = {
   'gemini-cli': { ...claudeShaped(), approvals: [] },
   // The plugin muster init opencode writes sends Claude-like field names (services/hooks/agents/opencode.ts).
   opencode: { ...claudeShaped(), approvals: [], identityInAnswer: true },
+  // Cline names the event `hookName` and the directory its first `workspaceRoots`. Its plugin
+  // (which posts these three) fails the whole task when a hook call takes over 3 s: give up
+  // on the server after 2 s, start-up included, and let the call run.
+  cline: {
+    eventName: (e) => str(e.hookName),
+    cwd: (e) => (Array.isArray(e.workspaceRoots) ? str(e.workspaceRoots[0]) : null),
+    approvals: [],
+    limits: { tool_call: 2000, agent_start: 2000, agent_resume: 2000 },
+  },
 }
 
 /**

@@ -20,6 +20,7 @@ import { codexHooksTrust, trustCodexHooks } from './codex-trust'
 import { CODEX_NETWORK_SETTING, hookTokenProblem, INIT_AGENTS, planInit, writeInit, type InitAgent } from './init'
 import { completeEvent, HOOK_CLIS, runningAgent, type HookCli } from './hook-agents'
 import { geminiTrustFile, geminiTrusts } from './init/gemini-cli'
+import { clineMcpNote } from './init/cline'
 import { initGit } from './git-guard'
 import { gitRoot } from './git-repo'
 import { setProjectCase } from './project-case'
@@ -167,7 +168,7 @@ export function hookCommands(program: Command): void {
 
   program
     .command('sessions')
-    .description('agent hook sessions, newest first: which instance each Claude Code or Codex session acts as')
+    .description('agent hook sessions, newest first: which instance each agent session acts as')
     .option('--limit <n>', '1 … 10000 (default 1000)', integer(1))
     .action(act((o: { limit?: number }) => api.get('/api/sessions', { limit: o.limit })))
 
@@ -181,7 +182,7 @@ export function hookCommands(program: Command): void {
 
   program
     .command('init')
-    .description("wire an agent (Claude Code, Codex, Gemini CLI, Copilot CLI, Cursor, OpenCode) in this repository to Muster: hooks (OpenCode: a plugin), MCP entry, its instructions (CLAUDE.md, AGENTS.md, GEMINI.md, .github/copilot-instructions.md, .cursor/rules/muster.mdc), the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
+    .description("wire an agent (Claude Code, Codex, Gemini CLI, Copilot CLI, Cursor, OpenCode, Cline) in this repository to Muster: hooks (OpenCode: a plugin; Cline: hook files and a plugin), MCP entry, its instructions (CLAUDE.md, AGENTS.md, GEMINI.md, .github/copilot-instructions.md, .cursor/rules/muster.mdc, .clinerules/muster.md), the agent's telemetry to the server (Codex's in $CODEX_HOME/config.toml) (merged; run twice, nothing changes); `init git`: pre-commit and pre-push guards beside the hooks there")
     .argument('<agent>', `${INIT_NAMES.join(' | ')} | git`, agentArg)
     .option('--reserve <duration>', 'edit-reserve mode: each file an agent starts editing is reserved for this long (e.g. 30m)')
     .option('--dry-run', 'print what would be written and write nothing')
@@ -222,6 +223,7 @@ export function hookCommands(program: Command): void {
       }
       if (agent === 'gemini-cli' && !o.trust && !geminiTrusts(root))
         out.notes = [`Gemini CLI runs no project hook in a folder it does not trust (and \`gemini -p\` does not start there): run \`muster init gemini-cli --trust\` (${geminiTrustFile()}), trust the folder when Gemini CLI asks, or set GEMINI_CLI_TRUST_WORKSPACE=true`]
+      if (agent === 'cline') out.notes = [clineMcpNote(server)]
       printJson(out)
     })
 }

@@ -14,7 +14,7 @@ const Behavior = t.Union([t.Literal('allow'), t.Literal('deny')])
 const ApprovalSchema = t.Object({
   id: t.String(),
   kind: t.Union([t.Literal('permission'), t.Literal('input')], { description: 'input: the agent waits for its user (cannot be decided)' }),
-  agent: t.String({ description: 'claude-code | codex' }),
+  agent: t.String({ description: 'the agent whose hook asked: claude-code, codex, copilot-cli, …' }),
   name: t.String({ description: "the agent instance's name" }),
   instance_id: t.String(),
   session_id: t.String(),

@@ -65,12 +65,12 @@ export function hooksRoutes(ctx: Ctx) {
       {
         params: t.Object({ agent: t.String({ ...checks({ enum: HOOK_AGENTS }) }) }),
         body: t.Unknown({
-          description: 'the hook event exactly as the agent sends it: {session_id, hook_event_name, cwd, …}',
+          description: "the hook event exactly as the agent sends it (Claude Code's: {session_id, hook_event_name, cwd, …}; each agent's own: docs/agents/)",
           examples: [{ session_id: '9b2f6c1e-3d4a-4e5f-8a7b-1c2d3e4f5a6b', hook_event_name: 'UserPromptSubmit', cwd: '/work/shop', prompt: 'fix the invoice totals' }],
         }),
-        response: { 200: t.Record(t.String(), t.Unknown(), { description: '{} (no opinion), hookSpecificOutput, or {decision: "block", reason}' }) },
+        response: { 200: t.Record(t.String(), t.Unknown(), { description: "the answer in the agent's own shape: {} (no opinion), Claude Code's hookSpecificOutput, {decision, reason}, …" }) },
         detail: {
-          summary: 'A Claude Code or Codex hook event',
+          summary: "An agent's hook event (Claude Code, Codex, Gemini CLI, Copilot CLI, Cursor, Cline, OpenCode)",
           description:
             'A session is an instance (registered on its first event, each event a heartbeat, deregistered on SessionEnd; SessionEnd with reason clear or resume keeps it 60 s for the next SessionStart of the same agent, name and root to take over). The answers to SessionStart and SessionEnd carry, in headers only, who the session acts as: X-Muster-Instance-Id, X-Muster-Instance-Name, X-Muster-Session, and on SessionStart X-Muster-Instance-Token (for `muster hook` to hand to the agent\'s shell; never in the body the model reads), on SessionEnd X-Muster-Held. PreToolUse of a file-writing tool is denied when another instance holds the file exclusively; SessionStart answers a briefing; UserPromptSubmit, PostToolUse and Stop deliver new messages. Headers: X-Muster-Agent, X-Muster-Project, X-Muster-Root, X-Muster-Reserve (edit-reserve mode), X-Muster-Capabilities, X-Muster-Approval-Wait. PermissionRequest makes an approval (docs/api/approvals.md) and its answer waits for a rule or a person: allow or deny, or {} when the wait runs out; Notification of an agent waiting for its user makes a "needs input" approval. Never answers allow on its own.',
           tags: ['hooks'],

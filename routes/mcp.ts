@@ -12,6 +12,7 @@ import { AppError, forbidden } from '../lib/errors'
 import { READ_ONLY } from '../http/access'
 import { STATUS } from '../http/errors'
 import { MATCH_TYPES, SEVERITIES, checkRule } from '../validation/rules'
+import { HOOK_AGENTS } from '../services/hooks'
 import { scopeFor, type Caller } from '../services/audit'
 import { assertManages, registerInstance, setIntent, type Owner } from '../services/instances'
 import { proposeRule } from '../services/rules'
@@ -43,7 +44,7 @@ const REST_ENDPOINTS = {
     'POST /api/messages {to: [name…] or ["*"], subject, body?, thread?, reply_to?, importance?, ack_required?, ack_within_ms?}; ' +
     'GET /api/inbox?after=ID&unacked=1&wait=30s (X-Instance-Token; {messages, cursor}, does not consume), POST /api/messages/{id}/ack (X-Instance-Token)',
   messages: 'GET /api/messages?q=words&from=&to=&thread=&limit= (newest first), GET /api/messages/{id} (with receipts), GET /api/threads/{thread}',
-  hooks: 'POST /api/hooks/{agent} (agent claude-code or codex): the agent\'s lifecycle hook events; `muster init claude-code|codex` writes the hook config',
+  hooks: `POST /api/hooks/{agent} (agent ${HOOK_AGENTS.join(', ')}): the agent's lifecycle hook events; \`muster init <agent>\` writes the hook config`,
   docs: 'GET /openapi.json',
 }
 
@@ -52,7 +53,7 @@ const instructions = (origin: string) =>
   [
     `Muster (${origin}) coordinates AI coding agents that share one server: versioned state, specs, API contracts, events, validation rules, locks, file reservations, a task queue and an inbox.`,
     'This MCP endpoint is only the discovery door: move data over REST or the `muster` CLI, never through MCP, so payloads cost no tokens.',
-    'In a session wired with Muster hooks (`muster init claude-code|codex`) you are registered already: your session is an instance and the `muster` CLI in your shell acts as it; register_instance answers that same instance. Use the CLI for everything below.',
+    'In a session wired with Muster hooks (`muster init <agent>`) you are registered already: your session is an instance and the `muster` CLI in your shell acts as it; register_instance answers that same instance. Use the CLI for everything below.',
     '1. Otherwise call register_instance first (workspace = your project). Keep the token and send it as the X-Instance-Token header on every REST call (the CLI does after `muster register`): it names you in the audit log and counts as your heartbeat.',
     '2. Call get_endpoints for the REST routes (full reference: GET /openapi.json) and the CLI commands.',
     '3. discover_instances shows the other agents and their intents; set_intent tells them what you work on now.',

@@ -197,18 +197,10 @@ export async function requestPermission(ctx: Ctx, agent: HookAgent, event: CoreE
   }
 }
 
-/** A notification that the agent waits for the user (not a permission prompt: PermissionRequest covers those). */
-function waitsForInput(event: CoreEvent): string | null {
-  const message = event.message ?? ''
-  const type = event.notificationType ?? ''
-  if (type === 'idle_prompt' || type === 'elicitation_dialog' || (!type && /waiting for your input/i.test(message))) return message || 'waiting for your input'
-  return null
-}
-
 /** A Notification (in its event's unit): a "needs input" approval when the agent waits for the user. */
 export async function noteNotification(tx: Tx, agent: HookAgent, session: Session, event: CoreEvent): Promise<void> {
-  const message = waitsForInput(event)
-  if (message === null) return
+  const message = event.waitingFor
+  if (message === undefined) return
   const a = newApproval(crypto.randomUUID(), session, agent, 'input', '', null, message.slice(0, SUMMARY_MAX), null)
   await tx.approvals.create(a)
   await tx.emit('approval.requested', announced(a), SOURCE)

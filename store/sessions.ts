@@ -5,7 +5,7 @@
 // instance stays registered until held_until for the next session to take over.
 import { stmt, type Runner } from './runner'
 
-export type HookAgent = 'claude-code' | 'codex' | 'copilot-cli' | 'cursor' | 'gemini-cli' | 'opencode'
+export type HookAgent = 'claude-code' | 'codex' | 'copilot-cli' | 'cursor' | 'gemini-cli' | 'opencode' | 'cline'
 
 export interface HookSession {
   session_id: string

@@ -103,13 +103,18 @@ test('AfterAgent: a new message keeps the model going as a Muster notice, never 
   expect(r.body.reason).toContain('deploy at noon')
 })
 
-test('Notification is answered {}; SessionEnd ends the session and releases its edit reservations', async () => {
+test('Notification (ToolPermission) is answered {} and waits for the person as "needs input" until the next event; SessionEnd ends the session and releases its edit reservations', async () => {
   const g = session({ 'x-muster-agent': 'gender', 'x-muster-reserve': '30m' })
   await g.send('SessionStart')
   expect((await g.send('BeforeTool:write_file')).body).toEqual({})
   const { instance_id } = await sessionRow(g.id)
   expect((await call(s.api, 'GET', `/api/reservations?instance_id=${instance_id}`)).body).toMatchObject([{ paths: ['src/a.ts'], reason: 'edit' }])
   expect((await g.send('Notification')).body).toEqual({})
+  const inputs = async () => ((await call(s.api, 'GET', '/api/approvals?status=pending')).body as any[]).filter((a) => a.session_id === g.id)
+  expect(await inputs()).toMatchObject([{ kind: 'input', agent: 'gemini-cli', name: 'gender', summary: fixtures.Notification.message }])
+  // Another notice (not a permission) asks nothing.
+  expect((await g.send('Notification', { notification_type: 'Other', message: 'done' })).body).toEqual({})
+  expect(await inputs()).toEqual([])
   const end = await g.send('SessionEnd')
   expect(end.body).toEqual({})
   expect(end.headers.get('x-muster-held')).toBe('false')

@@ -4,6 +4,7 @@
 import { isOurs, mergeHooks, type InitAgent, type InitOptions } from '../init'
 import { mergeGeminiSettings } from '../init/gemini-cli'
 import type { Check, DoctorContext, Finding } from './check'
+import { clineWired } from './cline'
 import { flatHookFindings } from './flat-hooks'
 import { opencodeFindings } from './opencode'
 
@@ -84,7 +85,7 @@ export const agentChecks: Check = (ctx) => {
   out.push(...flat.findings)
   const opencode = opencodeFindings(ctx)
   out.push(...(opencode ?? []))
-  if (!out.length) out.push({ status: 'warn', check: 'hooks', message: `no agent is wired in ${ctx.root}`, fix: '`muster init <agent>` in the repository (claude-code, codex, gemini-cli, copilot-cli, cursor, opencode)' })
+  if (!out.length && !clineWired(ctx)) out.push({ status: 'warn', check: 'hooks', message: `no agent is wired in ${ctx.root}`, fix: '`muster init <agent>` in the repository (claude-code, codex, gemini-cli, copilot-cli, cursor, opencode, cline)' })
   const commands = [...(Object.keys(FILES) as InitAgent[]).filter((a) => usesCommands(ctx, a)), ...flat.wired, ...(opencode?.some((f) => f.status !== 'fail') ? ['opencode'] : [])]
   const bin = Bun.which('muster', { PATH: ctx.env.PATH ?? '' })
   if (bin) out.push({ status: 'ok', check: 'PATH', message: `muster is ${bin}` })

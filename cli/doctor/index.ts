@@ -4,6 +4,7 @@
 import type { Command } from 'commander'
 import { EXIT, Exit } from '../output'
 import { agentChecks } from './agents'
+import { clineCheck } from './cline'
 import { doctorContext, type Check, type Finding } from './check'
 import { codexSandboxCheck } from './codex-sandbox'
 import { codexTrustCheck } from './codex-trust'
@@ -17,7 +18,7 @@ import { tokenEnvCheck } from './token-env'
 export type { Check, Finding } from './check'
 
 /** In the order they print. */
-export const CHECKS: Check[] = [serverChecks, identityCheck, agentChecks, codexTrustCheck, geminiTrustCheck, tokenEnvCheck, codexSandboxCheck, projectCaseDoctorCheck, gitGuardCheck]
+export const CHECKS: Check[] = [serverChecks, identityCheck, agentChecks, clineCheck, codexTrustCheck, geminiTrustCheck, tokenEnvCheck, codexSandboxCheck, projectCaseDoctorCheck, gitGuardCheck]
 
 export async function runDoctor(checks: Check[] = CHECKS): Promise<Finding[]> {
   const ctx = doctorContext()

@@ -7,7 +7,7 @@ import { resolve } from 'node:path'
 import { setTomlValue } from '../codex-trust'
 import { UsageError } from '../output'
 
-export type InitAgent = 'claude-code' | 'codex' | 'copilot-cli' | 'cursor' | 'gemini-cli' | 'opencode'
+export type InitAgent = 'claude-code' | 'codex' | 'copilot-cli' | 'cursor' | 'gemini-cli' | 'opencode' | 'cline'
 
 export interface InitOptions {
   agent: InitAgent
@@ -34,12 +34,15 @@ export interface FileSpec {
   /** Relative to the repository root, or absolute (the user's own agent config, outside it). */
   path: string
   content: (current: string) => string
+  /** The file's mode when it must be more than a plain file (an executable hook: 0o755). */
+  mode?: number
 }
 
 export interface PlannedFile {
   path: string
   action: 'create' | 'update' | 'unchanged'
   content: string
+  mode?: number
 }
 
 /**

@@ -1,10 +1,11 @@
 // `muster init <agent>`: wires an agent of the current repository to Muster. Each agent's
 // file (cli/init/<agent>.ts) says what it writes; each file is merged into what is there
 // (other hooks and settings kept), and a second run writes nothing.
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, isAbsolute, join } from 'node:path'
 import { UsageError } from '../output'
 import { claudeCodeFiles } from './claude-code'
+import { clineFiles } from './cline'
 import { codexFiles } from './codex'
 import { copilotFiles } from './copilot-cli'
 import { cursorFiles } from './cursor'
@@ -25,16 +26,18 @@ export const INIT_AGENTS: Record<InitAgent, (o: InitOptions) => FileSpec[]> = {
   cursor: cursorFiles,
   'gemini-cli': geminiCliFiles,
   opencode: opencodeFiles,
+  cline: clineFiles,
 }
 
 /** What `init` would write, each file merged with what is there now. */
 export function planInit(o: InitOptions): PlannedFile[] {
   if (o.reserve !== undefined && !/^\d+(\.\d+)?(ms|s|m|h)$/.test(o.reserve)) throw new UsageError(`invalid --reserve "${o.reserve}": expected a duration like 30m`)
-  return INIT_AGENTS[o.agent](o).map(({ path, content }) => {
+  return INIT_AGENTS[o.agent](o).map(({ path, content, mode }) => {
     const full = isAbsolute(path) ? path : join(o.root, path)
     const current = readText(full)
     const next = content(current)
-    return { path, action: !existsSync(full) ? 'create' : next === current ? 'unchanged' : 'update', content: next }
+    const same = next === current && (mode === undefined || (existsSync(full) && (statSync(full).mode & 0o777) === mode))
+    return { path, action: !existsSync(full) ? 'create' : same ? 'unchanged' : 'update', content: next, ...(mode === undefined ? {} : { mode }) }
   })
 }
 
@@ -46,6 +49,7 @@ export function writeInit(root: string, files: PlannedFile[]): void {
     mkdirSync(dirname(full), { recursive: true })
     // The user's own Codex config may hold the token: readable by its owner only.
     writeFileSync(full, f.content)
-    if (isAbsolute(f.path)) chmodSync(full, 0o600)
+    if (f.mode !== undefined) chmodSync(full, f.mode)
+    else if (isAbsolute(f.path)) chmodSync(full, 0o600)
   }
 }

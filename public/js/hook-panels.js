@@ -1,5 +1,5 @@
 // The coordination page's view of the agents' hooks: each registered instance with the
-// hook session it runs in (Claude Code or Codex; none for an agent on REST or MCP), and
+// hook session it runs in (Claude Code, Codex, Gemini CLI, Copilot CLI, Cursor, Cline, OpenCode; none for an agent on REST or MCP), and
 // the edits the PreToolUse hook denied, newest first: who was blocked, on which paths,
 // held by whom. A blocked edit appears the moment its edit.blocked event arrives.
 //   GET /api/instances, GET /api/sessions, GET /api/events/history?topic=edit.blocked
@@ -8,7 +8,7 @@ import { api } from './api.js'
 import { cell, changed, every, failure, fill, fullTime, h, loading, stateBox, timeAgo } from './ui.js'
 
 const KEEP = 50
-const AGENT_KINDS = { 'claude-code': 'Claude Code', codex: 'Codex', 'gemini-cli': 'Gemini CLI' }
+const AGENT_KINDS = { 'claude-code': 'Claude Code', codex: 'Codex', 'gemini-cli': 'Gemini CLI', cline: 'Cline' }
 
 const liveness = (status) =>
   h('span', { class: `badge ${status === 'active' ? 'ok' : status === 'stale' ? 'warn' : 'bad'}`, text: status || 'gone' })
@@ -59,7 +59,7 @@ export function agentsPanel() {
     meta.textContent = list.length ? `${list.length} registered · ${hooked} in hook sessions` : ''
     if (!list.length)
       return stateBox(body, 'empty', 'No agents registered',
-        ['A Claude Code or Codex session registers with its first hook call (', h('code', { text: 'muster init claude-code' }), ').'])
+        ['An agent session with Muster hooks registers with its first hook call (', h('code', { text: 'muster init <agent>' }), ').'])
     fill(body, h('table', { class: 'data cards' },
       h('thead', {}, h('tr', {}, ['Agent', 'Session', 'Root · project', 'Last seen'].map((t) => h('th', { text: t })))),
       h('tbody', {}, list.map((inst) => {

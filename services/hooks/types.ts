@@ -47,9 +47,11 @@ export interface CoreEvent {
   reason?: string
   /** stop: the agent is already continuing because of a stop answer (never block twice). */
   stopActive?: boolean
-  /** notification: what the agent told its user, and the kind of notice (`idle_prompt`, …). */
-  message?: string
-  notificationType?: string
+  /**
+   * notification: what the agent tells its user when it waits for them (an answer, a
+   * permission no hook decides): a "needs input" approval. Unset for a notice that asks nothing.
+   */
+  waitingFor?: string
   /** The event as the agent sent it. */
   raw: Record<string, unknown>
 }

@@ -46,6 +46,17 @@ export function claudeToolCall(name: string, input: unknown): ToolCall {
   return call
 }
 
+/**
+ * Claude Code's Notification that the agent waits for the user: an idle prompt or a question
+ * (elicitation); not a permission prompt, which its PermissionRequest hook covers.
+ */
+function claudeWaitingFor(body: Record<string, unknown>): string | undefined {
+  const message = text(body, 'message') ?? ''
+  const type = text(body, 'notification_type') ?? ''
+  if (type === 'idle_prompt' || type === 'elicitation_dialog' || (!type && /waiting for your input/i.test(message))) return message || 'waiting for your input'
+  return undefined
+}
+
 export function parseClaudeShape(body: Record<string, unknown>): CoreEvent {
   const sessionId = requiredId(body, 'session_id')
   const name = requiredId(body, 'hook_event_name')
@@ -59,8 +70,7 @@ export function parseClaudeShape(body: Record<string, unknown>): CoreEvent {
     source: text(body, 'source'),
     reason: text(body, 'reason'),
     stopActive: body.stop_hook_active === true,
-    message: text(body, 'message'),
-    notificationType: text(body, 'notification_type'),
+    waitingFor: name === 'Notification' ? claudeWaitingFor(body) : undefined,
     raw: body,
   }
 }

@@ -63,10 +63,8 @@ export const geminiCli: HookAdapter = {
     if (kind === 'session-start') event.source = text(body, 'source')
     if (kind === 'session-end') event.reason = text(body, 'reason')
     if (kind === 'stop') event.stopActive = body.stop_hook_active === true
-    if (kind === 'notification') {
-      event.message = text(body, 'message')
-      event.notificationType = text(body, 'notification_type')
-    }
+    // Gemini CLI has no hook that decides a permission: its ToolPermission notice is a person's to answer.
+    if (kind === 'notification' && text(body, 'notification_type') === 'ToolPermission') event.waitingFor = text(body, 'message') || 'a tool waits for confirmation'
     return event
   },
   answer(event, out: CoreAnswer): HookAnswer {

@@ -22,6 +22,7 @@ export const AGENT_CLIS = {
   'copilot-cli': { package: '@github/copilot', version: '1.0.102', bin: 'copilot' },
   'gemini-cli': { package: '@google/gemini-cli', version: '0.61.0', bin: 'gemini' },
   opencode: { package: 'opencode-ai', version: '1.18.33', bin: 'opencode' },
+  cline: { package: 'cline', version: '3.0.65', bin: 'cline' },
 } satisfies Record<string, AgentCli>
 
 export type AgentName = keyof typeof AGENT_CLIS
