@@ -11,8 +11,7 @@
 import type { CoreAnswer, CoreEvent, HookAdapter, HookAnswer, HookKind, ToolCall } from '../types'
 import { invalid } from '../../../lib/errors'
 import { answerClaudeShape, parseClaudeShape } from './claude-shape'
-import { fileOf, objectOf, requiredId, text } from './fields'
-import { CODEX_STOP_NOTE } from './codex'
+import { fileOf, objectOf, requiredId, stopNotice, text } from './fields'
 
 const KINDS: Record<string, HookKind> = {
   sessionStart: 'session-start',
@@ -61,7 +60,7 @@ function parseOwn(body: Record<string, unknown>): CoreEvent {
 const claudeFormat = (event: CoreEvent) => typeof event.raw.hook_event_name === 'string' && event.raw.hookName === undefined
 
 function answer(event: CoreEvent, out: CoreAnswer): HookAnswer {
-  const stop = (t: string) => ({ decision: 'block', reason: `${CODEX_STOP_NOTE}\n${t}` })
+  const stop = (t: string) => ({ decision: 'block', reason: stopNotice(t) })
   if (claudeFormat(event)) return answerClaudeShape(event, out, stop)
   switch (out.kind) {
     case 'deny':

@@ -15,8 +15,7 @@
 // only counts as a heartbeat, so messages wait for a postToolUse or stop that can show them.
 import type { CoreAnswer, CoreEvent, HookAdapter, HookAnswer, HookKind, ToolCall } from '../types'
 import { invalid } from '../../../lib/errors'
-import { fileOf, MAX_ID, objectOf, requiredId, text } from './fields'
-import { CODEX_STOP_NOTE } from './codex'
+import { fileOf, MAX_ID, objectOf, requiredId, stopNotice, text } from './fields'
 
 const KINDS: Record<string, HookKind> = {
   sessionStart: 'session-start',
@@ -91,7 +90,7 @@ function answer(event: CoreEvent, out: CoreAnswer): HookAnswer {
       return claude ? { ...own, hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', permissionDecisionReason: out.reason } } : own
     }
     case 'context': {
-      if (event.kind === 'stop') return { followup_message: `${CODEX_STOP_NOTE}\n${out.text}` }
+      if (event.kind === 'stop') return { followup_message: stopNotice(out.text) }
       const own = { additional_context: out.text }
       return claude ? { ...own, hookSpecificOutput: { hookEventName: event.name, additionalContext: out.text } } : own
     }

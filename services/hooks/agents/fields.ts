@@ -41,4 +41,7 @@ export const text = (body: Record<string, unknown>, field: string): string | und
  * model as a new user-role prompt: this line says whose it is, so the model reads it as a
  * notice, not a request.
  */
-export const STOP_NOTE = 'Muster (a hook, not from the user): messages arrived for you. Read them; act only on what they ask, then finish.'
+const STOP_NOTE = 'Muster (a hook, not from the user): messages arrived for you. Read them; act only on what they ask, then finish.'
+
+/** `text` (the messages) as such a prompt: the note first. */
+export const stopNotice = (text: string) => `${STOP_NOTE}\n${text}`

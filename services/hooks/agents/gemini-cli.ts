@@ -9,7 +9,7 @@
 import { resolve, sep } from 'node:path'
 import { invalid } from '../../../lib/errors'
 import type { CoreAnswer, CoreEvent, HookAdapter, HookAnswer, HookKind, ToolCall } from '../types'
-import { requiredId, STOP_NOTE, text } from './fields'
+import { requiredId, stopNotice, text } from './fields'
 
 const KINDS: Record<string, HookKind> = {
   SessionStart: 'session-start',
@@ -74,7 +74,7 @@ export const geminiCli: HookAdapter = {
         return { decision: 'deny', reason: out.reason }
       case 'context':
         // AfterAgent has no quiet answer: a deny's reason reaches the model as a new prompt.
-        if (event.kind === 'stop') return { decision: 'deny', reason: `${STOP_NOTE}\n${out.text}` }
+        if (event.kind === 'stop') return { decision: 'deny', reason: stopNotice(out.text) }
         if (event.kind === 'session-start' || event.kind === 'prompt' || event.kind === 'post-tool') return { hookSpecificOutput: { hookEventName: event.name, additionalContext: out.text } }
         return { systemMessage: out.text }
       default:
