@@ -318,6 +318,17 @@ scenario("exec --approve-for-me: a person's deny keeps the command from running,
   expect(outputs(fake.log.of('cx-deny')[1]).join('\n')).toContain(words)
 })
 
+scenario("telemetry wired by muster init records usage of the session's instance, with no call by the model", async () => {
+  const repo = wired('--trust')
+  fake.scripts.add({ name: 'cx-otel', steps: [{ text: 'hello' }] })
+  const r = await codexExec(w, repo, marker('cx-otel'), { env: { MUSTER_AGENT: 'cx-otel' } })
+  expect(r.code, r.stderr).toBe(0)
+  const [session] = await sessionsOf(repo)
+  // Codex's own OTLP export ($CODEX_HOME/config.toml's [otel], as init wrote it): the fake answers 100 in, 10 out
+  const usage = await eventually(async () => ((await call(s.api, 'GET', `/api/llm/usage?session_tag=${session.session_id}`)).body as any[])[0], 20_000, 250)
+  expect(usage).toMatchObject({ instance_id: session.instance_id, project: session.project, provider: 'openai', tokens_in: 100, tokens_out: 10, cost_usd: 0 })
+})
+
 test('the fake model server saw no request it does not know', () => {
   expect([...fake.log.unknown.keys()]).toEqual([])
 })
