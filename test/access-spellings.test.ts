@@ -1,6 +1,6 @@
 // Access is decided on the route that serves a call, however its path is spelled (access.md):
 // every operation of /openapi.json, under every spelling derived from its path (trailing and
-// doubled slashes, another case, percent-encoded letters and slashes, dot segments, a query,
+// doubled slashes, another case, percent-encoded letters and slashes, dot segments, backslashes, a query,
 // the absolute form of the request target), sent byte for byte on a raw socket (fetch would
 // tidy the path up) to the API port and to the dashboard's, with an agent and a viewer token. Where the operation's role (its `x-access`)
 // is above the caller's, the answer is a refusal: 403, or the router's own 404/405 (no route
@@ -65,6 +65,18 @@ function spellingsOf(path: string): string[] {
     `/x/..${path}`,
     `${ABSOLUTE}${path}`,
     `${ABSOLUTE}${path}/`,
+    // Backslashes (a URL parser may read them as slashes), dot segments that climb, a fragment, a NUL.
+    '/' + path.slice(1).replace(/\//g, '\\'),
+    `${path}\\`,
+    `${path}%5C`,
+    `${path}%3F`,
+    `${path}#x`,
+    `${path}%00`,
+    `${path}/x/..`,
+    `${path}/x/%2e%2e`,
+    `${path}%2f..`,
+    `//${path}`,
+    `${ABSOLUTE}/${path}`,
   ])
   segments.forEach((segment, i) => {
     const at = (replacement: string) => '/' + [...segments.slice(0, i), replacement, ...segments.slice(i + 1)].join('/')
