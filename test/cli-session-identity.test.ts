@@ -80,6 +80,9 @@ expect(ada.answer.json.hookSpecificOutput.additionalContext).toContain('CLI in y
     const again = await runCli(['register', 'ada'], { cwd: root, env: shell })
     expect(again.code).toBe(0)
     expect(again.json).toMatchObject({ id: ada.instanceId, resumed: true })
+    // the session's token is the shell's already: never printed where the model reads it
+    expect(again.json.token).toBeUndefined()
+    expect(again.stdout).not.toContain(shell.MUSTER_INSTANCE_TOKEN)
     expect((await call(s.api, 'GET', '/api/instances?name=ada')).body.filter((i: any) => i.workspace === root).length).toBe(1)
   })
 

@@ -164,6 +164,11 @@ scenario("muster register of the session's own name inside it is the same instan
   const ada = await claude(repo, 'ada-same')
   await ada.prompt(`Register, reserve src, edit. ${prompt}`)
   expect(readFileSync(file, 'utf8')).toBe('export const answer = 42\n')
+  const [registered] = ada.toolResults()
+  expect(registered).toContain(`"id":"${(await instanceNamed('ada-same')).id}"`)
+  expect(registered).toContain('"resumed":true')
+  // the session's instance token is in its shell already, never in what the model reads
+  expect(registered).not.toMatch(/\b[0-9a-f]{64}\b/)
   expect(((await world.api('GET', '/api/instances')).body as any[]).filter((i) => i.name === 'ada-same')).toHaveLength(1)
   await ada.end()
 })
