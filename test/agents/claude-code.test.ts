@@ -2,7 +2,7 @@
 // fake Anthropic API (fake-anthropic.ts): each scenario is a contract of
 // docs/../shared agents.md seen from inside the agent. One line per scenario.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { eventually } from '../helpers'
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic'
@@ -217,6 +217,24 @@ scenario('the session ends and releases everything it held', async () => {
   expect(await ada.end()).toBe(0)
   expect(await reservations('end')).toEqual([])
   expect(await instanceNamed('ada-end')).toBeUndefined()
+})
+
+scenario('a SessionEnd slower than Claude Code\'s default 1.5 s still ends the session: init\'s hook timeout sets the budget', async () => {
+  const repo = await wiredRepo('slowend')
+  // A server that takes 3 s to answer, as the hook sees it: the command waits, then runs as init wrote it.
+  const settingsFile = join(repo, '.claude/settings.json')
+  const settings = JSON.parse(readFileSync(settingsFile, 'utf8'))
+  const [hook] = settings.hooks.SessionEnd[0].hooks
+  expect(hook.timeout).toBe(10)
+  hook.command = `sleep 3; ${hook.command}`
+  writeFileSync(settingsFile, JSON.stringify(settings, null, 2))
+  const prompt = fake.scripts.add({ name: 'slowend-edit', steps: readAndEdit(join(repo, 'src/app.ts'), '41', '42'), finally: 'Edited.' })
+  const ada = await claude(repo, 'ada-slowend')
+  await ada.prompt(`Fix the answer. ${prompt}`)
+  expect(await reservations('slowend')).toHaveLength(1)
+  expect(await ada.end()).toBe(0)
+  expect(await reservations('slowend')).toEqual([])
+  expect(await instanceNamed('ada-slowend')).toBeUndefined()
 })
 
 scenario("Muster's MCP server connects and its tools are callable by the model", async () => {
