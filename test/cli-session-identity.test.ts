@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, startServer, type TestServer } from './helpers'
-import { gitWorkdir, removeWorkdirs, runCli } from './cli-run'
+import { gitWorkdir, removeWorkdirs, runCli, workdir } from './cli-run'
 import claude from './fixtures/hooks/claude-code.json'
 
 let s: TestServer
@@ -42,7 +42,7 @@ async function start(root: string, name: string, envFile?: string) {
 describe('SessionStart hands the session to the shell', () => {
   test('agents file (0600, ignored by git) and CLAUDE_ENV_FILE; no token in what the model reads', async () => {
     const root = repo()
-    const envFile = join(root, '..', `claude-env-${crypto.randomUUID()}.sh`)
+    const envFile = join(workdir(), 'claude-env.sh')
     writeFileSync(envFile, 'export EARLIER=1\n')
     const ada = await start(root, 'ada', envFile)
     const file = join(root, '.muster', 'agents', 'ada.json')
@@ -62,7 +62,7 @@ expect(ada.answer.json.hookSpecificOutput.additionalContext).toContain('CLI in y
 
   test("the CLI acts as the session: its reservation never denies the session's own edit; register <own name> is the same id", async () => {
     const root = repo()
-    const envFile = join(root, '..', `claude-env-${crypto.randomUUID()}.sh`)
+    const envFile = join(workdir(), 'claude-env.sh')
     const ada = await start(root, 'ada', envFile)
     const shell = { SERVICE_SERVER: s.api, ...sourced(envFile) }
     const sub = join(root, 'src')
