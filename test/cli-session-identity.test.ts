@@ -64,7 +64,7 @@ expect(ada.answer.json.hookSpecificOutput.additionalContext).toContain('CLI in y
     const root = repo()
     const envFile = join(workdir(), 'claude-env.sh')
     const ada = await start(root, 'ada', envFile)
-    const shell = { SERVICE_SERVER: s.api, ...sourced(envFile) }
+    const shell: Record<string, string> = { SERVICE_SERVER: s.api, ...sourced(envFile) }
     const sub = join(root, 'src')
     mkdirSync(sub)
     const reserved = await runCli(['reserve', 'shop', 'src/billing/**', '--ttl', '10m'], { cwd: sub, env: shell })
