@@ -277,13 +277,18 @@ scenario('two agents in one checkout message each other by name, each as itself'
   await Promise.all([ada.end(), bob.end()])
 })
 
-scenario("/clear keeps the session's reservations with the same instance", async () => {
+scenario("/clear keeps the session's reservations and claims with the same instance", async () => {
   const { session: ada } = await editedBy('clear', 'ada-clear')
   const before = await instanceNamed('ada-clear')
+  // and a task claimed from the session's shell
+  const task = (await world.api('POST', '/api/queues/clear-q/tasks', { title: 'port the lexer' })).body
+  await ada.prompt(`Take the next task. ${fake.scripts.add({ name: 'clear-claim', steps: [bash('muster task claim clear-q')], finally: 'Claimed.' })}`)
+  expect((await world.api('GET', `/api/tasks/${task.id}`)).body).toMatchObject({ status: 'claimed', claimed_by: before.id })
   await ada.prompt('/clear')
   const held = await reservations('clear')
   expect(held.map((r) => [r.paths, r.instance_id])).toEqual([[['src/app.ts'], before.id]])
   expect((await instanceNamed('ada-clear'))?.id).toBe(before.id)
+  expect((await world.api('GET', `/api/tasks/${task.id}`)).body).toMatchObject({ status: 'claimed', claimed_by: before.id })
   await ada.end()
 })
 
