@@ -9,6 +9,7 @@ import { countForCaller, sameCaller, setCredential } from './caller'
 import { credentialOf, refusal, requiredRole } from './access'
 import { UNAUTHORIZED, errorResponse } from './errors'
 import type { BodyRule, RouteTable } from './route-table'
+import { sameConnection } from './holds'
 
 /** The answer to a request no route is known by (404, or 405 with Allow), as the router's error hook gives it. */
 const unserved = (table: RouteTable, method: string, path: string): Response => {
@@ -70,6 +71,7 @@ export function admission(ctx: Ctx, table: RouteTable): Admit {
       if (declared === null) admitted = boundedRequest(admitted, limit)
       if (!raw && admitted.body) admitted = asJson(admitted)
       sameCaller(ctx, request, admitted)
+      sameConnection(admitted, request)
       setCredential(admitted, credential)
     }
     countCall(admitted, path)

@@ -13,6 +13,7 @@ import { pathOf, withOrigin } from './url'
 import { errorAnswer, thrownResponse } from './errors'
 import { auditLeftover } from './audit'
 import { RouteTable, type BodyRule } from './route-table'
+import { bodyRead, holdable } from './holds'
 
 /**
  * A route answered on Bun's own router, without Elysia's request pipeline: the plain
@@ -46,7 +47,7 @@ export function createApi(ctx: Ctx, routes: readonly AnyElysia[], fastRoutes: re
   const app = new Elysia({ ...SERVER_OPTIONS, serve: { ...SERVER_OPTIONS.serve, routes: served } })
   // Elysia calls the wrapper for every request (hoc(route, request)(request)): each router's observed form is made once.
   const observed = new WeakMap<Router, Router>()
-  const observe = (route: Router) => observed.get(route) ?? observed.set(route, observer.wrap(withOrigin(prepared(ctx, route)))).get(route)!
+  const observe = (route: Router) => observed.get(route) ?? observed.set(route, observer.wrap(holdable(() => app.server, withOrigin(prepared(ctx, route))))).get(route)!
   app
     // The observer times the whole handling; withOrigin gives the router an absolute URL whatever the Host.
     .wrap(observe as never)
@@ -61,6 +62,7 @@ export function createApi(ctx: Ctx, routes: readonly AnyElysia[], fastRoutes: re
     // Parsed bodies are depth-checked before any schema check or handler walks them.
     .onTransform({ as: 'global' }, ({ body, request }) => {
       checkParsedRequest(request.url, body)
+      bodyRead(request)
     })
     .onError(async ({ code, error, set, request, route }) => {
       const answer = errorAnswer(code, error, set, request, (method, path) => table.notServed(method, path))
@@ -75,7 +77,7 @@ export function createApi(ctx: Ctx, routes: readonly AnyElysia[], fastRoutes: re
   table = new RouteTable(app.routes)
   admit = admission(ctx, table)
   observer = requestObserver(ctx, table)
-  fastRoutes.forEach((route, i) => (handlers[i].handle = fastHandler(ctx, app, route, table.bodyRule(route.method, route.pattern), admit, observer)))
+  fastRoutes.forEach((route, i) => (handlers[i].handle = holdable(() => app.server, fastHandler(ctx, app, route, table.bodyRule(route.method, route.pattern), admit, observer))))
   return app
 }
 

@@ -5,6 +5,7 @@ import { AppError, invalid } from '../lib/errors'
 import { MAX_DEPTH, nestedDeeperThan, parsedValueProblem } from '../lib/json'
 import { StreamTooLarge, readUpTo } from '../lib/stream'
 import { jsonProblemOf } from '../lib/json-thread'
+import { IDLE_TIMEOUT_S, bodyRead } from './holds'
 
 export const MAX_BODY = 10 * 1024 * 1024
 
@@ -86,7 +87,7 @@ export function boundedRequest(request: Request, limit: number): Request {
  * trailing slash added or dropped), so the access policy, which decides on that spelling,
  * and the router always name the same route.
  */
-export const SERVER_OPTIONS = { strictPath: true, serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024 }, handler: { standardHostname: false } }
+export const SERVER_OPTIONS = { strictPath: true, serve: { maxRequestBodySize: MAX_ANY_BODY + 1024 * 1024, idleTimeout: IDLE_TIMEOUT_S }, handler: { standardHostname: false } }
 
 /** Reads a raw body, refusing (413) as soon as it passes `limit` bytes; never buffers past it. */
 export async function readBody(request: Request, limit = MAX_BODY): Promise<Uint8Array> {
@@ -95,8 +96,9 @@ export async function readBody(request: Request, limit = MAX_BODY): Promise<Uint
   if (!request.body) return new Uint8Array(0)
   try {
     // A declared length within the limit cannot grow past it (Bun enforces it), so read it whole.
-    if (declared >= 0) return new Uint8Array(await request.arrayBuffer())
-    return await readUpTo(request.body, limit)
+    const bytes = declared >= 0 ? new Uint8Array(await request.arrayBuffer()) : await readUpTo(request.body, limit)
+    bodyRead(request)
+    return bytes
   } catch (err) {
     throw err instanceof StreamTooLarge ? tooLarge(limit) : (clientAbortOf(err, request) ?? err)
   }

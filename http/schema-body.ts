@@ -5,6 +5,7 @@ import { Value } from '@sinclair/typebox/value'
 import { AppError } from '../lib/errors'
 import { checkParsedRequest } from './body'
 import { errorAnswer, kindOfStatus } from './errors'
+import { bodyRead } from './holds'
 
 /**
  * A JSON body as the full route's pipeline reads it for `schema` (Elysia's parse, the API's
@@ -33,6 +34,7 @@ export function bodyReader(schema: TSchema) {
     if (request.body)
       try {
         body = await request.json()
+        bodyRead(request)
       } catch (err) {
         // An optional body that is not JSON is no body, as the framework reads it.
         if (!v.isOptional) throw refused('PARSE', Object.assign(new Error('parse'), { cause: err }), request)

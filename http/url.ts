@@ -1,4 +1,5 @@
 // The URL of a request, whatever its Host header.
+import { sameConnection } from './holds'
 
 const PLACEHOLDER_ORIGIN = 'http://localhost'
 
@@ -23,8 +24,12 @@ export const pathOf = (url: string): string => {
  */
 export const withOrigin =
   <R>(route: (request: Request) => R) =>
-  (request: Request): R =>
-    route(request.url.startsWith('/') ? new Request(PLACEHOLDER_ORIGIN + request.url, request) : request)
+  (request: Request): R => {
+    if (!request.url.startsWith('/')) return route(request)
+    const absolute = new Request(PLACEHOLDER_ORIGIN + request.url, request)
+    sameConnection(absolute, request)
+    return route(absolute)
+  }
 
 /** Percent-encoded unreserved characters (RFC 3986 2.3): the same URL spelled otherwise. */
 const ENCODED_UNRESERVED = /%(2[dDeE]|3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|5[fF]|7[eE])/g

@@ -2,11 +2,12 @@
 // binary), GET /health, and /api/* forwarded to the API with the caller's headers
 // (Authorization included), so the API's auth covers the dashboard too; the events
 // WebSocket is served in process with the API's own handlers.
-import { Elysia } from 'elysia'
+import { Elysia, type AnyElysia } from 'elysia'
 import type { Ctx } from '../services/context'
 import { credentialOf, prepareAccess } from '../http/access'
 import { setCredential } from '../http/caller'
 import { urlOf, withOrigin } from '../http/url'
+import { holdable } from '../http/holds'
 import { UNAUTHORIZED, errorAnswer, errorResponse, methodNotAllowed } from '../http/errors'
 import { SERVER_OPTIONS } from '../http/body'
 import { healthRoutes } from './health'
@@ -89,7 +90,7 @@ function eventsStream(ctx: Ctx) {
 
 /** The dashboard app. Its event streams are bus subscriptions: they end with the others at shutdown. */
 export function createDashboard(ctx: Ctx) {
-  const app = new Elysia(SERVER_OPTIONS).wrap(withOrigin)
+  const app: AnyElysia = new Elysia(SERVER_OPTIONS).wrap((route) => holdable(() => app.server, withOrigin(route)))
     // The API's error answers (no 405s: /api/* takes every method). First: Elysia applies the hook only to the
     // routes mounted after it, and the event stream's bad after_id must be its 400, not a plain-text 500.
     .onError(({ code, error, set, request }) => errorAnswer(code, error, set, request))

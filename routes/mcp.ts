@@ -18,6 +18,7 @@ import { assertManages, registerInstance, setIntent, type Owner } from '../servi
 import { proposeRule } from '../services/rules'
 import { VERSION } from '../lib/version'
 import { rawBodyDoc, checkParsedRequest } from '../http/body'
+import { bodyRead } from '../http/holds'
 import { withExample } from '../http/models'
 
 export const MCP_TOOLS = ['register_instance', 'discover_instances', 'set_intent', 'get_endpoints', 'propose_rule'] as const
@@ -253,6 +254,7 @@ export function mcpRoutes(ctx: Ctx) {
       const lib = await loadSdk()
       // The SDK reads the body itself; the REST rule on NUL characters (http/body.ts) holds here too.
       const text = await request.text()
+      bodyRead(request)
       let parsed: unknown
       try {
         parsed = JSON.parse(text)

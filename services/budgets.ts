@@ -141,12 +141,14 @@ export async function deleteBudget(ctx: Ctx, audit: AuditScope | undefined, name
   ctx.reachedBudgets.forget()
 }
 
-/** What a usage record is charged by: the keys of every scope it may fall in. */
+/** What a usage record is charged by: the keys of every scope it may fall in, and its time. */
 export interface Charge {
   cost_usd: number
   agent: string | null
   project: string
   task_id: number | null
+  /** The record's created_at (ISO): one from before a budget's current window (a late OTLP batch) is not its spend. */
+  at?: string
 }
 
 /**
@@ -163,6 +165,7 @@ export async function chargeBudgets(tx: Tx, charge: Charge, budgets?: BudgetRow[
     if (b.scope === 'queue' && queue === undefined) queue = charge.task_id === null ? null : ((await tx.queue.get(charge.task_id))?.queue ?? null)
     if (!inScope(b, { agent: charge.agent, project: charge.project, tasks: charge.task_id === null ? [] : [charge.task_id], queues: queue ? [queue] : [] })) continue
     const { start, spent: before } = current(b, now)
+    if (charge.at !== undefined && charge.at < start) continue
     const spent = before + charge.cost_usd
     const { warned, exceeded } = await crossings(tx, b, start, spent)
     await tx.budgets.setSpend(b.name, start, spent, warned, exceeded)

@@ -16,7 +16,7 @@ export async function recordIn(tx: Tx, u: LlmUsageInput, agent?: string | null, 
   const id = await tx.llm.record(u)
   if (id === null) return null
   const name = agent !== undefined ? agent : u.instance_id ? ((await tx.instances.get(u.instance_id))?.name ?? null) : null
-  await chargeBudgets(tx, { cost_usd: u.cost_usd ?? 0, agent: name, project: u.project ?? '', task_id: u.task_id ?? null }, budgets)
+  await chargeBudgets(tx, { cost_usd: u.cost_usd ?? 0, agent: name, project: u.project ?? '', task_id: u.task_id ?? null, at: u.created_at }, budgets)
   return id
 }
 

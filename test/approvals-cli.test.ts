@@ -85,6 +85,21 @@ test('approval-rules add, list, delete; a rule answers the hook at once', async 
   expect((await cli('approval-rules', 'add', '--decision', 'maybe')).code).toBe(2)
 })
 
+test('approve --remember: the same command is allowed by a rule from then on', async () => {
+  const held = hook(crypto.randomUUID(), 'npm run e2e')
+  const pending = (await eventually(async () => ((await cli('approvals', '--status', 'pending')).json as any[]).find((a) => a.summary === 'npm run e2e'))) as any
+  const r = await cli('approve', pending.id, '--remember')
+  expect([r.code, r.json.status]).toEqual([0, 'allowed'])
+  expect((await held).json.hookSpecificOutput.decision.behavior).toBe('allow')
+  const rule = ((await cli('approval-rules', 'list')).json as any[]).find((x) => x.match === 'npm run e2e')
+  expect(rule).toMatchObject({ tool: 'Bash', agents: 'cli-codex', decision: 'allow' })
+  const again = await hook(crypto.randomUUID(), 'npm run e2e')
+  expect(again.json.hookSpecificOutput.decision.behavior).toBe('allow')
+  const ruled = ((await cli('approvals', '--status', 'allowed')).json as any[]).find((a) => a.rule_id === rule.id)
+  expect(ruled).toMatchObject({ decided_by: 'rule', summary: 'npm run e2e' })
+  expect((await cli('approval-rules', 'delete', rule.id)).code).toBe(0)
+})
+
 test('no decision within --approval-wait: the hook prints {} and the approval is expired', async () => {
   const session = crypto.randomUUID()
   const answer = await hook(session, 'sleep 1', '1s')

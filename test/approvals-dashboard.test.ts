@@ -1,6 +1,7 @@
 // The Approvals page (/approvals) in Debian's Chromium: a permission request appears
 // live, raises a browser notification, is allowed with the keyboard and the held hook
-// answers; next and deny by keyboard; rules; the overview's count.
+// answers; next and deny by keyboard; several selected and decided at once; rules; the
+// overview's count.
 // Screenshots go to a temp folder printed at the end.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import type { BrowserContext } from 'playwright-core'
@@ -102,6 +103,35 @@ describe('approvals page', () => {
     expect((await second).hookSpecificOutput.decision.behavior).toBe('allow')
     await page.locator('#rules .rule-list li', { hasText: 'rm -rf node_modules' }).waitFor()
     await page.screenshot({ path: join(SHOTS, 'history-and-rules.png'), fullPage: true })
+    expect(problems).toEqual([])
+    await page.close()
+  })
+
+  test('x selects several; "Allow 2" decides them at once and each held hook answers', async () => {
+    const { page, problems } = await open('/approvals')
+    await page.locator('#stream-status.live').waitFor()
+    const answers: Promise<any>[] = []
+    for (const command of ['make lint', 'make docs', 'make clean']) {
+      answers.push(ask('dee', command))
+      await page.locator('.approval', { hasText: command }).waitFor()
+    }
+    // newest on top; the focus is on the first to arrive (the bottom one): x selects it, k moves up, x again
+    await page.locator('.approval[aria-selected="true"]', { hasText: 'make lint' }).waitFor()
+    await page.keyboard.press('x')
+    await page.keyboard.press('k')
+    await page.keyboard.press('x')
+    await page.locator('#allow-all:not([hidden])').waitFor()
+    expect(await page.locator('#allow-all').textContent()).toBe('Allow 2')
+    await page.locator('#allow-all').click()
+    const [lint, docs] = await Promise.all(answers.slice(0, 2))
+    expect([lint.hookSpecificOutput.decision.behavior, docs.hookSpecificOutput.decision.behavior]).toEqual(['allow', 'allow'])
+    // the third was not selected: still waiting, alone on the page
+    await page.locator('#allow-all[hidden]').waitFor({ state: 'attached' })
+    expect(await page.locator('.approval .summary').allTextContents()).toEqual(['make clean'])
+    const waiting = ((await call(s.api, 'GET', '/api/approvals?status=pending', undefined, AUTH)).body as any[]).map((a) => a.summary)
+    expect(waiting).toEqual(['make clean'])
+    await page.keyboard.press('d')
+    expect((await answers[2]).hookSpecificOutput.decision.behavior).toBe('deny')
     expect(problems).toEqual([])
     await page.close()
   })

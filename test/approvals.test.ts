@@ -179,6 +179,8 @@ describe('rules', () => {
     expect((await call(s.api, 'DELETE', `/api/approval-rules/${allow.body.id}`, undefined, admin)).status).toBe(404)
     const audit = (await call(s.api, 'GET', '/api/audit?action=approval.rule.delete', undefined, admin)).body as any[]
     expect(audit.filter((e) => e.outcome === 'success').length).toBeGreaterThanOrEqual(2)
+    const created = (await call(s.api, 'GET', '/api/audit?action=approval.rule.create', undefined, admin)).body as any[]
+    for (const id of [allow.body.id, deny.body.id]) expect(created.some((e) => e.outcome === 'success' && e.actor === 'admin' && e.detail.includes(id))).toBe(true)
   })
 
   test('bad rules are 400 and make nothing', async () => {
@@ -198,6 +200,8 @@ describe('rules', () => {
     expect((await answer).body).toEqual(ALLOW)
     const rule = ((await call(s.api, 'GET', '/api/approval-rules', undefined, admin)).body as any[]).at(-1)
     expect(rule).toMatchObject({ tool: 'Bash', agents: c.name, match: 'git push origin feat\\*', decision: 'allow' })
+    const created = (await call(s.api, 'GET', '/api/audit?action=approval.rule.create', undefined, admin)).body as any[]
+    expect(created.some((e) => e.resource === `approval-rules/${rule.id}` && e.actor === 'admin')).toBe(true)
     expect((await c.ask('Bash', { command: 'git push origin feat*' })).body).toEqual(ALLOW)
     // the exact summary only: a longer command is asked again
     const other = c.ask('Bash', { command: 'git push origin feature' }, { 'x-muster-approval-wait': '1s' })
@@ -222,6 +226,10 @@ describe('status codes', () => {
     for (const body of [{ ids: [], behavior: 'allow' }, { ids: ['x'], behavior: 'maybe' }, { behavior: 'allow' }])
       expect((await call(s.api, 'POST', '/api/approvals/decision', body, admin)).status).toBe(400)
     expect((await list('?limit=1')).length).toBe(1)
+    // newest first
+    const all = await list('?limit=1000')
+    expect(all[0].id).toBe(a.id)
+    expect(all.map((x) => x.created_at)).toEqual(all.map((x) => x.created_at).sort().reverse())
     expect((await list(`?name=${c.name}`)).every((x) => x.name === c.name)).toBe(true)
     await decide(a.id, { behavior: 'allow' })
     await answer

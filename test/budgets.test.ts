@@ -3,7 +3,7 @@
 // and enforcement: warn lines in hook context, deny on PreToolUse and on claims.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, register, startApp, type InProcessServer } from './helpers'
-import { claudeJson } from './otlp-fixtures'
+import { claudeJsonAt } from './otlp-fixtures'
 import { rawQuery } from './pg'
 import { windowStart } from '../services/budgets'
 
@@ -153,12 +153,32 @@ describe('spend', () => {
     const before = (await call(s.api, 'GET', '/api/llm/usage/summary', undefined, admin)).body.total.total_cost_usd
     expect((await put(all, { scope: 'all', target: 'ignored', limit_usd: 1000, window: 'total', action: 'warn' })).body).toMatchObject({ target: '', spent_usd: before })
     const h = await session(who.name, project)
-    await call(s.api, 'POST', '/v1/logs', claudeJson('logs', h.id), { ...admin, 'content-type': 'application/json' })
-    await call(s.api, 'POST', '/v1/logs', claudeJson('logs', h.id), { ...admin, 'content-type': 'application/json' })
+    const now = claudeJsonAt('logs', h.id, Date.now())
+    await call(s.api, 'POST', '/v1/logs', now, { ...admin, 'content-type': 'application/json' })
+    await call(s.api, 'POST', '/v1/logs', now, { ...admin, 'content-type': 'application/json' })
     expect((await get(all)).body.spent_usd).toBeCloseTo(before + 0.0005115, 9)
     expect(await spent('agent')).toBeCloseTo(1.5005115, 9)
     expect(await spent('project')).toBeCloseTo(1.2505115, 9)
     for (const name of [...Object.values(names), all]) await del(name)
+  })
+
+  test('a record dated in an earlier window (a late OTLP batch) is not spend of the current one; a total budget counts it', async () => {
+    const who = await register({ api: s.api }, { name: uniq('agent') }, admin)
+    const project = uniq('proj')
+    const day = uniq('day')
+    const total = uniq('total')
+    expect((await put(day, { scope: 'project', target: project, limit_usd: 10, window: 'day', action: 'warn' })).status).toBe(201)
+    expect((await put(total, { scope: 'project', target: project, limit_usd: 10, window: 'total', action: 'warn' })).status).toBe(201)
+    const h = await session(who.name, project)
+    const yesterday = claudeJsonAt('logs', h.id, Date.now() - 86_400_000)
+    expect((await call(s.api, 'POST', '/v1/logs', yesterday, { ...admin, 'content-type': 'application/json' })).status).toBe(200)
+    expect((await call(s.api, 'GET', `/api/llm/usage?session_tag=${h.id}`, undefined, admin)).body.length).toBe(1)
+    expect((await get(day)).body.spent_usd).toBe(0)
+    expect((await get(total)).body.spent_usd).toBeCloseTo(0.0005115, 9)
+    // what a PUT sums over the window's records says the same
+    expect((await put(day, { scope: 'project', target: project, limit_usd: 10, window: 'week', action: 'warn' })).status).toBe(200)
+    expect((await put(day, { scope: 'project', target: project, limit_usd: 10, window: 'day', action: 'warn' })).body.spent_usd).toBe(0)
+    for (const name of [day, total]) await del(name)
   })
 
   test('budget.warning at 80% and budget.exceeded at 100%, each once per window; raising the limit sends them again', async () => {

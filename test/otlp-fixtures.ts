@@ -25,6 +25,14 @@ export function claudeJson(signal: Signal, session: string): string {
   return readFileSync(join(DIR, `claude-code-${CLAUDE_VERSION}-${signal}.json`), 'utf8').replaceAll(CLAUDE_SESSION, session)
 }
 
+/** A Claude Code JSON body for `session` with its records' times moved so that the first is at `ms`. */
+export function claudeJsonAt(signal: Signal, session: string, ms: number): string {
+  const json = claudeJson(signal, session)
+  const times = [...json.matchAll(/"(?:observedT|t)imeUnixNano":"(\d+)"/g)].map((m) => BigInt(m[1]!))
+  const delta = BigInt(ms) * 1_000_000n - times.reduce((a, b) => (b < a ? b : a))
+  return json.replace(/"((?:observedT|t)imeUnixNano)":"(\d+)"/g, (_, key, v) => `"${key}":"${BigInt(v) + delta}"`)
+}
+
 /** A Claude Code protobuf body (gzipped with `gzip`), its session id swapped by decoding and encoding it again. */
 export function claudeProto(signal: Signal, session: string, gzip = false): Uint8Array<ArrayBuffer> {
   const raw = readFileSync(join(DIR, `claude-code-${CLAUDE_VERSION}-${signal}.pb${gzip ? '.gz' : ''}`))

@@ -3,9 +3,9 @@
 // repository, then plain `codex exec` runs. Each scenario asserts what reached the model
 // (the fake logs every request) and what Muster and the files show afterwards.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { call, register, startServer, type TestServer } from '../helpers'
+import { call, eventually, register, startServer, type TestServer } from '../helpers'
 import { codexHooksTrust } from '../../cli/codex-trust'
 import { startFakeOpenAI, type FakeOpenAI } from './fake-openai'
 import { marker } from './lib/script'
@@ -363,6 +363,49 @@ scenario('a shell write to a held file is refused, the file unchanged', async ()
   expect(r.code, r.stderr).toBe(0)
   expect(readFileSync(join(repo, 'src/auth/login.ts'), 'utf8')).toBe('export const login = 1\n')
   expect(outputs(fake.log.of(m)[1]).join('\n')).toContain('shell-holder')
+})
+
+// `codex exec` never asks by default (its approval policy is forced to never: a request for
+// escalated permissions is refused, and `-c approval_policy=...` does not change that).
+// With --approve-for-me it asks, and runs the PermissionRequest hook before its own reviewer.
+/** A shell call asking for escalated permissions, in `codex exec --approve-for-me`; the pending approval and the run. */
+async function askingForShell(m: string, name: string, command: string) {
+  const repo = wired('--trust')
+  fake.scripts.add({ name: m, steps: [{ call: 'exec_command', arguments: { cmd: command, sandbox_permissions: 'require_escalated', justification: 'write ran.txt', yield_time_ms: 30000 } }, { text: 'finished' }] })
+  const run = codexExec(w, repo, marker(m), { flags: ['--approve-for-me'], env: { MUSTER_AGENT: name } })
+  const asked = await eventually(async () => ((await call(s.api, 'GET', `/api/approvals?status=pending&name=${name}`)).body as any[])[0], 30_000, 100)
+  return { repo, run, asked }
+}
+
+scenario('exec --approve-for-me asks Muster first: a command runs once a person allows it', async () => {
+  const { repo, run, asked } = await askingForShell('cx-allow', 'cx-allow', "sh -c 'echo approved > ran.txt'")
+  expect([asked.agent, asked.tool, asked.summary]).toEqual(['codex', 'Bash', "sh -c 'echo approved > ran.txt'"])
+  expect(existsSync(join(repo, 'ran.txt'))).toBe(false)
+  expect((await call(s.api, 'POST', `/api/approvals/${asked.id}/decision`, { behavior: 'allow' })).status).toBe(200)
+  const r = await run
+  expect(r.code, r.stderr).toBe(0)
+  expect(readFileSync(join(repo, 'ran.txt'), 'utf8')).toBe('approved\n')
+})
+
+scenario("exec --approve-for-me: a person's deny keeps the command from running, and the model reads their words", async () => {
+  const { repo, run, asked } = await askingForShell('cx-deny', 'cx-deny', "sh -c 'echo refused > ran.txt'")
+  const words = 'not on this branch: open a pull request instead'
+  expect((await call(s.api, 'POST', `/api/approvals/${asked.id}/decision`, { behavior: 'deny', message: words })).status).toBe(200)
+  const r = await run
+  expect(r.code, r.stderr).toBe(0)
+  expect(existsSync(join(repo, 'ran.txt'))).toBe(false)
+  expect(outputs(fake.log.of('cx-deny')[1]).join('\n')).toContain(words)
+})
+
+scenario("telemetry wired by muster init records usage of the session's instance, with no call by the model", async () => {
+  const repo = wired('--trust')
+  fake.scripts.add({ name: 'cx-otel', steps: [{ text: 'hello' }] })
+  const r = await codexExec(w, repo, marker('cx-otel'), { env: { MUSTER_AGENT: 'cx-otel' } })
+  expect(r.code, r.stderr).toBe(0)
+  const [session] = await sessionsOf(repo)
+  // Codex's own OTLP export ($CODEX_HOME/config.toml's [otel], as init wrote it): the fake answers 100 in, 10 out
+  const usage = await eventually(async () => ((await call(s.api, 'GET', `/api/llm/usage?session_tag=${session.session_id}`)).body as any[])[0], 20_000, 250)
+  expect(usage).toMatchObject({ instance_id: session.instance_id, project: session.project, provider: 'openai', tokens_in: 100, tokens_out: 10, cost_usd: 0 })
 })
 
 test('the fake model server saw no request it does not know', () => {

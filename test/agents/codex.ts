@@ -103,8 +103,8 @@ export function muster(w: CodexWorld, cwd: string, args: string[], env: Record<s
 }
 
 /** `codex exec` in `cwd`: a plain run, as a user types it (plus the sandbox when given). */
-export async function codexExec(w: CodexWorld, cwd: string, prompt: string, o: { env?: Record<string, string>; sandbox?: string; timeoutMs?: number } = {}): Promise<Run> {
-  const args = [w.bin, 'exec', ...(o.sandbox ? ['--sandbox', o.sandbox] : []), prompt]
+export async function codexExec(w: CodexWorld, cwd: string, prompt: string, o: { env?: Record<string, string>; sandbox?: string; flags?: string[]; timeoutMs?: number } = {}): Promise<Run> {
+  const args = [w.bin, 'exec', ...(o.sandbox ? ['--sandbox', o.sandbox] : []), ...(o.flags ?? []), prompt]
   return runProcess(args, cwd, { ...w.env, ...o.env }, o.timeoutMs)
 }
 
