@@ -75,7 +75,7 @@ async function savedName(saved: Identity): Promise<string | undefined> {
  * agent token the server resumes it anyway). In a repository the identity is the
  * name's own file, `.muster/agents/<name>.json`: agents sharing a checkout keep theirs.
  */
-async function register(name: string, o: RegisterOptions): Promise<Registered> {
+async function register(name: string, o: RegisterOptions): Promise<Record<string, unknown>> {
   const cfg = resolveConfig()
   const own = agentFile(name)
   const ownSaved = own ? readIdentity(own) : null
@@ -99,6 +99,12 @@ async function register(name: string, o: RegisterOptions): Promise<Registered> {
   if (o.capabilities?.length) {
     const caps = (await api.post(apiPath('/api/instances', inst.id, 'capabilities'), { capabilities: o.capabilities })) as { capabilities: string[] }
     inst.capabilities = caps.capabilities
+  }
+  // A resumed instance's token is saved already (inside a hooked session, the session's own):
+  // not printed, since a model that ran the command would send it to its provider.
+  if (inst.resumed) {
+    const { token: _saved, ...shown } = inst
+    return shown
   }
   return inst
 }

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, startServer, type TestServer } from './helpers'
-import { gitWorkdir, removeWorkdirs, runCli } from './cli-run'
+import { gitWorkdir, removeWorkdirs, runCli, workdir } from './cli-run'
 import claude from './fixtures/hooks/claude-code.json'
 
 let s: TestServer
@@ -42,7 +42,7 @@ async function start(root: string, name: string, envFile?: string) {
 describe('SessionStart hands the session to the shell', () => {
   test('agents file (0600, ignored by git) and CLAUDE_ENV_FILE; no token in what the model reads', async () => {
     const root = repo()
-    const envFile = join(root, '..', `claude-env-${crypto.randomUUID()}.sh`)
+    const envFile = join(workdir(), 'claude-env.sh')
     writeFileSync(envFile, 'export EARLIER=1\n')
     const ada = await start(root, 'ada', envFile)
     const file = join(root, '.muster', 'agents', 'ada.json')
@@ -62,9 +62,9 @@ expect(ada.answer.json.hookSpecificOutput.additionalContext).toContain('CLI in y
 
   test("the CLI acts as the session: its reservation never denies the session's own edit; register <own name> is the same id", async () => {
     const root = repo()
-    const envFile = join(root, '..', `claude-env-${crypto.randomUUID()}.sh`)
+    const envFile = join(workdir(), 'claude-env.sh')
     const ada = await start(root, 'ada', envFile)
-    const shell = { SERVICE_SERVER: s.api, ...sourced(envFile) }
+    const shell: Record<string, string> = { SERVICE_SERVER: s.api, ...sourced(envFile) }
     const sub = join(root, 'src')
     mkdirSync(sub)
     const reserved = await runCli(['reserve', 'shop', 'src/billing/**', '--ttl', '10m'], { cwd: sub, env: shell })
@@ -80,6 +80,9 @@ expect(ada.answer.json.hookSpecificOutput.additionalContext).toContain('CLI in y
     const again = await runCli(['register', 'ada'], { cwd: root, env: shell })
     expect(again.code).toBe(0)
     expect(again.json).toMatchObject({ id: ada.instanceId, resumed: true })
+    // the session's token is the shell's already: never printed where the model reads it
+    expect(again.json.token).toBeUndefined()
+    expect(again.stdout).not.toContain(shell.MUSTER_INSTANCE_TOKEN)
     expect((await call(s.api, 'GET', '/api/instances?name=ada')).body.filter((i: any) => i.workspace === root).length).toBe(1)
   })
 

@@ -2,7 +2,7 @@
 // fake Anthropic API (fake-anthropic.ts): each scenario is a contract of
 // docs/../shared agents.md seen from inside the agent. One line per scenario.
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { eventually } from '../helpers'
 import { startFakeAnthropic, type FakeAnthropic } from './fake-anthropic'
@@ -164,6 +164,11 @@ scenario("muster register of the session's own name inside it is the same instan
   const ada = await claude(repo, 'ada-same')
   await ada.prompt(`Register, reserve src, edit. ${prompt}`)
   expect(readFileSync(file, 'utf8')).toBe('export const answer = 42\n')
+  const [registered] = ada.toolResults()
+  expect(registered).toContain(`"id":"${(await instanceNamed('ada-same')).id}"`)
+  expect(registered).toContain('"resumed":true')
+  // the session's instance token is in its shell already, never in what the model reads
+  expect(registered).not.toMatch(/\b[0-9a-f]{64}\b/)
   expect(((await world.api('GET', '/api/instances')).body as any[]).filter((i) => i.name === 'ada-same')).toHaveLength(1)
   await ada.end()
 })
@@ -214,6 +219,24 @@ scenario('the session ends and releases everything it held', async () => {
   expect(await instanceNamed('ada-end')).toBeUndefined()
 })
 
+scenario('a SessionEnd slower than Claude Code\'s default 1.5 s still ends the session: init\'s hook timeout sets the budget', async () => {
+  const repo = await wiredRepo('slowend')
+  // A server that takes 3 s to answer, as the hook sees it: the command waits, then runs as init wrote it.
+  const settingsFile = join(repo, '.claude/settings.json')
+  const settings = JSON.parse(readFileSync(settingsFile, 'utf8'))
+  const [hook] = settings.hooks.SessionEnd[0].hooks
+  expect(hook.timeout).toBe(10)
+  hook.command = `sleep 3; ${hook.command}`
+  writeFileSync(settingsFile, JSON.stringify(settings, null, 2))
+  const prompt = fake.scripts.add({ name: 'slowend-edit', steps: readAndEdit(join(repo, 'src/app.ts'), '41', '42'), finally: 'Edited.' })
+  const ada = await claude(repo, 'ada-slowend')
+  await ada.prompt(`Fix the answer. ${prompt}`)
+  expect(await reservations('slowend')).toHaveLength(1)
+  expect(await ada.end()).toBe(0)
+  expect(await reservations('slowend')).toEqual([])
+  expect(await instanceNamed('ada-slowend')).toBeUndefined()
+})
+
 scenario("Muster's MCP server connects and its tools are callable by the model", async () => {
   const repo = await wiredRepo('mcp')
   const prompt = fake.scripts.add({ name: 'mcp', steps: [{ tool: { name: 'mcp__muster__discover_instances', input: {} } }], finally: 'Listed.' })
@@ -254,13 +277,18 @@ scenario('two agents in one checkout message each other by name, each as itself'
   await Promise.all([ada.end(), bob.end()])
 })
 
-scenario("/clear keeps the session's reservations with the same instance", async () => {
+scenario("/clear keeps the session's reservations and claims with the same instance", async () => {
   const { session: ada } = await editedBy('clear', 'ada-clear')
   const before = await instanceNamed('ada-clear')
+  // and a task claimed from the session's shell
+  const task = (await world.api('POST', '/api/queues/clear-q/tasks', { title: 'port the lexer' })).body
+  await ada.prompt(`Take the next task. ${fake.scripts.add({ name: 'clear-claim', steps: [bash('muster task claim clear-q')], finally: 'Claimed.' })}`)
+  expect((await world.api('GET', `/api/tasks/${task.id}`)).body).toMatchObject({ status: 'claimed', claimed_by: before.id })
   await ada.prompt('/clear')
   const held = await reservations('clear')
   expect(held.map((r) => [r.paths, r.instance_id])).toEqual([[['src/app.ts'], before.id]])
   expect((await instanceNamed('ada-clear'))?.id).toBe(before.id)
+  expect((await world.api('GET', `/api/tasks/${task.id}`)).body).toMatchObject({ status: 'claimed', claimed_by: before.id })
   await ada.end()
 })
 

@@ -72,7 +72,13 @@ scenario('untrusted hooks never run; after muster init codex --trust a plain cod
   const trust = codexHooksTrust(repo, w.env)
   expect(trust.ok).toBe(false)
   expect(trust.problem).toContain('not trusted')
-  expect(trust.fix).toContain('muster init codex --trust')
+  // muster doctor says so, with the fix
+  const doctor = muster(w, repo, ['doctor'])
+  expect(doctor.code).toBe(3)
+  const line = doctor.stdout.split('\n').find((l) => l.includes('codex trust:')) ?? ''
+  expect(line).toStartWith('FAIL codex trust:')
+  expect(line).toContain('Codex hooks not trusted: 7 untrusted')
+  expect(line).toContain(`-- fix: run \`muster init codex --trust\` in ${repo}`)
   const m = 'trust'
   fake.scripts.add({ name: m, steps: [{ text: 'nothing to do' }] })
   const before = await codexExec(w, repo, `${marker(m)} first`, { env: { MUSTER_AGENT: 'tru' } })
@@ -83,6 +89,7 @@ scenario('untrusted hooks never run; after muster init codex --trust a plain cod
   expect(again.code, again.stderr).toBe(0)
   expect(JSON.parse(again.stdout).trusted.hooks.length).toBe(7)
   expect(codexHooksTrust(repo, w.env)).toMatchObject({ ok: true, problem: null })
+  expect(muster(w, repo, ['doctor']).stdout).toContain('ok   codex trust: the project and its 7 Muster hooks are trusted')
   const after = await codexExec(w, repo, `${marker(m)} second`, { env: { MUSTER_AGENT: 'tru' } })
   expect(after.code, after.stderr).toBe(0)
   expect(after.stderr).toContain('hook: SessionStart Completed')
@@ -168,6 +175,7 @@ scenario('the session ends when codex exec exits and its files are free for the 
   const [ended] = await sessionsOf(repo)
   expect(ended.ended_at).not.toBeNull()
   expect((await call(s.api, 'GET', `/api/reservations?instance_id=${ended.instance_id}`)).body).toEqual([])
+  expect((await call(s.api, 'GET', `/api/instances/${ended.instance_id}`)).status).toBe(404)
   const b = await codexExec(w, repo, marker(mb), { env: { MUSTER_AGENT: 'enb' } })
   expect(b.code, b.stderr).toBe(0)
   expect(readFileSync(join(repo, 'src/cart.ts'), 'utf8')).toBe('export const cart = 3\n')
@@ -262,6 +270,77 @@ scenario('the CLI in the model shell acts as the session', async () => {
   expect(outputs(fake.log.of(m)[1]).join('\n')).toContain('exit=0')
   const sent = (await call(s.api, 'GET', '/api/messages?to=olga')).body as any[]
   expect(sent.find((x) => x.subject === 'from inside ide')).toMatchObject({ from: 'ide' })
+})
+
+scenario("muster register of the session's own name inside it is the same instance, and its CLI reservation never denies its own edit", async () => {
+  const repo = wired('--trust', '--allow-network')
+  seed(repo, 'src/app.ts', 'export const app = 1\n')
+  const project = repo.split('/').pop()
+  const m = 'same'
+  let session: any = null
+  let held: any[] = []
+  let named: any[] = []
+  fake.scripts.add({
+    name: m,
+    steps: [
+      async () => {
+        ;[session] = await sessionsOf(repo)
+        return { shell: 'muster register sam; echo "exit=$?"' }
+      },
+      { shell: `muster reserve ${project} "src/**" --ttl 10m --reason refactor; echo "exit=$?"` },
+      { patch: patchUpdate('src/app.ts', 'export const app = 1', 'export const app = 2') },
+      async () => {
+        held = (await call(s.api, 'GET', `/api/reservations?project=${project}`)).body
+        named = (await call(s.api, 'GET', '/api/instances?name=sam')).body
+        return { text: 'done' }
+      },
+    ],
+  })
+  const r = await codexExec(w, repo, marker(m), { env: { MUSTER_AGENT: 'sam' } })
+  expect(r.code, r.stderr).toBe(0)
+  const [registered, reserved, patched] = [1, 2, 3].map((i) => outputs(fake.log.of(m)[i]).join('\n'))
+  expect(registered).toContain(`"id":"${session.instance_id}"`)
+  expect(registered).toContain('"resumed":true')
+  // the session's token is in the shell already: not in what the model reads
+  expect(registered).not.toMatch(/\b[0-9a-f]{64}\b/)
+  expect(registered).toContain('exit=0')
+  expect(reserved).toContain('exit=0')
+  expect(patched).toContain('Success')
+  expect(readFileSync(join(repo, 'src/app.ts'), 'utf8')).toBe('export const app = 2\n')
+  // one "sam", the session's: the CLI's reservation is his, and his edit went through it
+  expect(held.map((x) => [x.paths, x.instance_id])).toEqual([[['src/**'], session.instance_id]])
+  expect(named.map((i) => i.id)).toEqual([session.instance_id])
+})
+
+scenario('two Codex sessions in one checkout each keep their own identity and message each other by name', async () => {
+  const repo = wired('--trust', '--allow-network')
+  const [ma, mb] = ['two-ada', 'two-bob']
+  let bob: Awaited<ReturnType<typeof codexExec>> | null = null
+  fake.scripts.add({ name: mb, steps: [{ shell: 'muster send ada-two --subject "on it" --body "looking now"; echo "exit=$?"' }, { text: 'replied' }] })
+  fake.scripts.add({
+    name: ma,
+    steps: [
+      { shell: 'muster send bob-two --subject "tests are red" --body "please look at src/app.ts"; echo "exit=$?"' },
+      // bob works in the same checkout while ada's session is open; her next tool call brings his answer
+      async () => {
+        bob = await codexExec(w, repo, marker(mb), { env: { MUSTER_AGENT: 'bob-two' } })
+        return { shell: 'true' }
+      },
+      { text: 'read it' },
+    ],
+  })
+  const ada = await codexExec(w, repo, marker(ma), { env: { MUSTER_AGENT: 'ada-two' } })
+  expect(ada.code, ada.stderr).toBe(0)
+  expect(bob!.code, bob!.stderr).toBe(0)
+  expect(outputs(fake.log.of(ma)[1]).join('\n')).toContain('exit=0')
+  expect(outputs(fake.log.of(mb)[1]).join('\n')).toContain('exit=0')
+  expect(fake.log.of(mb)[0].text).toContain('please look at src/app.ts')
+  expect(fake.log.of(ma)[2].text).toContain('looking now')
+  const sent = ((await call(s.api, 'GET', '/api/messages')).body as any[]).filter((x) => /-two$/.test(x.from))
+  expect(sent.map((x) => [x.from, x.to, x.subject]).sort()).toEqual([
+    ['ada-two', ['bob-two'], 'tests are red'],
+    ['bob-two', ['ada-two'], 'on it'],
+  ])
 })
 
 scenario('the instance token never reaches the model', async () => {
