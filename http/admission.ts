@@ -69,7 +69,7 @@ export function admission(ctx: Ctx, table: RouteTable): Admit {
       // A body without Content-Length (chunked) is cut off with 413 as soon as it passes the limit, and
       // fails if Bun refused what followed its last chunk (a trailer), whoever reads it (http/body.ts).
       if (declared === null) admitted = boundedRequest(admitted, limit)
-      if (!raw && admitted.body) admitted = asJson(admitted)
+      if (!raw) admitted = asJson(admitted)
       sameCaller(ctx, request, admitted)
       sameConnection(admitted, request)
       setCredential(admitted, credential)

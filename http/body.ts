@@ -185,7 +185,8 @@ export const isJsonType = (contentType: string) => /^application\/(?:[\w.-]+\+)?
  * take form or multipart fields, and a body that is not JSON is a parse error (400).
  */
 export function asJson(request: Request): Request {
-  if (/^application\/json\s*(?:;|$)/i.test(request.headers.get('content-type') ?? '')) return request
+  // The label first: touching `body` turns a body Bun has buffered into a stream.
+  if (/^application\/json\s*(?:;|$)/i.test(request.headers.get('content-type') ?? '') || !request.body) return request
   const headers = new Headers(request.headers)
   headers.set('content-type', 'application/json')
   return new Request(request, { headers, body: request.body, duplex: 'half' } as RequestInit)

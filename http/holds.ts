@@ -47,6 +47,15 @@ export function bodyRead(request: Request): void {
 }
 
 /**
+ * No body is to come, read from the headers: touching `request.body` would turn a body Bun
+ * has buffered into a stream for every request. A WebSocket upgrade keeps its own timeout.
+ */
+const bodiless = (h: Headers) => {
+  const length = h.get('content-length')
+  return (length === null || length === '0') && !h.has('transfer-encoding') && !h.has('upgrade')
+}
+
+/**
  * Wraps a server's handler: each request may be held as long as its own wait says once
  * its body is read (at once without one), and its connection's idle timeout is back
  * when the answer is handed to Bun. `server` is read per request (set once listening).
@@ -57,7 +66,7 @@ export function holdable<H extends (request: Request) => unknown>(server: () => 
     if (!s) return handle(request)
     const hold: Hold = { server: s, received: request, lifted: false }
     holds.set(request, hold)
-    if (request.body === null && request.headers.get('upgrade') === null) bodyRead(request)
+    if (bodiless(request.headers)) bodyRead(request)
     const restore = () => {
       if (hold.lifted) idleTimeout(hold, IDLE_TIMEOUT_S)
     }
