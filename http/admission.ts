@@ -71,7 +71,7 @@ export function admission(ctx: Ctx, table: RouteTable): Admit {
       if (declared === null) admitted = boundedRequest(admitted, limit)
       if (!raw) admitted = asJson(admitted)
       sameCaller(ctx, request, admitted)
-      sameConnection(admitted, request)
+      sameConnection(request, admitted)
       setCredential(admitted, credential)
     }
     countCall(admitted, path)

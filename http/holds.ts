@@ -31,10 +31,10 @@ const idleTimeout = (hold: Hold, seconds: number) => {
   }
 }
 
-/** `replacement` (a relabelled or size-bounded copy) stands for `original` on the same connection. */
-export function sameConnection(replacement: Request, original: Request): void {
-  const hold = holds.get(original)
-  if (hold && replacement !== original) holds.set(replacement, hold)
+/** `replacement` (a relabelled or size-bounded copy) stands for `received` on the same connection (as http/caller.ts sameCaller). */
+export function sameConnection(received: Request, replacement: Request): void {
+  const hold = holds.get(received)
+  if (hold && replacement !== received) holds.set(replacement, hold)
 }
 
 /** The request's body is read: whatever its handler now waits for, its connection stays open. */

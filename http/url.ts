@@ -27,7 +27,7 @@ export const withOrigin =
   (request: Request): R => {
     if (!request.url.startsWith('/')) return route(request)
     const absolute = new Request(PLACEHOLDER_ORIGIN + request.url, request)
-    sameConnection(absolute, request)
+    sameConnection(request, absolute)
     return route(absolute)
   }
 
