@@ -57,7 +57,7 @@ export interface ReservationsStore extends HoldingsReads {
   /** Newest first. */
   list(filter: ReservationFilter): Promise<Reservation[]>
   get(id: string): Promise<Reservation | null>
-  /** A committed unit changed these projects' reservations (called by the writes, after COMMIT). */
+  /** A committed unit changed these projects' reservations or settings (called by the writes, after COMMIT). */
   changed(projects: Iterable<string>): void
 }
 
@@ -179,8 +179,9 @@ const KEPT_PROJECTS = 10_000
 
 /**
  * `keep`: this process is the database's only writer, so the answers of holdingsFor (the
- * hooks' check of every edit) are kept per project until a unit changing one of its
- * reservations commits; on PostgreSQL other replicas write too, and every check reads.
+ * hooks' check of every edit) and the project's case rule are kept per project until a
+ * unit changing one of its reservations or its settings commits; on PostgreSQL other
+ * replicas write too, and every check reads.
  */
 function keptChecks(reads: HoldingsReads, keep: boolean) {
   const kept = new Map<string, Map<string, readonly Holding[]>>()
@@ -202,12 +203,25 @@ function keptChecks(reads: HoldingsReads, keep: boolean) {
     checks.set(key, found)
     return found as Holding[]
   }
+  // The projects' case rule, read with any check that finds a reservation.
+  const caseless = new Map<string, boolean>()
+  const caseInsensitive = async (project: string): Promise<boolean> => {
+    const hit = caseless.get(project)
+    if (hit !== undefined) return hit
+    const seen = writes
+    const value = await reads.caseInsensitive(project)
+    if (seen !== writes) return value
+    if (caseless.size >= KEPT_PROJECTS) caseless.delete(caseless.keys().next().value!)
+    caseless.set(project, value)
+    return value
+  }
   return {
     holdingsFor: keep ? holdingsFor : reads.holdingsFor,
+    caseInsensitive: keep ? caseInsensitive : reads.caseInsensitive,
     changed(projects: Iterable<string>) {
       if (!keep) return
       writes++
-      for (const p of projects) kept.delete(p)
+      for (const p of projects) kept.delete(p), caseless.delete(p)
     },
   }
 }

@@ -104,7 +104,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       reservations: reservationsWrites(w, d, unit, reservations.changed),
       messages: messagesWrites(w, d, unit, messages.changed),
       sessions: sessionsWrites(w),
-      projects: projectsWrites(w),
+      projects: projectsWrites(w, unit, reservations.changed),
       approvals: approvalsWrites(w),
     },
   }

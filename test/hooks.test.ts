@@ -229,7 +229,7 @@ describe('PreToolUse', () => {
     expect((await audit('hook.deny', row.instance_id)).length).toBe(4)
   })
 
-  test('the same check again sees every change of the project reservations: grant, release, expiry, renewal, deregistration', async () => {
+  test('the same check again sees every change of the project reservations: grant, release, expiry, renewal, deregistration, case rule', async () => {
     const c = session()
     await c.send('SessionStart')
     const edit = () => c.send('PreToolUse.Edit')
@@ -252,6 +252,12 @@ describe('PreToolUse', () => {
     expect(await denied()).toBe(true)
     expect((await call(s.api, 'DELETE', `/api/instances/${other.id}`, undefined, other.h)).status).toBeLessThan(300)
     expect(await edit()).toEqual({})
+    // The project's case rule: SRC/APP.TS is another file until the project compares without case.
+    const upper = await register(s, `upper${n}`)
+    await reserve(upper, c.project, ['SRC/APP.TS'])
+    expect(await edit()).toEqual({})
+    expect((await call(s.api, 'PUT', `/api/projects/${c.project}`, { case_insensitive: true })).status).toBe(200)
+    expect(await denied()).toBe(true)
   })
 
   test('no opinion: shared reservations of others, own reservations, files outside the root, Bash and Read', async () => {
