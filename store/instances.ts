@@ -136,7 +136,8 @@ export function instancesWrites(w: Runner, d: Dialect): InstancesWrites {
     namedFor: (name, tokenId) => w.all(NAMED_FOR, name, tokenId),
     get: async (id) => maybe(await w.get(ONE, id)),
     heartbeat: async (id) => maybe(await w.get(BEAT, nowIso(), id)),
-    heartbeatAll: async (ids) => void (await w.run(beatAll, nowIso(), JSON.stringify(ids))),
+    // One instance (a quiet server batches none) by its key; more through the list.
+    heartbeatAll: async (ids) => void (await (ids.length === 1 ? w.run(BEAT, nowIso(), ids[0]) : w.run(beatAll, nowIso(), JSON.stringify(ids)))),
     activate: async (id) => maybe(await w.get(ACTIVATE, id)),
     setCapabilities: async (id, caps) => maybe(await w.get(CAPABILITIES, JSON.stringify(caps), id)),
     setIntent: async (id, text) => maybe(await w.get(INTENT, text, nowIso(), id)),

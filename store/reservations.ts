@@ -173,8 +173,8 @@ export function reservationsWrites(w: Runner, d: Dialect, unit: UnitHooks, chang
   }
 }
 
-/** Checks kept per project, and projects kept. */
-const KEPT_CHECKS = 256
+/** Checks kept in all (a fleet's agents each editing a few files), and projects kept. */
+const KEPT_CHECKS = 100_000
 const KEPT_PROJECTS = 10_000
 
 /**
@@ -184,7 +184,13 @@ const KEPT_PROJECTS = 10_000
  * replicas write too, and every check reads.
  */
 function keptChecks(reads: HoldingsReads, keep: boolean) {
+  // Projects oldest first; past the bounds the oldest project's checks go first, whole.
   const kept = new Map<string, Map<string, readonly Holding[]>>()
+  let count = 0
+  const forget = (project: string) => {
+    count -= kept.get(project)?.size ?? 0
+    kept.delete(project)
+  }
   // Counts the commits that changed reservations, so a read one of them overtook is answered but not kept.
   let writes = 0
   const holdingsFor = async (project: string, paths: string[]): Promise<Holding[]> => {
@@ -194,12 +200,10 @@ function keptChecks(reads: HoldingsReads, keep: boolean) {
     const seen = writes
     const found = Object.freeze(await reads.holdingsFor(project, paths))
     if (seen !== writes) return found as Holding[]
+    while (kept.size && (count >= KEPT_CHECKS || (kept.size >= KEPT_PROJECTS && !kept.has(project)))) forget(kept.keys().next().value!)
     let checks = kept.get(project)
-    if (!checks) {
-      if (kept.size >= KEPT_PROJECTS) kept.delete(kept.keys().next().value!)
-      kept.set(project, (checks = new Map()))
-    }
-    if (checks.size >= KEPT_CHECKS) checks.delete(checks.keys().next().value!)
+    if (!checks) kept.set(project, (checks = new Map()))
+    if (!checks.has(key)) count++
     checks.set(key, found)
     return found as Holding[]
   }
@@ -221,7 +225,7 @@ function keptChecks(reads: HoldingsReads, keep: boolean) {
     changed(projects: Iterable<string>) {
       if (!keep) return
       writes++
-      for (const p of projects) kept.delete(p), caseless.delete(p)
+      for (const p of projects) forget(p), caseless.delete(p)
     },
   }
 }
