@@ -203,7 +203,7 @@ async function overNow(ctx: Ctx): Promise<BudgetRow[]> {
 }
 
 /** The over-limit budgets whose scope holds `instance` (working in `project`, with the tasks it has claimed). */
-async function overFor(ctx: Ctx, instance: Instance, project: string, action: 'warn' | 'deny'): Promise<BudgetRow[]> {
+async function overFor(ctx: Ctx, instance: Pick<Instance, 'id' | 'name'>, project: string, action: 'warn' | 'deny'): Promise<BudgetRow[]> {
   const over = (await overNow(ctx)).filter((b) => b.action === action)
   if (!over.length) return []
   let tasks: Task[] = []
@@ -223,13 +223,13 @@ export const denialOf = (b: BudgetRow) =>
   (b.window === 'total' ? '.' : `, or it lifts when the next ${b.window} starts (UTC).`)
 
 /** The deny reason of a PreToolUse of `instance`, or null when no deny budget holds it. */
-export async function budgetDenial(ctx: Ctx, instance: Instance, project: string): Promise<string | null> {
+export async function budgetDenial(ctx: Ctx, instance: Pick<Instance, 'id' | 'name'>, project: string): Promise<string | null> {
   const [b] = await overFor(ctx, instance, project, 'deny')
   return b ? denialOf(b) : null
 }
 
 /** The warn budgets over their limit that this session has not been told of yet in their current window. */
-export async function pendingWarnings(ctx: Ctx, instance: Instance, project: string, sessionId: string): Promise<BudgetRow[]> {
+export async function pendingWarnings(ctx: Ctx, instance: Pick<Instance, 'id' | 'name'>, project: string, sessionId: string): Promise<BudgetRow[]> {
   const over = await overFor(ctx, instance, project, 'warn')
   const pending: BudgetRow[] = []
   for (const b of over) if (!(await ctx.store.budgets.shown(sessionId, b.name, current(b).start))) pending.push(b)

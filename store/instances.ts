@@ -1,7 +1,7 @@
 // Instance registry: agents that registered with the service. Only a SHA-256 of
 // each instance token is kept; the token itself is shown once, at registration.
 import { nowIso } from '../lib/time'
-import { int, stmt, type Dialect, type Runner } from './runner'
+import { int, stmt, type Dialect, type Runner, type UnitHooks } from './runner'
 
 export type InstanceStatus = 'active' | 'stale'
 
@@ -66,12 +66,8 @@ export interface InstancesWrites {
   markStale(cutoff: string): Promise<Instance[]>
 }
 
-export type InstanceRow = Omit<Instance, 'capabilities'> & { capabilities: string }
-type Row = InstanceRow
+type Row = Omit<Instance, 'capabilities'> & { capabilities: string }
 const COLUMNS = 'id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen'
-/** The columns of instance `alias` joined beside another table's, each named i_<column> (read back with joinedInstance). */
-export const joinedInstanceColumns = (alias: string) => COLUMNS.split(', ').map((c) => `${alias}.${c} AS i_${c}`).join(', ')
-export type JoinedInstanceRow = { [K in keyof InstanceRow as `i_${K}`]: InstanceRow[K] }
 const RETURNING = `RETURNING ${COLUMNS}`
 const toInstance = (r: Row): Instance => ({
   id: r.id,
@@ -84,18 +80,6 @@ const toInstance = (r: Row): Instance => ({
   registered_at: r.registered_at,
   last_seen: r.last_seen,
 })
-export const joinedInstance = (r: JoinedInstanceRow): Instance =>
-  toInstance({
-    id: r.i_id,
-    name: r.i_name,
-    workspace: r.i_workspace,
-    intent: r.i_intent,
-    stack: r.i_stack,
-    capabilities: r.i_capabilities,
-    status: r.i_status,
-    registered_at: r.i_registered_at,
-    last_seen: r.i_last_seen,
-  })
 const maybe = (r: Row | null): Instance | null => (r ? toInstance(r) : null)
 
 const INSERT = stmt<Row>(
@@ -118,7 +102,8 @@ const TOKEN_ID = stmt<{ token_id: string | null }>('SELECT token_id FROM instanc
 const NAMED_FOR = stmt<{ id: string; token_hash: string }>('SELECT id, token_hash FROM instances WHERE name = ? AND token_id = ? ORDER BY registered_at DESC')
 const COUNT = stmt<{ n: number | string }>('SELECT COUNT(*) AS n FROM instances')
 
-export function instancesWrites(w: Runner, d: Dialect): InstancesWrites {
+/** `deleted`: told after the COMMIT of a unit that deleted instances (the kept live sessions of store/sessions.ts). */
+export function instancesWrites(w: Runner, d: Dialect, unit: UnitHooks, deleted: (ids: string[]) => void): InstancesWrites {
   const markStale = stmt<Row & { seq: number | string }>(
     `UPDATE instances SET status = 'stale' WHERE status = 'active' AND last_seen < ? ${RETURNING}, ${d.seq} AS seq`,
   )
@@ -141,7 +126,11 @@ export function instancesWrites(w: Runner, d: Dialect): InstancesWrites {
     activate: async (id) => maybe(await w.get(ACTIVATE, id)),
     setCapabilities: async (id, caps) => maybe(await w.get(CAPABILITIES, JSON.stringify(caps), id)),
     setIntent: async (id, text) => maybe(await w.get(INTENT, text, nowIso(), id)),
-    delete: async (id) => maybe(await w.get(REMOVE, id)),
+    async delete(id) {
+      const gone = maybe(await w.get(REMOVE, id))
+      if (gone) unit.afterCommit(() => deleted([gone.id]))
+      return gone
+    },
     // In insertion order.
     markStale: async (cutoff) => (await w.all(markStale, cutoff)).sort((a, b) => int(a.seq) - int(b.seq)).map(toInstance),
   }

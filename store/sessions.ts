@@ -3,8 +3,8 @@
 // session's `muster hook` is told it again (for the agent's shell, never its model);
 // GET /api/sessions never shows it. A session ended by /clear or resume is held: its
 // instance stays registered until held_until for the next session to take over.
-import { stmt, type Runner } from './runner'
-import { joinedInstance, joinedInstanceColumns, type Instance, type JoinedInstanceRow } from './instances'
+import { stmt, type Runner, type UnitHooks } from './runner'
+import type { Instance } from './instances'
 
 export type HookAgent = 'claude-code' | 'codex' | 'copilot-cli' | 'cursor' | 'gemini-cli' | 'opencode' | 'cline'
 
@@ -23,12 +23,19 @@ export interface HookSession {
 /** A session as GET /api/sessions shows it: without its token. */
 export type SessionView = Omit<HookSession, 'token'>
 
-/** A session that has not ended, with its instance and the agent token that registered that (null: the admin token, or none). */
+/**
+ * A session that has not ended, with its instance and the agent token that registered that
+ * (null: the admin token, or none): what a hook decides on before its unit, all of it fixed
+ * for the session's life (an instance keeps its id and name).
+ */
 export interface LiveSession {
   row: SessionView
-  instance: Instance
+  instance: Pick<Instance, 'id' | 'name'>
   tokenId: string | null
 }
+
+/** What a committed unit changed: these sessions, and the sessions of these (deleted) instances. */
+export type SessionsChange = { sessions?: string[]; instances?: string[] }
 
 export interface SessionsWrites {
   get(sessionId: string): Promise<HookSession | null>
@@ -57,6 +64,8 @@ export interface SessionsStore {
   nextHoldEnd(): Promise<string | null>
   /** The session with its instance in one read (a hook's first read); null when it ended or its instance is gone. */
   live(sessionId: string): Promise<LiveSession | null>
+  /** Called by the writes after the COMMIT of a unit that changed sessions or deleted instances. */
+  changed(change: SessionsChange): void
 }
 
 const COLUMNS = 'session_id, agent, instance_id, name, token, root, project, started_at, ended_at'
@@ -90,39 +99,87 @@ const TAKE_EXPIRED = stmt<HookSession>(
    RETURNING ${COLUMNS}`,
 )
 const NEXT_HOLD_END = stmt<{ at: string | null }>('SELECT MIN(held_until) AS at FROM hook_sessions WHERE held_until IS NOT NULL')
-const LIVE = stmt<SessionView & JoinedInstanceRow & { token_id: string | null }>(
-  `SELECT ${VIEW.split(', ').map((c) => `s.${c}`).join(', ')}, ${joinedInstanceColumns('i')}, i.token_id
+const LIVE = stmt<SessionView & { instance_name: string; token_id: string | null }>(
+  `SELECT ${VIEW.split(', ').map((c) => `s.${c}`).join(', ')}, i.name AS instance_name, i.token_id
    FROM hook_sessions s JOIN instances i ON i.id = s.instance_id WHERE s.session_id = ? AND s.ended_at IS NULL`,
 )
 const LIVE_FOR = stmt<{ n: number }>('SELECT 1 AS n FROM hook_sessions WHERE instance_id = ? AND ended_at IS NULL LIMIT 1')
 
-export function sessionsWrites(w: Runner): SessionsWrites {
+/** `changed`: the reads' SessionsStore.changed. */
+export function sessionsWrites(w: Runner, unit: UnitHooks, changed: (change: SessionsChange) => void): SessionsWrites {
+  const touched = (...sessions: string[]) => void (sessions.length && unit.afterCommit(() => changed({ sessions })))
   return {
     get: (id) => w.get(ONE, id),
-    put: async (s) => void (await w.run(PUT, s.session_id, s.agent, s.instance_id, s.name, s.token, s.root, s.project, s.started_at)),
-    end: async (id, at) => void (await w.run(END, at, id)),
-    hold: async (id, at, until) => void (await w.run(HOLD, at, until, id)),
-    takeHeld: (agent, root, name, tokenId, now) => {
+    put: async (s) => void (await w.run(PUT, s.session_id, s.agent, s.instance_id, s.name, s.token, s.root, s.project, s.started_at), touched(s.session_id)),
+    end: async (id, at) => void (await w.run(END, at, id), touched(id)),
+    hold: async (id, at, until) => void (await w.run(HOLD, at, until, id), touched(id)),
+    takeHeld: async (agent, root, name, tokenId, now) => {
       const args: string[] = [now, agent, root]
       if (name !== null) args.push(name)
       if (tokenId !== undefined) args.push(tokenId)
-      return w.get(takeHeld(name !== null, tokenId !== undefined), ...args)
+      const taken = await w.get(takeHeld(name !== null, tokenId !== undefined), ...args)
+      if (taken) touched(taken.session_id)
+      return taken
     },
-    takeExpiredHolds: (now, limit) => w.all(TAKE_EXPIRED, now, limit),
+    takeExpiredHolds: async (now, limit) => {
+      const rows = await w.all(TAKE_EXPIRED, now, limit)
+      touched(...rows.map((r) => r.session_id))
+      return rows
+    },
     liveFor: async (id) => !!(await w.get(LIVE_FOR, id)),
   }
 }
 
-export function sessionsStore(r: Runner): SessionsStore {
+/** Live sessions kept (a fleet's, each answered at every hook). */
+const KEPT_SESSIONS = 100_000
+
+/**
+ * `keep`: this process is the database's only writer, so a live session is kept from its
+ * first read until a unit changing the session, or deleting its instance, commits; on
+ * PostgreSQL other replicas write too, and every hook reads.
+ */
+export function sessionsStore(r: Runner, keep = false): SessionsStore {
+  const kept = new Map<string, LiveSession>()
+  const ofInstance = new Map<string, Set<string>>()
+  // Counts the commits that changed sessions, so a read one of them overtook is answered but not kept.
+  let writes = 0
+  const drop = (sessionId: string) => {
+    const live = kept.get(sessionId)
+    if (!live) return
+    kept.delete(sessionId)
+    const sessions = ofInstance.get(live.instance.id)
+    sessions?.delete(sessionId)
+    if (sessions && !sessions.size) ofInstance.delete(live.instance.id)
+  }
+  const read = async (id: string): Promise<LiveSession | null> => {
+    const found = await r.get(LIVE, id)
+    if (!found) return null
+    const { session_id, agent, instance_id, name, root, project, started_at, ended_at } = found
+    return { row: { session_id, agent, instance_id, name, root, project, started_at, ended_at }, instance: { id: instance_id, name: found.instance_name }, tokenId: found.token_id ?? null }
+  }
   return {
     get: (id) => r.get(ONE_VIEW, id),
     list: (limit) => r.all(LIST, limit),
     nextHoldEnd: async () => (await r.get(NEXT_HOLD_END))?.at ?? null,
     async live(id) {
-      const found = await r.get(LIVE, id)
-      if (!found) return null
-      const { session_id, agent, instance_id, name, root, project, started_at, ended_at } = found
-      return { row: { session_id, agent, instance_id, name, root, project, started_at, ended_at }, instance: joinedInstance(found), tokenId: found.token_id ?? null }
+      if (!keep) return read(id)
+      const hit = kept.get(id)
+      if (hit) return hit
+      const seen = writes
+      const live = await read(id)
+      if (!live || seen !== writes) return live
+      if (kept.size >= KEPT_SESSIONS) drop(kept.keys().next().value!)
+      kept.set(id, live)
+      const sessions = ofInstance.get(live.instance.id)
+      if (sessions) sessions.add(id)
+      else ofInstance.set(live.instance.id, new Set([id]))
+      return live
+    },
+    changed({ sessions = [], instances = [] }) {
+      if (!keep) return
+      writes++
+      for (const id of sessions) drop(id)
+      for (const id of instances) for (const sessionId of ofInstance.get(id) ?? []) drop(sessionId)
     },
   }
 }

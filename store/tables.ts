@@ -60,6 +60,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
   const webhooks = webhooksStore(r, soleWriter)
   const messages = messagesStore(r, d, soleWriter)
   const reservations = reservationsStore(r, d, soleWriter)
+  const sessions = sessionsStore(r, soleWriter)
   return {
     reads: {
       state: stateStore(docs),
@@ -80,7 +81,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       locks: locksStore(r),
       reservations,
       messages,
-      sessions: sessionsStore(r),
+      sessions,
       projects: projectsStore(r),
       approvals: approvalsStore(r),
     },
@@ -89,7 +90,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       specs: specsWrites(docs),
       audit: auditWrites(w, soleWriter),
       events: events.writes,
-      instances: instancesWrites(w, d),
+      instances: instancesWrites(w, d, unit, (instances) => sessions.changed({ instances })),
       tokens: tokensWrites(w),
       metrics: metricsWrites(w),
       llm: llmWrites(w),
@@ -103,7 +104,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       locks: locksWrites(w),
       reservations: reservationsWrites(w, d, unit, reservations.changed),
       messages: messagesWrites(w, d, unit, messages.changed),
-      sessions: sessionsWrites(w),
+      sessions: sessionsWrites(w, unit, sessions.changed),
       projects: projectsWrites(w, unit, reservations.changed),
       approvals: approvalsWrites(w),
     },

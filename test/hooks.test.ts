@@ -154,6 +154,39 @@ describe('sessions', () => {
     expect(next).toMatchObject({ name: row.name, ended_at: null })
   })
 
+  test('an instance deregistered under a live session (by hand, or gone stale and dropped): the next event registers a new one, never acts as the gone one', async () => {
+    const c = session('claude-code', { 'x-muster-reserve': '10m' })
+    await c.send('SessionStart')
+    // Events answered without a unit, read twice: the session as it was is known to the server.
+    expect(await c.send('PostToolUse')).toEqual({})
+    expect(await c.send('PostToolUse')).toEqual({})
+    const row = await sessionRow(c.id)
+    expect((await call(s.api, 'DELETE', `/api/instances/${row.instance_id}`)).status).toBe(200)
+    expect(await c.send('PostToolUse')).toEqual({})
+    const next = await sessionRow(c.id)
+    expect(next.instance_id).not.toBe(row.instance_id)
+    expect((await call(s.api, 'GET', `/api/instances/${next.instance_id}`)).body).toMatchObject({ name: row.name, status: 'active' })
+    // Its edits are reserved for the new instance.
+    await c.send('PreToolUse.Write')
+    expect((await reservationsOf(next.instance_id)).length).toBe(1)
+    expect((await reservationsOf(row.instance_id)).length).toBe(0)
+  })
+
+  test('a session ended by /clear (its instance held for the next one) is not live: its next event starts it over', async () => {
+    const c = session()
+    await c.send('SessionStart')
+    expect(await c.send('PostToolUse')).toEqual({})
+    expect(await c.send('PostToolUse')).toEqual({})
+    const row = await sessionRow(c.id)
+    expect(await c.send('SessionEnd', { reason: 'clear' })).toEqual({})
+    expect((await sessionRow(c.id)).ended_at).toEqual(expect.any(String))
+    expect((await call(s.api, 'GET', `/api/instances/${row.instance_id}`)).status).toBe(200)
+    await c.send('PostToolUse')
+    const next = await sessionRow(c.id)
+    expect(next.ended_at).toBeNull()
+    expect(next.instance_id).not.toBe(row.instance_id)
+  })
+
   test('the briefing lists others, their reservations in the project and own claims, and stays within 8,000 characters', async () => {
     const c = session()
     const bob = await register(s, { name: 'bob', intent: 'fixing the parser' })
