@@ -115,7 +115,7 @@ const padded = (xs: string[]) => {
  * index search per arm. Placeholders rather than a JSON table, so both planners see
  * how few prefixes there are and search the primary key for each.
  */
-function nearStatement(d: Dialect, exact: number, below: number): Stmt<HoldingRow> {
+export function nearStatement(d: Dialect, exact: number, below: number): Stmt<HoldingRow> {
   const arms = [`SELECT reservation_id FROM reservation_paths WHERE project = ? AND prefix IN (${Array(exact).fill('?').join(', ')})`]
   for (let i = 0; i < below; i++) arms.push('SELECT reservation_id FROM reservation_paths WHERE project = ? AND prefix > ? AND prefix < ?')
   return stmt<HoldingRow>(`SELECT ${HOLDING_COLUMNS} FROM reservations WHERE ${d.inRows('id', arms.join(' UNION ALL '))} ORDER BY seq`)
