@@ -394,6 +394,8 @@ async function main() {
 
   for (const c of children) c.proc.send({ end: true })
   const ends = await all<{ ended: { ops: Record<string, Op>; frames: number; early: number; cpuMs: number } }>('ended')
+  // Their reports are in: the clients go now (a client still closing thousands of sockets kept the run from ending).
+  for (const c of children) c.proc.kill()
   clearInterval(sampler)
   const rssEnd = rssNow()
   peak = Math.max(peak, rssEnd)
@@ -436,4 +438,8 @@ async function main() {
 }
 
 if (process.argv[2] === '--worker') await worker(JSON.parse(process.argv[3]))
-else await main()
+else {
+  await main()
+  // Everything it started is stopped; nothing left to wait for.
+  process.exit(0)
+}

@@ -2,10 +2,12 @@
 // good as a heartbeat: it refreshes last_seen and turns a stale instance active.
 // Written at most once per TOUCH_EVERY_MS per instance (never slower than half
 // the stale timeout), so an agent's burst of calls costs one write, not one each.
+// The writes due are made together, one statement for all the instances seen since the
+// last one went in: a fleet of agents calling every few seconds costs a write per batch,
+// not a write unit per agent.
 // One throttle per server (app.ts puts it on the Ctx): servers in one process keep apart.
 import { logFailure } from '../obs/log'
 import type { Ctx } from './context'
-import { heartbeat } from './instances'
 
 export const TOUCH_EVERY_MS = 5000
 /**
@@ -18,6 +20,11 @@ const MAX_REMEMBERED = 100_000
 export class ImplicitHeartbeats {
   private lastTouched = new Map<string, number>()
   private every: number
+  /** Due, not yet written. */
+  private due = new Set<string>()
+  /** A batch is scheduled: after this turn's I/O, or after the batch being written. */
+  private scheduled = false
+  private writing: Promise<void> | null = null
 
   constructor(staleTimeoutMs: number) {
     this.every = Math.min(TOUCH_EVERY_MS, staleTimeoutMs / 2)
@@ -36,6 +43,23 @@ export class ImplicitHeartbeats {
     }
     if (this.lastTouched.size >= MAX_REMEMBERED) this.lastTouched.clear()
     this.lastTouched.set(instanceId, now)
-    ctx.background.track(heartbeat(ctx, undefined, instanceId).catch((err) => logFailure('implicit heartbeat failed', err, { instance_id: instanceId })))
+    this.due.add(instanceId)
+    if (this.scheduled) return
+    this.scheduled = true
+    const turn = this.writing ?? new Promise<void>((resolve) => setImmediate(resolve))
+    ctx.background.track(turn.then(() => this.write(ctx)))
+  }
+
+  private write(ctx: Ctx): Promise<void> {
+    this.scheduled = false
+    const ids = [...this.due]
+    this.due.clear()
+    const batch = ctx.store
+      .write((tx) => tx.instances.heartbeatAll(ids))
+      .catch((err) => logFailure('implicit heartbeat failed', err, { instances: ids.length }))
+      .finally(() => {
+        if (this.writing === batch) this.writing = null
+      })
+    return (this.writing = batch)
   }
 }

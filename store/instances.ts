@@ -55,6 +55,8 @@ export interface InstancesWrites {
   get(id: string): Promise<Instance | null>
   /** Refreshes last_seen and makes a stale instance active again. */
   heartbeat(id: string): Promise<Instance | null>
+  /** heartbeat of each of `ids` (unknown ones skipped), in one statement. */
+  heartbeatAll(ids: string[]): Promise<void>
   activate(id: string): Promise<Instance | null>
   setCapabilities(id: string, capabilities: string[]): Promise<Instance | null>
   /** Sets the intent; counts as a sign of life (last_seen). */
@@ -64,8 +66,12 @@ export interface InstancesWrites {
   markStale(cutoff: string): Promise<Instance[]>
 }
 
-type Row = Omit<Instance, 'capabilities'> & { capabilities: string }
+export type InstanceRow = Omit<Instance, 'capabilities'> & { capabilities: string }
+type Row = InstanceRow
 const COLUMNS = 'id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen'
+/** The columns of instance `alias` joined beside another table's, each named i_<column> (read back with joinedInstance). */
+export const joinedInstanceColumns = (alias: string) => COLUMNS.split(', ').map((c) => `${alias}.${c} AS i_${c}`).join(', ')
+export type JoinedInstanceRow = { [K in keyof InstanceRow as `i_${K}`]: InstanceRow[K] }
 const RETURNING = `RETURNING ${COLUMNS}`
 const toInstance = (r: Row): Instance => ({
   id: r.id,
@@ -78,6 +84,18 @@ const toInstance = (r: Row): Instance => ({
   registered_at: r.registered_at,
   last_seen: r.last_seen,
 })
+export const joinedInstance = (r: JoinedInstanceRow): Instance =>
+  toInstance({
+    id: r.i_id,
+    name: r.i_name,
+    workspace: r.i_workspace,
+    intent: r.i_intent,
+    stack: r.i_stack,
+    capabilities: r.i_capabilities,
+    status: r.i_status,
+    registered_at: r.i_registered_at,
+    last_seen: r.i_last_seen,
+  })
 const maybe = (r: Row | null): Instance | null => (r ? toInstance(r) : null)
 
 const INSERT = stmt<Row>(
@@ -104,6 +122,7 @@ export function instancesWrites(w: Runner, d: Dialect): InstancesWrites {
   const markStale = stmt<Row & { seq: number | string }>(
     `UPDATE instances SET status = 'stale' WHERE status = 'active' AND last_seen < ? ${RETURNING}, ${d.seq} AS seq`,
   )
+  const beatAll = stmt(`UPDATE instances SET last_seen = ?, status = 'active' WHERE ${d.inRows('id', `SELECT x.value FROM ${d.elements('?')}`)}`)
   return {
     async register(i, tokenHash, tokenId, id = crypto.randomUUID()) {
       const at = nowIso()
@@ -117,6 +136,8 @@ export function instancesWrites(w: Runner, d: Dialect): InstancesWrites {
     namedFor: (name, tokenId) => w.all(NAMED_FOR, name, tokenId),
     get: async (id) => maybe(await w.get(ONE, id)),
     heartbeat: async (id) => maybe(await w.get(BEAT, nowIso(), id)),
+    // One instance (a quiet server batches none) by its key; more through the list.
+    heartbeatAll: async (ids) => void (await (ids.length === 1 ? w.run(BEAT, nowIso(), ids[0]) : w.run(beatAll, nowIso(), JSON.stringify(ids)))),
     activate: async (id) => maybe(await w.get(ACTIVATE, id)),
     setCapabilities: async (id, caps) => maybe(await w.get(CAPABILITIES, JSON.stringify(caps), id)),
     setIntent: async (id, text) => maybe(await w.get(INTENT, text, nowIso(), id)),

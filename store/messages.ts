@@ -292,6 +292,8 @@ const KEPT_BYTES = 32 * 1024 * 1024
 /** Pages kept per name (an agent polls at its cursor, pages through, or filters unacked); names with a page kept. */
 const KEPT_PAGES = 4
 const KEPT_NAMES = 10_000
+/** Names whose sessions are known to have nothing to show. */
+const QUIET_NAMES = 50_000
 const weigh = (page: readonly InboxMessage[]) => page.reduce((n, m) => n + m.body.length + m.subject.length + 300, 100)
 
 /**
@@ -309,12 +311,31 @@ export function messagesStore(r: Runner, d: Dialect, keep = false): MessagesStor
   const keysOf = new Map<string, string[]>()
   // Counts the commits that touched any inbox, so a read one of them overtook is answered but not kept.
   let writes = 0
+  // The sessions of a name with no message left to show (a hook's usual answer): only a
+  // write touching the name can give them one. Names oldest first, a few sessions each.
+  const nothingUnshown = new Map<string, Set<string>>()
+  const noteNothingUnshown = (name: string, session: string) => {
+    let sessions = nothingUnshown.get(name)
+    if (!sessions) {
+      if (nothingUnshown.size >= QUIET_NAMES) nothingUnshown.delete(nothingUnshown.keys().next().value!)
+      nothingUnshown.set(name, (sessions = new Set()))
+    }
+    if (sessions.size >= KEPT_PAGES) sessions.delete(sessions.values().next().value!)
+    sessions.add(session)
+  }
   const drop = (name: string) => {
     for (const key of keysOf.get(name) ?? []) kept.delete(key)
     keysOf.delete(name)
+    nothingUnshown.delete(name)
   }
   return {
-    unshown: async (name, session, limit) => (await r.all(UNSHOWN.s, ...UNSHOWN.args({ name, after: 0, limit, session }))).map(toInbox),
+    async unshown(name, session, limit) {
+      if (keep && nothingUnshown.get(name)?.has(session)) return []
+      const seen = writes
+      const list = (await r.all(UNSHOWN.s, ...UNSHOWN.args({ name, after: 0, limit, session }))).map(toInbox)
+      if (keep && !list.length && seen === writes) noteNothingUnshown(name, session)
+      return list
+    },
     async inbox(name, q) {
       if (!keep) return query(name, q)
       const key = `${q.after}/${q.limit}/${q.unacked ? 1 : 0}/${name}`
@@ -337,7 +358,7 @@ export function messagesStore(r: Runner, d: Dialect, keep = false): MessagesStor
     changed(touched) {
       if (!keep) return
       writes++
-      if (touched === '*') (kept.clear(), keysOf.clear())
+      if (touched === '*') (kept.clear(), keysOf.clear(), nothingUnshown.clear())
       else for (const name of touched) drop(name)
     },
     get: async (id) => maybe(await r.get(ONE, id)),

@@ -1,7 +1,7 @@
 // Project settings: what differs per project, kept for the projects a person or
 // `muster init` set something for. A project is otherwise only a name that reservations,
 // tasks and sessions carry; one without a row has the defaults.
-import { stmt, type Runner } from './runner'
+import { stmt, type Runner, type UnitHooks } from './runner'
 
 export interface ProjectSettings {
   project: string
@@ -45,10 +45,15 @@ export interface ProjectsStore {
   list(): Promise<ProjectSettings[]>
 }
 
-export function projectsWrites(w: Runner): ProjectsWrites {
+/** `changed`: told after the COMMIT of a unit that set a project's settings (the reservation checks keep its case rule). */
+export function projectsWrites(w: Runner, unit: UnitHooks, changed: (projects: Iterable<string>) => void): ProjectsWrites {
   return {
     get: (project) => settingsOn(w, project),
-    put: async (s, at) => toSettings((await w.get(PUT, s.project, s.case_insensitive ? 1 : 0, at))!),
+    async put(s, at) {
+      const row = toSettings((await w.get(PUT, s.project, s.case_insensitive ? 1 : 0, at))!)
+      unit.afterCommit(() => changed([row.project]))
+      return row
+    },
   }
 }
 

@@ -1,5 +1,5 @@
 // Path reservations: globs of a project held by one instance, exclusive or shared.
-import { int, stmt, type Dialect, type Runner, type Stmt } from './runner'
+import { int, stmt, type Dialect, type Runner, type Stmt, type UnitHooks } from './runner'
 import { pathPrefixes, prefixQuery } from '../lib/path-prefix'
 import { settingsOn } from './projects'
 
@@ -57,6 +57,8 @@ export interface ReservationsStore extends HoldingsReads {
   /** Newest first. */
   list(filter: ReservationFilter): Promise<Reservation[]>
   get(id: string): Promise<Reservation | null>
+  /** A committed unit changed these projects' reservations or settings (called by the writes, after COMMIT). */
+  changed(projects: Iterable<string>): void
 }
 
 type Row = Omit<Reservation, 'paths' | 'exclusive' | 'fence'> & { paths: string; exclusive: number; fence: number | string }
@@ -138,35 +140,101 @@ function holdingsReads(r: Runner, d: Dialect): HoldingsReads {
   }
 }
 
-export function reservationsWrites(w: Runner, d: Dialect): ReservationsWrites {
+/** `changed`: the reads' ReservationsStore.changed, called after the COMMIT of each unit that changed a reservation. */
+export function reservationsWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: (projects: Iterable<string>) => void): ReservationsWrites {
   const index = indexStatements(d)
+  const touched = <R extends Reservation | Reservation[] | null>(r: R): R => {
+    const list = r === null ? [] : Array.isArray(r) ? r : [r]
+    if (list.length) unit.afterCommit(() => changed(new Set(list.map((x) => x.project))))
+    return r
+  }
   return {
     ...holdingsReads(w, d),
     get: async (id) => maybe(await w.get(ONE, id)),
     async insert(r) {
       await w.run(INSERT, r.id, r.project, r.instance_id, JSON.stringify(r.paths), r.exclusive ? 1 : 0, r.fence, r.reason, r.created_at, r.expires_at)
       await w.run(index.add, r.project, r.id, JSON.stringify(pathPrefixes(r.paths)))
+      touched(r)
     },
-    renew: async (id, expires) => maybe(await w.get(RENEW, expires, id)),
+    renew: async (id, expires) => touched(maybe(await w.get(RENEW, expires, id))),
     // Each removal drops the index rows first, in the same unit.
     async remove(id) {
       await w.run(index.drop, id)
-      return maybe(await w.get(REMOVE, id))
+      return touched(maybe(await w.get(REMOVE, id)))
     },
     async removeInstance(id) {
       await w.run(index.dropInstance, id)
-      return byFence(await w.all(REMOVE_INSTANCE, id))
+      return touched(byFence(await w.all(REMOVE_INSTANCE, id)))
     },
     async removeExpired(now) {
       await w.run(index.dropExpired, now)
-      return byFence(await w.all(REMOVE_EXPIRED, now))
+      return touched(byFence(await w.all(REMOVE_EXPIRED, now)))
     },
   }
 }
 
-export function reservationsStore(r: Runner, d: Dialect): ReservationsStore {
+/** Checks kept in all (a fleet's agents each editing a few files), and projects kept. */
+const KEPT_CHECKS = 100_000
+const KEPT_PROJECTS = 10_000
+
+/**
+ * `keep`: this process is the database's only writer, so the answers of holdingsFor (the
+ * hooks' check of every edit) and the project's case rule are kept per project until a
+ * unit changing one of its reservations or its settings commits; on PostgreSQL other
+ * replicas write too, and every check reads.
+ */
+function keptChecks(reads: HoldingsReads, keep: boolean) {
+  // Projects oldest first; past the bounds the oldest project's checks go first, whole.
+  const kept = new Map<string, Map<string, readonly Holding[]>>()
+  let count = 0
+  const forget = (project: string) => {
+    count -= kept.get(project)?.size ?? 0
+    kept.delete(project)
+  }
+  // Counts the commits that changed reservations, so a read one of them overtook is answered but not kept.
+  let writes = 0
+  const holdingsFor = async (project: string, paths: string[]): Promise<Holding[]> => {
+    const key = paths.join('\0')
+    const hit = kept.get(project)?.get(key)
+    if (hit) return hit as Holding[]
+    const seen = writes
+    const found = Object.freeze(await reads.holdingsFor(project, paths))
+    if (seen !== writes) return found as Holding[]
+    while (kept.size && (count >= KEPT_CHECKS || (kept.size >= KEPT_PROJECTS && !kept.has(project)))) forget(kept.keys().next().value!)
+    let checks = kept.get(project)
+    if (!checks) kept.set(project, (checks = new Map()))
+    if (!checks.has(key)) count++
+    checks.set(key, found)
+    return found as Holding[]
+  }
+  // The projects' case rule, read with any check that finds a reservation.
+  const caseless = new Map<string, boolean>()
+  const caseInsensitive = async (project: string): Promise<boolean> => {
+    const hit = caseless.get(project)
+    if (hit !== undefined) return hit
+    const seen = writes
+    const value = await reads.caseInsensitive(project)
+    if (seen !== writes) return value
+    if (caseless.size >= KEPT_PROJECTS) caseless.delete(caseless.keys().next().value!)
+    caseless.set(project, value)
+    return value
+  }
   return {
-    ...holdingsReads(r, d),
+    holdingsFor: keep ? holdingsFor : reads.holdingsFor,
+    caseInsensitive: keep ? caseInsensitive : reads.caseInsensitive,
+    changed(projects: Iterable<string>) {
+      if (!keep) return
+      writes++
+      for (const p of projects) forget(p), caseless.delete(p)
+    },
+  }
+}
+
+export function reservationsStore(r: Runner, d: Dialect, keep = false): ReservationsStore {
+  const reads = holdingsReads(r, d)
+  return {
+    ...reads,
+    ...keptChecks(reads, keep),
     async list(filter) {
       const where: string[] = []
       const args: string[] = []

@@ -4,6 +4,7 @@
 // GET /api/sessions never shows it. A session ended by /clear or resume is held: its
 // instance stays registered until held_until for the next session to take over.
 import { stmt, type Runner } from './runner'
+import { joinedInstance, joinedInstanceColumns, type Instance, type JoinedInstanceRow } from './instances'
 
 export type HookAgent = 'claude-code' | 'codex' | 'copilot-cli' | 'cursor' | 'gemini-cli' | 'opencode' | 'cline'
 
@@ -21,6 +22,13 @@ export interface HookSession {
 
 /** A session as GET /api/sessions shows it: without its token. */
 export type SessionView = Omit<HookSession, 'token'>
+
+/** A session that has not ended, with its instance and the agent token that registered that (null: the admin token, or none). */
+export interface LiveSession {
+  row: SessionView
+  instance: Instance
+  tokenId: string | null
+}
 
 export interface SessionsWrites {
   get(sessionId: string): Promise<HookSession | null>
@@ -47,6 +55,8 @@ export interface SessionsStore {
   list(limit: number): Promise<SessionView[]>
   /** When the earliest hold runs out, or null when no session is held. */
   nextHoldEnd(): Promise<string | null>
+  /** The session with its instance in one read (a hook's first read); null when it ended or its instance is gone. */
+  live(sessionId: string): Promise<LiveSession | null>
 }
 
 const COLUMNS = 'session_id, agent, instance_id, name, token, root, project, started_at, ended_at'
@@ -80,6 +90,10 @@ const TAKE_EXPIRED = stmt<HookSession>(
    RETURNING ${COLUMNS}`,
 )
 const NEXT_HOLD_END = stmt<{ at: string | null }>('SELECT MIN(held_until) AS at FROM hook_sessions WHERE held_until IS NOT NULL')
+const LIVE = stmt<SessionView & JoinedInstanceRow & { token_id: string | null }>(
+  `SELECT ${VIEW.split(', ').map((c) => `s.${c}`).join(', ')}, ${joinedInstanceColumns('i')}, i.token_id
+   FROM hook_sessions s JOIN instances i ON i.id = s.instance_id WHERE s.session_id = ? AND s.ended_at IS NULL`,
+)
 const LIVE_FOR = stmt<{ n: number }>('SELECT 1 AS n FROM hook_sessions WHERE instance_id = ? AND ended_at IS NULL LIMIT 1')
 
 export function sessionsWrites(w: Runner): SessionsWrites {
@@ -104,5 +118,11 @@ export function sessionsStore(r: Runner): SessionsStore {
     get: (id) => r.get(ONE_VIEW, id),
     list: (limit) => r.all(LIST, limit),
     nextHoldEnd: async () => (await r.get(NEXT_HOLD_END))?.at ?? null,
+    async live(id) {
+      const found = await r.get(LIVE, id)
+      if (!found) return null
+      const { session_id, agent, instance_id, name, root, project, started_at, ended_at } = found
+      return { row: { session_id, agent, instance_id, name, root, project, started_at, ended_at }, instance: joinedInstance(found), tokenId: found.token_id ?? null }
+    },
   }
 }

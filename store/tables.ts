@@ -59,6 +59,7 @@ export function tables(backend: Backend) {
 function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWriter }: Backend) {
   const webhooks = webhooksStore(r, soleWriter)
   const messages = messagesStore(r, d, soleWriter)
+  const reservations = reservationsStore(r, d, soleWriter)
   return {
     reads: {
       state: stateStore(docs),
@@ -77,7 +78,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       holders: holdersStore(r, d),
       queue: queueStore(r, d),
       locks: locksStore(r),
-      reservations: reservationsStore(r, d),
+      reservations,
       messages,
       sessions: sessionsStore(r),
       projects: projectsStore(r),
@@ -100,10 +101,10 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       holders: holdersWrites(w),
       queue: queueWrites(w, d),
       locks: locksWrites(w),
-      reservations: reservationsWrites(w, d),
+      reservations: reservationsWrites(w, d, unit, reservations.changed),
       messages: messagesWrites(w, d, unit, messages.changed),
       sessions: sessionsWrites(w),
-      projects: projectsWrites(w),
+      projects: projectsWrites(w, unit, reservations.changed),
       approvals: approvalsWrites(w),
     },
   }

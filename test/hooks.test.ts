@@ -229,6 +229,37 @@ describe('PreToolUse', () => {
     expect((await audit('hook.deny', row.instance_id)).length).toBe(4)
   })
 
+  test('the same check again sees every change of the project reservations: grant, release, expiry, renewal, deregistration, case rule', async () => {
+    const c = session()
+    await c.send('SessionStart')
+    const edit = () => c.send('PreToolUse.Edit')
+    const denied = async () => deny(await edit()).permissionDecision === 'deny'
+    expect(await edit()).toEqual({})
+    expect(await edit()).toEqual({})
+    const other = await register(s, `kept${n}`)
+    const held = await reserve(other, c.project, ['src/app.ts'])
+    expect(await denied()).toBe(true)
+    expect((await call(s.api, 'DELETE', `/api/reservations/${held.id}`, undefined, other.h)).status).toBe(200)
+    expect(await edit()).toEqual({})
+    // A short reservation: denied while it lasts, free once the expiry job removed it.
+    await reserve(other, c.project, ['src/*.ts'], { ttl_ms: 1000 })
+    expect(await denied()).toBe(true)
+    await eventually(async () => (await edit()).hookSpecificOutput === undefined, 5000)
+    const again = await reserve(other, c.project, ['src/**'], { ttl_ms: 1000 })
+    expect(await denied()).toBe(true)
+    expect((await call(s.api, 'POST', `/api/reservations/${again.id}/renew`, { ttl_ms: 600_000 }, other.h)).status).toBe(200)
+    await Bun.sleep(1500)
+    expect(await denied()).toBe(true)
+    expect((await call(s.api, 'DELETE', `/api/instances/${other.id}`, undefined, other.h)).status).toBeLessThan(300)
+    expect(await edit()).toEqual({})
+    // The project's case rule: SRC/APP.TS is another file until the project compares without case.
+    const upper = await register(s, `upper${n}`)
+    await reserve(upper, c.project, ['SRC/APP.TS'])
+    expect(await edit()).toEqual({})
+    expect((await call(s.api, 'PUT', `/api/projects/${c.project}`, { case_insensitive: true })).status).toBe(200)
+    expect(await denied()).toBe(true)
+  })
+
   test('no opinion: shared reservations of others, own reservations, files outside the root, Bash and Read', async () => {
     const c = session()
     await c.send('SessionStart')

@@ -111,4 +111,22 @@ describe('any call with an instance token is a heartbeat', () => {
       await t.cleanup()
     }
   })
+
+  test('the calls of many instances at once are each one heartbeat, written together', async () => {
+    const t = await startServer({ args: ['--stale-timeout', '1s', '--liveness-interval', '1h'] })
+    try {
+      const agents = await Promise.all(Array.from({ length: 24 }, (_, i) => register(t, `fleet-${i}`)))
+      await Bun.sleep(1100)
+      expect((await call(t.api, 'POST', '/api/liveness/check')).body.newly_stale).toHaveLength(agents.length)
+      const answers = await Promise.all(agents.map((a) => call(t.api, 'GET', '/api/state', undefined, a.h)))
+      expect(answers.every((r) => r.status === 200)).toBe(true)
+      await eventually(async () => {
+        const list = (await call(t.api, 'GET', '/api/instances')).body as { id: string; status: string; last_seen: string }[]
+        const mine = list.filter((i) => agents.some((a) => a.id === i.id))
+        return mine.length === agents.length && mine.every((i) => i.status === 'active' && i.last_seen > agents[0].body.last_seen)
+      })
+    } finally {
+      await t.cleanup()
+    }
+  })
 })

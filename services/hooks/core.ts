@@ -8,7 +8,7 @@
 // own permission rules; `none` means "no opinion". Only a permission request that a person
 // (or their rule) allowed in Muster is answered allow.
 import type { Ctx } from '../context'
-import type { HookAgent } from '../../store/sessions'
+import type { HookAgent, LiveSession } from '../../store/sessions'
 import { editTargets, literalPattern, writesFiles, type EditTargets } from './paths'
 import type { CoreAnswer, CoreEvent } from './types'
 import { log } from '../../obs/log'
@@ -73,12 +73,11 @@ const SHOWING = new Set<CoreEvent['kind']>(['post-tool', 'prompt', 'stop'])
  * instance token counts as. Null when the event needs its unit (a new or ended session,
  * a denial to record, a reservation to grant or renew, messages to mark shown).
  */
-async function withoutWrites(ctx: Ctx, event: CoreEvent, headers: HookHeaders): Promise<CoreAnswer | null> {
+async function withoutWrites(ctx: Ctx, event: CoreEvent, headers: HookHeaders, live: LiveSession | null): Promise<CoreAnswer | null> {
   const kind = event.kind
   if (kind !== 'pre-tool' && !SHOWING.has(kind)) return null
-  const row = await ctx.store.sessions.get(event.sessionId)
-  const instance = row && row.ended_at === null ? await ctx.store.instances.get(row.instance_id) : null
-  if (!row || !instance) return null
+  if (!live) return null
+  const { row, instance } = live
   // A deny budget over its limit stops every tool call of the sessions in its scope (services/budgets.ts).
   const denied = kind === 'pre-tool' ? await budgetDenial(ctx, instance, row.project) : null
   if (denied) return deny(denied)
@@ -94,11 +93,13 @@ async function withoutWrites(ctx: Ctx, event: CoreEvent, headers: HookHeaders): 
 
 export async function handleCore(ctx: Ctx, agent: HookAgent, event: CoreEvent, headers: HookHeaders): Promise<CoreResult> {
   const kind = event.kind
-  await assertSessionOwner(ctx, event.sessionId, headers)
+  // The session and its instance as committed: whose they are, and whether the event can be answered without a unit.
+  const live = await ctx.store.sessions.live(event.sessionId)
+  assertSessionOwner(live, headers)
   // Approvals (services/approvals.ts): any event ends the session's "needs input"; a permission request waits for its decision.
   await withdrawInputs(ctx, event.sessionId)
   if (kind === 'permission') return { answer: await requestPermission(ctx, agent, event, headers) }
-  const quick = await withoutWrites(ctx, event, headers)
+  const quick = await withoutWrites(ctx, event, headers, live)
   if (quick) return { answer: quick }
   // The end of a session that has ended: the same end through a second hook (Cursor runs
   // Claude Code's hooks beside its own). Registering its instance again only to deregister

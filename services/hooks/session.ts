@@ -12,7 +12,7 @@ import { invalid } from '../../lib/errors'
 import type { Ctx } from '../context'
 import type { Tx } from '../../store'
 import type { Instance } from '../../store/instances'
-import type { HookAgent, HookSession } from '../../store/sessions'
+import type { HookAgent, HookSession, LiveSession } from '../../store/sessions'
 import { checkCapabilities, deregisterIn, instanceTokenFor, registerIn, type Owner } from '../instances'
 import { holderScope, TTL_MAX_MS, TTL_MIN_MS } from '../holders'
 import { recordAudit, type Role } from '../audit'
@@ -98,16 +98,14 @@ export interface Session {
 const resource = (sessionId: string) => `sessions/${sessionId}`
 
 /**
- * 403 when an agent token sends the event of a live session whose instance another token
- * registered (access.md: an agent token acts only as its own instances).
+ * 403 when an agent token sends the event of a live session (`live`, from
+ * SessionsStore.live) whose instance another token registered (access.md: an agent token
+ * acts only as its own instances).
  */
-export async function assertSessionOwner(ctx: Ctx, sessionId: string, headers: HookHeaders): Promise<void> {
-  if (headers.role !== 'agent') return
-  const row = await ctx.store.sessions.get(sessionId)
-  if (!row || row.ended_at !== null) return
-  const boundTo = await ctx.store.instances.tokenIdOf(row.instance_id)
-  if (boundTo !== undefined && boundTo !== headers.tokenId)
-    throw forbidden(`session ${sessionId} acts as an instance registered with another token: send its events with that token`)
+export function assertSessionOwner(live: LiveSession | null, headers: HookHeaders): void {
+  if (headers.role !== 'agent' || !live) return
+  if (live.tokenId !== headers.tokenId)
+    throw forbidden(`session ${live.row.session_id} acts as an instance registered with another token: send its events with that token`)
 }
 
 /**
