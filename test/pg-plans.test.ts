@@ -7,7 +7,7 @@ import { SQL } from 'bun'
 import { startApp, type InProcessServer } from './helpers'
 import { databaseFor, onPostgres } from './pg'
 import { INBOX_READS } from '../store/messages'
-import { nearStatement } from '../store/reservations'
+import { indexStatements, nearStatement } from '../store/reservations'
 import { PG } from '../store/pg/runner'
 import { toPg } from '../store/pg/db'
 
@@ -40,6 +40,7 @@ describe.skipIf(!onPostgres)('plans of the hook path and inbox reads after a bul
     await prepare('inbox', INBOX_READS.INBOX.s.sql, INBOX_READS.INBOX.args(inbox))
     await prepare('unshown', INBOX_READS.UNSHOWN.s.sql, INBOX_READS.UNSHOWN.args(inbox))
     await prepare('near', nearStatement(PG, 4, 1).sql, ['big', 'src/a.ts', 'src', 'src/b.ts', 'src/b.ts', 'big', 'src/mod7/', 'src/mod70'])
+    await prepare('release', indexStatements(PG).dropInstance.sql, ['i-7'])
     await prepare('instance', 'SELECT id, name, status FROM instances WHERE id = ?', ['i-7'])
     await prepare('session', 'SELECT session_id, instance_id, name FROM hook_sessions WHERE session_id = ?', ['s-7'])
   })
