@@ -17,13 +17,15 @@ const KNOWN_TOKENS = 100_000
  */
 export class TokenIds {
   private known = new Map<string, { id: string; tokenId: string | null; name?: string }>()
+  /** The tokens known here of each instance, so forgetting one costs its own tokens, not a walk over all. */
+  private tokensOf = new Map<string, Set<string>>()
   // Counts forgetting, so a lookup that one overtook is answered but not kept.
   private dropped = 0
 
   constructor(bus: { listen(l: (event: { topic: string; data: unknown }) => void): unknown }) {
     bus.listen(({ topic, data }) => {
       if (topic === 'instance.deregistered') this.forget((data as { id?: unknown }).id)
-      else if (topic === 'backup.restored') (this.dropped++, this.known.clear())
+      else if (topic === 'backup.restored') (this.dropped++, this.known.clear(), this.tokensOf.clear())
     })
   }
 
@@ -33,8 +35,11 @@ export class TokenIds {
     const seen = this.dropped
     const found = await ctx.store.instances.byTokenHash(hashToken(token))
     if (found && seen === this.dropped) {
-      if (this.known.size >= KNOWN_TOKENS) this.known.delete(this.known.keys().next().value!)
+      if (this.known.size >= KNOWN_TOKENS) this.drop(this.known.keys().next().value!)
       this.known.set(token, { id: found.id, tokenId: found.token_id })
+      const tokens = this.tokensOf.get(found.id)
+      if (tokens) tokens.add(token)
+      else this.tokensOf.set(found.id, new Set([token]))
     }
     return found?.id ?? null
   }
@@ -65,6 +70,17 @@ export class TokenIds {
 
   private forget(id: unknown): void {
     this.dropped++
-    for (const [token, known] of this.known) if (known.id === id) this.known.delete(token)
+    if (typeof id !== 'string') return
+    for (const token of this.tokensOf.get(id) ?? []) this.known.delete(token)
+    this.tokensOf.delete(id)
+  }
+
+  /** Forgets one token (the oldest, past the bound). */
+  private drop(token: string): void {
+    const known = this.known.get(token)
+    this.known.delete(token)
+    const tokens = known && this.tokensOf.get(known.id)
+    tokens?.delete(token)
+    if (tokens && !tokens.size) this.tokensOf.delete(known!.id)
   }
 }

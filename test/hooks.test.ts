@@ -296,20 +296,22 @@ describe('PreToolUse', () => {
   })
 
   test('edit-reserve mode: exactly that file, literal; renewed, not doubled; other own reservations left alone; a shared one of another: nothing', async () => {
-    const c = session('claude-code', { 'x-muster-reserve': '10s' })
+    const c = session('claude-code', { 'x-muster-reserve': '4s' })
     await c.send('SessionStart')
     const row = await sessionRow(c.id)
     const odd = `${c.root}/app/[id]/page.tsx`
     expect(await c.send('PreToolUse.Write', { tool_input: { file_path: odd, content: '' } })).toEqual({})
     const [r] = await reservationsOf(row.instance_id)
     expect(r).toMatchObject({ project: c.project, paths: ['app/\\[id\\]/page.tsx'], exclusive: true, reason: 'edit' })
-    expect(Date.parse(r.expires_at) - Date.parse(r.created_at)).toBeGreaterThan(9_000)
+    expect(Date.parse(r.expires_at) - Date.parse(r.created_at)).toBeGreaterThan(3_900)
     const other = await register(s, 'barbara')
     const check = await call(s.api, 'POST', '/api/reservations/check', { project: c.project, paths: ['app/x/page.tsx'] }, other.h)
     expect(check.status).toBe(200)
     const literal = await call(s.api, 'POST', '/api/reservations/check', { project: c.project, paths: ['app/\\[id\\]/page.tsx'] }, other.h)
     expect(literal.status).toBe(409)
-    // Until it has run down by a tenth of its TTL (here a second) nothing is written; then that reservation is renewed.
+    // Until half its TTL has run down (here 2 s) nothing is written; then that reservation is renewed.
+    await c.send('PreToolUse.Edit', { tool_input: { file_path: odd, old_string: 'a', new_string: 'b' } })
+    await Bun.sleep(1000)
     await c.send('PreToolUse.Edit', { tool_input: { file_path: odd, old_string: 'a', new_string: 'b' } })
     expect(await reservationsOf(row.instance_id)).toEqual([r])
     await Bun.sleep(1100)

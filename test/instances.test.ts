@@ -145,6 +145,17 @@ describe('per-instance operations', () => {
     expect(events[0]).toMatchObject({ source: 'instances', data: { id: i.id, name: 'leaving' } })
   })
 
+  test('a deregistered instance is forgotten with all its tokens: its inbox read is refused, its neighbours still read theirs', async () => {
+    const agents = await Promise.all(['stays', 'goes'].map((name) => register(s, { name })))
+    const [stays, goes] = agents
+    // Read once each, so both tokens are known to the server.
+    for (const a of agents) expect((await api('GET', '/api/inbox', undefined, a.h)).status).toBe(200)
+    expect((await api('DELETE', `/api/instances/${goes.id}`)).status).toBe(200)
+    await eventually(async () => (await api('GET', '/api/inbox', undefined, goes.h)).status === 403)
+    expect((await api('GET', '/api/inbox', undefined, goes.h)).body.error).toContain('register again')
+    expect((await api('GET', '/api/inbox', undefined, stays.h)).status).toBe(200)
+  })
+
   test('stale list is [] while everyone is fresh', async () => {
     const r = await api('GET', '/api/instances/stale')
     expect(r.status).toBe(200)

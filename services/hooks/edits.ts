@@ -28,11 +28,12 @@ export type EditDecision = { denied: false } | { denied: true; paths: string[]; 
 
 export const EDIT_REASON = 'edit'
 /**
- * An `edit` reservation is renewed once it has run down by a tenth of its TTL (at least a
- * second): an agent editing one file again and again writes a renewal now and then, not
- * on every edit, and the file stays reserved for at least nine tenths of the TTL.
+ * An `edit` reservation is renewed once half its TTL has run down (at least a second), as
+ * leases are: an agent editing one file again and again writes a renewal every half TTL,
+ * not on most edits (a fleet's edits are then mostly answered without a write), and the
+ * file stays reserved for at least half the TTL after any edit.
  */
-export const renewSlack = (ttl: number) => Math.max(1000, ttl / 10)
+export const renewSlack = (ttl: number) => Math.max(1000, ttl / 2)
 
 /** What an edit decision reads: a unit's reservations, or committed ones. */
 type EditReads = HoldingsReads & { get(id: string): Promise<Reservation | null> }
