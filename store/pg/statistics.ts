@@ -22,10 +22,12 @@ export const MIN_ROWS = 500
 const LOCK_TIMEOUT = '1s'
 
 // reltuples is -1 until a table is first analyzed or vacuumed; n_live_tup counts the rows as
-// every session's committed inserts and deletes reach the statistics (within a second).
+// every session's committed inserts and deletes reach the statistics (within a second). Only
+// tables this role may analyze: on another's, ANALYZE only warns, and would be tried every look.
 const GROWN = `SELECT quote_ident(s.schemaname) || '.' || quote_ident(s.relname) AS name
   FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
-  WHERE s.schemaname = current_schema() AND s.n_live_tup >= ${MIN_ROWS} AND s.n_live_tup >= 2 * GREATEST(c.reltuples, 0)`
+  WHERE s.schemaname = current_schema() AND pg_has_role(c.relowner, 'USAGE')
+    AND s.n_live_tup >= ${MIN_ROWS} AND s.n_live_tup >= 2 * GREATEST(c.reltuples, 0)`
 
 /** Analyzes the tables that grew past twice their analyzed size; their names. */
 export async function analyzeGrown(sql: SQL): Promise<string[]> {
