@@ -56,3 +56,9 @@ export function prefixQuery(patterns: string[]): { exact: string[]; below: strin
   const below = own.filter((p) => !own.some((q) => q !== p && p.startsWith(`${q}/`)))
   return { exact, below }
 }
+
+/** Whether the check `q` (prefixQuery of its patterns; null: it reads every reservation) reads a reservation indexed under `prefixes`. */
+export function queryReads(q: { exact: string[]; below: string[] } | null, prefixes: string[]): boolean {
+  if (!q) return true
+  return prefixes.some((p) => q.exact.includes(p) || q.below.some((b) => p.startsWith(`${b}/`)))
+}

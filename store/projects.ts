@@ -46,12 +46,12 @@ export interface ProjectsStore {
 }
 
 /** `changed`: told after the COMMIT of a unit that set a project's settings (the reservation checks keep its case rule). */
-export function projectsWrites(w: Runner, unit: UnitHooks, changed: (projects: Iterable<string>) => void): ProjectsWrites {
+export function projectsWrites(w: Runner, unit: UnitHooks, changed: (changes: { project: string; prefixes: null }[]) => void): ProjectsWrites {
   return {
     get: (project) => settingsOn(w, project),
     async put(s, at) {
       const row = toSettings((await w.get(PUT, s.project, s.case_insensitive ? 1 : 0, at))!)
-      unit.afterCommit(() => changed([row.project]))
+      unit.afterCommit(() => changed([{ project: row.project, prefixes: null }]))
       return row
     },
   }

@@ -1,6 +1,6 @@
 // Path reservations: globs of a project held by one instance, exclusive or shared.
 import { int, stmt, type Dialect, type Runner, type Stmt, type UnitHooks } from './runner'
-import { pathPrefixes, prefixQuery } from '../lib/path-prefix'
+import { pathPrefixes, prefixQuery, queryReads } from '../lib/path-prefix'
 import { settingsOn } from './projects'
 
 export interface Reservation {
@@ -53,12 +53,15 @@ export interface ReservationsWrites extends HoldingsReads {
   removeExpired(now: string): Promise<Reservation[]>
 }
 
+/** What a unit changed: reservations of `project` indexed under `prefixes`, or (null) the project's settings. */
+export type ReservationChange = { project: string; prefixes: string[] | null }
+
 export interface ReservationsStore extends HoldingsReads {
   /** Newest first. */
   list(filter: ReservationFilter): Promise<Reservation[]>
   get(id: string): Promise<Reservation | null>
-  /** A committed unit changed these projects' reservations or settings (called by the writes, after COMMIT). */
-  changed(projects: Iterable<string>): void
+  /** A committed unit changed these reservations, or a project's settings (called by the writes, after COMMIT). */
+  changed(changes: ReservationChange[]): void
 }
 
 type Row = Omit<Reservation, 'paths' | 'exclusive' | 'fence'> & { paths: string; exclusive: number; fence: number | string }
@@ -144,11 +147,11 @@ function holdingsReads(r: Runner, d: Dialect): HoldingsReads {
 }
 
 /** `changed`: the reads' ReservationsStore.changed, called after the COMMIT of each unit that changed a reservation. */
-export function reservationsWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: (projects: Iterable<string>) => void): ReservationsWrites {
+export function reservationsWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: (changes: ReservationChange[]) => void): ReservationsWrites {
   const index = indexStatements(d)
   const touched = <R extends Reservation | Reservation[] | null>(r: R): R => {
     const list = r === null ? [] : Array.isArray(r) ? r : [r]
-    if (list.length) unit.afterCommit(() => changed(new Set(list.map((x) => x.project))))
+    if (list.length) unit.afterCommit(() => changed(list.map((x) => ({ project: x.project, prefixes: pathPrefixes(x.paths) }))))
     return r
   }
   return {
@@ -182,13 +185,14 @@ const KEPT_PROJECTS = 10_000
 
 /**
  * `keep`: this process is the database's only writer, so the answers of holdingsFor (the
- * hooks' check of every edit) and the project's case rule are kept per project until a
- * unit changing one of its reservations or its settings commits; on PostgreSQL other
- * replicas write too, and every check reads.
+ * hooks' check of every edit) are kept until a unit changing a reservation that check
+ * would read commits (a grant elsewhere in the project leaves them be), and the project's
+ * case rule until its settings change; on PostgreSQL other replicas write too, and every
+ * check reads.
  */
 function keptChecks(reads: HoldingsReads, keep: boolean) {
   // Projects oldest first; past the bounds the oldest project's checks go first, whole.
-  const kept = new Map<string, Map<string, readonly Holding[]>>()
+  const kept = new Map<string, Map<string, { found: readonly Holding[]; reads: ReturnType<typeof prefixQuery> }>>()
   let count = 0
   const forget = (project: string) => {
     count -= kept.get(project)?.size ?? 0
@@ -199,7 +203,7 @@ function keptChecks(reads: HoldingsReads, keep: boolean) {
   const holdingsFor = async (project: string, paths: string[]): Promise<Holding[]> => {
     const key = paths.join('\0')
     const hit = kept.get(project)?.get(key)
-    if (hit) return hit as Holding[]
+    if (hit) return hit.found as Holding[]
     const seen = writes
     const found = Object.freeze(await reads.holdingsFor(project, paths))
     if (seen !== writes) return found as Holding[]
@@ -207,7 +211,7 @@ function keptChecks(reads: HoldingsReads, keep: boolean) {
     let checks = kept.get(project)
     if (!checks) kept.set(project, (checks = new Map()))
     if (!checks.has(key)) count++
-    checks.set(key, found)
+    checks.set(key, { found, reads: prefixQuery(paths) })
     return found as Holding[]
   }
   // The projects' case rule, read with any check that finds a reservation.
@@ -225,10 +229,16 @@ function keptChecks(reads: HoldingsReads, keep: boolean) {
   return {
     holdingsFor: keep ? holdingsFor : reads.holdingsFor,
     caseInsensitive: keep ? caseInsensitive : reads.caseInsensitive,
-    changed(projects: Iterable<string>) {
+    changed(changes: ReservationChange[]) {
       if (!keep) return
       writes++
-      for (const p of projects) forget(p), caseless.delete(p)
+      for (const { project, prefixes } of changes) {
+        const checks = kept.get(project)
+        if (prefixes === null) (forget(project), caseless.delete(project))
+        else if (checks)
+          for (const [key, check] of checks)
+            if (queryReads(check.reads, prefixes)) checks.delete(key), count--
+      }
     },
   }
 }

@@ -237,9 +237,16 @@ describe('PreToolUse', () => {
     expect(await edit()).toEqual({})
     expect(await edit()).toEqual({})
     const other = await register(s, `kept${n}`)
+    // A reservation the check never reads (another file, another tree) leaves its answer; one it reads changes it.
+    await reserve(other, c.project, ['src/other.ts', 'docs/**'])
+    expect(await edit()).toEqual({})
     const held = await reserve(other, c.project, ['src/app.ts'])
     expect(await denied()).toBe(true)
     expect((await call(s.api, 'DELETE', `/api/reservations/${held.id}`, undefined, other.h)).status).toBe(200)
+    expect(await edit()).toEqual({})
+    const anywhere = await reserve(other, c.project, ['**/app.ts'])
+    expect(await denied()).toBe(true)
+    expect((await call(s.api, 'DELETE', `/api/reservations/${anywhere.id}`, undefined, other.h)).status).toBe(200)
     expect(await edit()).toEqual({})
     // A short reservation: denied while it lasts, free once the expiry job removed it.
     await reserve(other, c.project, ['src/*.ts'], { ttl_ms: 1000 })

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { overlaps } from '../lib/overlap'
-import { ancestors, pathPrefix, prefixQuery } from '../lib/path-prefix'
+import { ancestors, pathPrefix, pathPrefixes, prefixQuery, queryReads } from '../lib/path-prefix'
 import { call, eventually, register, startServer, tempDir, type Agent, type TestServer } from './helpers'
 
 let s: TestServer
@@ -60,6 +60,21 @@ describe('prefixes', () => {
     expect(prefixQuery(['a/b/*.ts', 'a/c.ts'])).toEqual({ exact: ['', 'a', 'a/b', 'a/c.ts'], below: ['a/b', 'a/c.ts'] })
     expect(prefixQuery(['a/*', 'a/b/c'])).toEqual({ exact: ['', 'a', 'a/b', 'a/b/c'], below: ['a'] })
     expect(prefixQuery(['src/a.ts', '*.md'])).toBeNull()
+  })
+
+  test('a kept check is dropped by the change of any reservation that could overlap it (queryReads)', () => {
+    const r = rng(11)
+    let overlapping = 0
+    for (let i = 0; i < 10000; i++) {
+      const [check, held] = [[pattern(r), pattern(r)], [pattern(r)]]
+      if (!check.some((c) => overlaps(c, held[0]))) continue
+      overlapping++
+      if (!queryReads(prefixQuery(check), pathPrefixes(held))) throw new Error(`${held} overlaps ${check} but its change would not reach their check`)
+    }
+    expect(overlapping).toBeGreaterThan(100)
+    expect(queryReads(prefixQuery(['src/app.ts']), ['docs', 'src/other.ts'])).toBe(false)
+    expect(queryReads(prefixQuery(['src/app.ts']), ['src'])).toBe(true)
+    expect(queryReads(prefixQuery(['src']), ['src/app.ts'])).toBe(true)
   })
 
   test('two patterns that overlap always have nested prefixes (the index never hides one)', () => {
