@@ -184,6 +184,8 @@ const NOT_SHOWN = 'AND NOT EXISTS (SELECT 1 FROM session_shown s WHERE s.session
 const INBOX = inboxQuery('', '')
 const INBOX_UNACKED = inboxQuery('AND r.acked_at IS NULL', WIDE_NOT_ACKED)
 const UNSHOWN = inboxQuery(`AND r.acked_at IS NULL ${NOT_SHOWN}`, `${WIDE_NOT_ACKED} ${NOT_SHOWN}`)
+/** The inbox reads, for the test of their PostgreSQL plans. */
+export const INBOX_READS = { INBOX, UNSHOWN }
 
 const ONE = stmt<Row>(`SELECT ${COLUMNS} FROM messages m WHERE m.id = ?`)
 const THREAD = stmt<Row>(`SELECT ${COLUMNS} FROM messages m WHERE m.thread = ? ORDER BY m.id`)

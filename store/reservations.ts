@@ -99,12 +99,15 @@ const REMOVE_EXPIRED = stmt<Row>(`DELETE FROM reservations WHERE expires_at IS N
  * always read). Prefixes are compared bytewise (SQLite's BINARY, PostgreSQL's "C"), so
  * everything below `a/b` lies between `a/b/` and `a/b0` ('0' follows '/').
  */
-function indexStatements(d: Dialect) {
+export function indexStatements(d: Dialect) {
   return {
     add: stmt(`INSERT INTO reservation_paths (project, prefix, reservation_id) SELECT ?, x.value, ? FROM ${d.elements('?')}`),
     drop: stmt('DELETE FROM reservation_paths WHERE reservation_id = ?'),
-    dropInstance: stmt('DELETE FROM reservation_paths WHERE reservation_id IN (SELECT id FROM reservations WHERE instance_id = ?)'),
-    dropExpired: stmt('DELETE FROM reservation_paths WHERE reservation_id IN (SELECT id FROM reservations WHERE expires_at IS NOT NULL AND expires_at <= ?)'),
+    // By inRows: as IN (subquery), PostgreSQL hash-joins a scan of every index row with the few reservations going.
+    dropInstance: stmt(`DELETE FROM reservation_paths WHERE ${d.inRows('reservation_id', 'SELECT id FROM reservations WHERE instance_id = ?')}`),
+    dropExpired: stmt(
+      `DELETE FROM reservation_paths WHERE ${d.inRows('reservation_id', 'SELECT id FROM reservations WHERE expires_at IS NOT NULL AND expires_at <= ?')}`,
+    ),
   }
 }
 
@@ -120,7 +123,7 @@ const padded = (xs: string[]) => {
  * index search per arm. Placeholders rather than a JSON table, so both planners see
  * how few prefixes there are and search the primary key for each.
  */
-function nearStatement(d: Dialect, exact: number, below: number): Stmt<HoldingRow> {
+export function nearStatement(d: Dialect, exact: number, below: number): Stmt<HoldingRow> {
   const arms = [`SELECT reservation_id FROM reservation_paths WHERE project = ? AND prefix IN (${Array(exact).fill('?').join(', ')})`]
   for (let i = 0; i < below; i++) arms.push('SELECT reservation_id FROM reservation_paths WHERE project = ? AND prefix > ? AND prefix < ?')
   return stmt<HoldingRow>(`SELECT ${HOLDING_COLUMNS} FROM reservations WHERE ${d.inRows('id', arms.join(' UNION ALL '))} ORDER BY seq`)

@@ -20,6 +20,7 @@ import { pgSnapshot, pgRestore, RESET_CHANNEL } from './backup'
 import { pgEventsStore, pgEventsWrites } from './events'
 import { pgDocs } from './versioned'
 import { pgRunner, PG } from './runner'
+import { keepStatistics } from './statistics'
 
 /** How long GET /readyz waits for the database before calling it unreachable (a dead host would hold it for the pool's connect timeout). */
 const READY_WAIT_MS = 2_000
@@ -72,6 +73,7 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
   leader.start()
   const clockTimer = setInterval(() => void syncClock(sql).catch(() => {}), 10_000)
   clockTimer.unref()
+  const stopStatistics = keepStatistics(sql, () => leader.held)
 
   const store: Store = {
     ...reads,
@@ -101,6 +103,7 @@ export async function openPgStore(url: string, dataDir: string): Promise<Store> 
     },
     close: async () => {
       clearInterval(clockTimer)
+      await stopStatistics()
       await leader.stop()
       await resetSub.unlisten().catch(() => {})
       await feed.stop()
