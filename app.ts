@@ -66,7 +66,7 @@ export async function startServer(config: Config): Promise<Server> {
     startedAt: Date.now(),
     shutdown: stopping.signal,
     ...coordination(bus, stopping.signal),
-    heartbeats: new ImplicitHeartbeats(config.staleTimeoutMs),
+    heartbeats: new ImplicitHeartbeats(config.staleTimeoutMs, bus),
     background: new Background(),
     apiUrl: '',
     apiBind: '',

@@ -2,14 +2,19 @@
 // good as a heartbeat: it refreshes last_seen and turns a stale instance active.
 // Written at most once per TOUCH_EVERY_MS per instance (never slower than half
 // the stale timeout), so an agent's burst of calls costs one write, not one each.
-// The writes due are made together, one statement for all the instances seen since the
-// last one went in: a fleet of agents calling every few seconds costs a write per batch,
-// not a write unit per agent.
+// The writes due are made together (at most BATCH_MS later, a quarter of the throttle on
+// a short stale timeout), one statement for all the instances seen since the last one
+// went in: a fleet of agents calling every few seconds costs a write a batch, not a write
+// unit per agent. A stale instance's call is written at once: it turns active before its
+// next call is answered.
 // One throttle per server (app.ts puts it on the Ctx): servers in one process keep apart.
 import { logFailure } from '../obs/log'
 import type { Ctx } from './context'
+import { heartbeat } from './instances'
 
 export const TOUCH_EVERY_MS = 5000
+/** How long the heartbeats due wait, at most, to be written together. */
+const BATCH_MS = 250
 /**
  * Instances remembered at most. Only those seen within the throttle are kept (older ones
  * would be written anyway), so this is reached only by that many instances in one throttle
@@ -20,14 +25,22 @@ const MAX_REMEMBERED = 100_000
 export class ImplicitHeartbeats {
   private lastTouched = new Map<string, number>()
   private every: number
+  private batchMs: number
+  /** Instances the liveness check marked stale (instance.stale, from any replica), until a call of theirs is written. */
+  private stale = new Set<string>()
   /** Due, not yet written. */
   private due = new Set<string>()
-  /** A batch is scheduled: after this turn's I/O, or after the batch being written. */
+  /** A batch is scheduled: in batchMs, or after the batch being written. */
   private scheduled = false
   private writing: Promise<void> | null = null
 
-  constructor(staleTimeoutMs: number) {
+  constructor(staleTimeoutMs: number, bus: { listen(l: (event: { topic: string; data: unknown }) => void): unknown }) {
     this.every = Math.min(TOUCH_EVERY_MS, staleTimeoutMs / 2)
+    this.batchMs = Math.min(BATCH_MS, this.every / 4)
+    bus.listen(({ topic, data }) => {
+      const id = (data as { id?: unknown }).id
+      if (topic === 'instance.stale' && typeof id === 'string' && this.stale.size < MAX_REMEMBERED) this.stale.add(id)
+    })
   }
 
   /** A call by `instanceId` was seen: writes its heartbeat unless one was written within the throttle. */
@@ -43,10 +56,12 @@ export class ImplicitHeartbeats {
     }
     if (this.lastTouched.size >= MAX_REMEMBERED) this.lastTouched.clear()
     this.lastTouched.set(instanceId, now)
+    if (this.stale.delete(instanceId))
+      return ctx.background.track(heartbeat(ctx, undefined, instanceId).catch((err) => logFailure('implicit heartbeat failed', err, { instance_id: instanceId })))
     this.due.add(instanceId)
     if (this.scheduled) return
     this.scheduled = true
-    const turn = this.writing ?? new Promise<void>((resolve) => setImmediate(resolve))
+    const turn = this.writing ?? new Promise<void>((resolve) => setTimeout(resolve, this.batchMs))
     ctx.background.track(turn.then(() => this.write(ctx)))
   }
 
