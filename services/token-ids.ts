@@ -3,6 +3,7 @@
 import type { Ctx } from './context'
 import type { Instance } from '../store/instances'
 import { hashToken } from '../lib/token'
+import { Groups } from '../lib/groups'
 
 /** Tokens whose instance is known here; beyond that the oldest is looked up again. */
 const KNOWN_TOKENS = 100_000
@@ -18,7 +19,7 @@ const KNOWN_TOKENS = 100_000
 export class TokenIds {
   private known = new Map<string, { id: string; tokenId: string | null; name?: string }>()
   /** The tokens known here of each instance, so forgetting one costs its own tokens, not a walk over all. */
-  private tokensOf = new Map<string, Set<string>>()
+  private tokensOf = new Groups<string, string>()
   // Counts forgetting, so a lookup that one overtook is answered but not kept.
   private dropped = 0
 
@@ -37,9 +38,7 @@ export class TokenIds {
     if (found && seen === this.dropped) {
       if (this.known.size >= KNOWN_TOKENS) this.drop(this.known.keys().next().value!)
       this.known.set(token, { id: found.id, tokenId: found.token_id })
-      const tokens = this.tokensOf.get(found.id)
-      if (tokens) tokens.add(token)
-      else this.tokensOf.set(found.id, new Set([token]))
+      this.tokensOf.add(found.id, token)
     }
     return found?.id ?? null
   }
@@ -71,16 +70,13 @@ export class TokenIds {
   private forget(id: unknown): void {
     this.dropped++
     if (typeof id !== 'string') return
-    for (const token of this.tokensOf.get(id) ?? []) this.known.delete(token)
-    this.tokensOf.delete(id)
+    for (const token of this.tokensOf.take(id)) this.known.delete(token)
   }
 
   /** Forgets one token (the oldest, past the bound). */
   private drop(token: string): void {
     const known = this.known.get(token)
     this.known.delete(token)
-    const tokens = known && this.tokensOf.get(known.id)
-    tokens?.delete(token)
-    if (tokens && !tokens.size) this.tokensOf.delete(known!.id)
+    if (known) this.tokensOf.remove(known.id, token)
   }
 }

@@ -292,8 +292,9 @@ const KEPT_BYTES = 32 * 1024 * 1024
 /** Pages kept per name (an agent polls at its cursor, pages through, or filters unacked); names with a page kept. */
 const KEPT_PAGES = 4
 const KEPT_NAMES = 10_000
-/** Names whose sessions are known to have nothing to show. */
+/** Names whose sessions are known to have nothing to show, and their sessions kept each. */
 const QUIET_NAMES = 50_000
+const QUIET_SESSIONS = 4
 const weigh = (page: readonly InboxMessage[]) => page.reduce((n, m) => n + m.body.length + m.subject.length + 300, 100)
 
 /**
@@ -320,7 +321,7 @@ export function messagesStore(r: Runner, d: Dialect, keep = false): MessagesStor
       if (nothingUnshown.size >= QUIET_NAMES) nothingUnshown.delete(nothingUnshown.keys().next().value!)
       nothingUnshown.set(name, (sessions = new Set()))
     }
-    if (sessions.size >= KEPT_PAGES) sessions.delete(sessions.values().next().value!)
+    if (sessions.size >= QUIET_SESSIONS) sessions.delete(sessions.values().next().value!)
     sessions.add(session)
   }
   const drop = (name: string) => {

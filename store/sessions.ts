@@ -5,6 +5,7 @@
 // instance stays registered until held_until for the next session to take over.
 import { stmt, type Runner, type UnitHooks } from './runner'
 import type { Instance } from './instances'
+import { Groups } from '../lib/groups'
 
 export type HookAgent = 'claude-code' | 'codex' | 'copilot-cli' | 'cursor' | 'gemini-cli' | 'opencode' | 'cline'
 
@@ -140,16 +141,14 @@ const KEPT_SESSIONS = 100_000
  */
 export function sessionsStore(r: Runner, keep = false): SessionsStore {
   const kept = new Map<string, LiveSession>()
-  const ofInstance = new Map<string, Set<string>>()
+  const ofInstance = new Groups<string, string>()
   // Counts the commits that changed sessions, so a read one of them overtook is answered but not kept.
   let writes = 0
   const drop = (sessionId: string) => {
     const live = kept.get(sessionId)
     if (!live) return
     kept.delete(sessionId)
-    const sessions = ofInstance.get(live.instance.id)
-    sessions?.delete(sessionId)
-    if (sessions && !sessions.size) ofInstance.delete(live.instance.id)
+    ofInstance.remove(live.instance.id, sessionId)
   }
   const read = async (id: string): Promise<LiveSession | null> => {
     const found = await r.get(LIVE, id)
@@ -170,16 +169,14 @@ export function sessionsStore(r: Runner, keep = false): SessionsStore {
       if (!live || seen !== writes) return live
       if (kept.size >= KEPT_SESSIONS) drop(kept.keys().next().value!)
       kept.set(id, live)
-      const sessions = ofInstance.get(live.instance.id)
-      if (sessions) sessions.add(id)
-      else ofInstance.set(live.instance.id, new Set([id]))
+      ofInstance.add(live.instance.id, id)
       return live
     },
     changed({ sessions = [], instances = [] }) {
       if (!keep) return
       writes++
       for (const id of sessions) drop(id)
-      for (const id of instances) for (const sessionId of ofInstance.get(id) ?? []) drop(sessionId)
+      for (const id of instances) for (const sessionId of ofInstance.take(id)) drop(sessionId)
     },
   }
 }
