@@ -9,15 +9,17 @@
 //
 // Reported: the time to start every session (SessionStart, CONCURRENCY at once per client
 // process), per operation p50/p99/max and errors, the server's RSS (after the starts, peak,
-// at the end) and CPU, and the clients' CPU (to show they were not the bottleneck).
-// The clients run in WORKERS child processes, each driving its share of the agents; the
+// at the end) and CPU, the clients' CPU, and the clients' event-loop lag (a late client adds to
+// every latency it times). The clients run in WORKERS child processes, each driving its share of
+// the agents, and the dashboards' sockets in one more; the
 // main process only starts the server, samples /proc and prints. Loopback only; it stops
 // by itself after the run, and every child and temp dir goes with it (bench/lib.ts).
 //
-// Run: bun bench/fleet.ts [agents, default 1000] [--seconds S, default 60] [--pg] [--root <other checkout>] [--no-dashboards]
+// Run: bun bench/fleet.ts [agents, default 1000] [--seconds S, default 60] [--pg] [--root <other checkout>] [--no-dashboards] [--hooks-only]
 //   --pg: PostgreSQL, 2 replicas on a throwaway cluster (agents split between them).
 //   --root: the server of another checkout (an A/B of a change, e.g. a `git worktree` of the base).
 //   --no-dashboards: no dashboard sockets, so the other figures are apart from the event fan-out.
+//   --hooks-only: the hook sessions and the dashboards, without the inbox holds, messages, heartbeats and tasks.
 import { readFileSync } from 'node:fs'
 import { spawnChild, startMuster, startPg, type Proc } from './lib'
 
@@ -78,9 +80,9 @@ function pct(o: Op, p: number): number {
 
 // ---- client process ---------------------------------------------------------------
 
-type Plan = { urls: string[]; first: number; count: number; run: string; seconds: number; dashboards: boolean }
+type Plan = { urls: string[]; first: number; count: number; run: string; seconds: number; sockets: number; hooksOnly: boolean }
 type ToWorker = { start: true } | { steady: true } | { end: true }
-type Ended = { ops: Record<string, Op>; later: Record<string, Op>; frames: number; early: number; cpuMs: number }
+type Ended = { ops: Record<string, Op>; later: Record<string, Op>; frames: number; topics: Record<string, number>; early: number; cpuMs: number; lag: Op }
 type FromWorker = { ready: true } | { started: number } | { steadied: true } | { ended: Ended }
 
 async function worker(plan: Plan) {
@@ -168,15 +170,22 @@ async function worker(plan: Plan) {
   let running = false
   // Dashboards: their sockets open before the sessions, so they see the whole run.
   let frames = 0
+  // What the first dashboard saw in the steady phase, by topic: what the fan-out carries.
+  const topics: Record<string, number> = {}
   const sockets: WebSocket[] = []
-  for (const a of agents)
-    if (plan.dashboards && a.k % WS_EVERY === 0) {
-      const ws = new WebSocket(`${a.url.replace(/^http/, 'ws')}/api/events/subscribe?pattern=*`)
-      ws.onmessage = () => void frames++
-      ws.onclose = () => running && fail('dashboard.ws', 'closed during the run')
-      await new Promise((resolve) => ((ws.onopen = resolve), (ws.onerror = () => (fail('dashboard.ws', 'error'), resolve(null)))))
-      sockets.push(ws)
+  for (let i = 0; i < plan.sockets; i++) {
+    const ws = new WebSocket(`${plan.urls[i % plan.urls.length].replace(/^http/, 'ws')}/api/events/subscribe?pattern=*`)
+    const tally = i === 0
+    ws.onmessage = (m) => {
+      frames++
+      if (!tally || !running) return
+      const topic = String(m.data).match(/"topic":"([^"]*)"/)?.[1] ?? '?'
+      topics[topic] = (topics[topic] ?? 0) + 1
     }
+    ws.onclose = () => running && fail('dashboard.ws', 'closed during the run')
+    await new Promise((resolve) => ((ws.onopen = resolve), (ws.onerror = () => (fail('dashboard.ws', 'error'), resolve(null)))))
+    sockets.push(ws)
+  }
 
   // Holds go on after the load stops, until every message sent has woken its holder (or WAKE_GRACE_MS).
   let holding = false
@@ -245,11 +254,24 @@ async function worker(plan: Plan) {
   }
 
   const rand = (ms: number) => Math.random() * ms
+  // This process's event-loop lag in the steady phase: how late a 10 ms timer fires. A late
+  // loop adds to every latency it measures, so it is reported beside them.
+  const lag = newOp()
+  let lagTimer: Timer | undefined
   function steady() {
     running = holding = true
+    let last = performance.now()
+    lagTimer = setInterval(() => {
+      const now = performance.now()
+      const late = Math.max(0, now - last - 10)
+      lag.bins[binOf(late)] = (lag.bins[binOf(late)] ?? 0) + 1
+      lag.count++
+      if (late > lag.max) lag.max = late
+      last = now
+    }, 10)
     if (plan.seconds * 1000 > 2 * FIRST_PHASE_MS) laterFrom = performance.now() + FIRST_PHASE_MS
     for (const a of agents.filter((a) => a.token)) {
-      if (a.holder) void holdInbox(a)
+      if (a.holder && !plan.hooksOnly) void holdInbox(a)
       // Open loops: each agent acts on its own clock, whether or not the server keeps up.
       const editLoop = () => {
         if (!running) return
@@ -262,6 +284,7 @@ async function worker(plan: Plan) {
         )
       }
       timers.push(setTimeout(editLoop, rand(EDIT_MIN_MS + EDIT_SPREAD_MS)))
+      if (plan.hooksOnly) continue
       every(HEARTBEAT_MS, rand(HEARTBEAT_MS), () => timed('heartbeat', `${a.url}/api/instances/${a.id}/heartbeat`, post({}, { 'x-instance-token': a.token })))
       every(MESSAGE_MS, rand(MESSAGE_MS), async () => {
         const to = holders[Math.floor(rand(holders.length))]
@@ -283,6 +306,7 @@ async function worker(plan: Plan) {
 
   async function end() {
     running = false
+    clearInterval(lagTimer)
     laterFrom = Infinity
     for (const t of timers) clearTimeout(t), clearInterval(t)
     // What was sent finishes (a SessionEnd must not overtake its agent's last calls), and its wake-ups arrive.
@@ -308,7 +332,7 @@ async function worker(plan: Plan) {
       addSample(o, `${sentAt.size} messages never woke their holder within ${WAKE_GRACE_MS / 1000} s of the end`)
     }
     const u = process.cpuUsage()
-    send({ ended: { ops, later, frames, early, cpuMs: (u.user + u.system) / 1000 } })
+    send({ ended: { ops, later, frames, topics, early, cpuMs: (u.user + u.system) / 1000, lag } })
   }
 
   const send = (m: FromWorker) => process.send!(m)
@@ -325,8 +349,12 @@ async function worker(plan: Plan) {
 
 /** utime + stime of a process in ms (Linux /proc, 100 ticks a second). */
 function cpuMs(pid: number): number {
+  return userSys(pid).reduce((a, b) => a + b)
+}
+/** [utime, stime] in ms: the system share is mostly the kernel's work on the sockets. */
+function userSys(pid: number): [number, number] {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * 10
+  return [Number(fields[11]) * 10, Number(fields[12]) * 10]
 }
 const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024
 
@@ -345,6 +373,8 @@ async function main() {
   const usePg = args.includes('--pg')
   // Without the dashboards' sockets: the hooks and the rest measured apart from the event fan-out.
   const dashboards = !args.includes('--no-dashboards')
+  // Only the hook sessions (and the dashboards): the issue's own first measurement, apart from the rest of the mix.
+  const hooksOnly = args.includes('--hooks-only')
 
   const pg = usePg ? await startPg() : null
   if (usePg && !pg) throw new Error('--pg: PostgreSQL is not installed')
@@ -356,10 +386,14 @@ async function main() {
   const run = `fleet-${process.pid}`
 
   // Children: their share of the agents each; Bun's fetch limits requests in flight to 256 unless told (the held inbox reads are more).
+  // The dashboards' sockets have a process of their own, as browsers are apart from the agents: the
+  // frames they read do not delay the answers the agents' processes time.
   const share = Math.ceil(agents / workers)
   const children: { proc: ReturnType<typeof Bun.spawn>; inbox: FromWorker[]; waiters: (() => void)[] }[] = []
-  for (let w = 0; w < workers; w++) {
-    const plan: Plan = { urls, first: w * share, count: Math.max(0, Math.min(share, agents - w * share)), run, seconds, dashboards }
+  const sockets = dashboards ? Math.ceil(agents / WS_EVERY) : 0
+  const plans: Plan[] = Array.from({ length: workers }, (_, w) => ({ urls, first: w * share, count: Math.max(0, Math.min(share, agents - w * share)), run, seconds, sockets: 0, hooksOnly }))
+  if (sockets) plans.push({ urls, first: 0, count: 0, run, seconds, sockets, hooksOnly })
+  for (const plan of plans) {
     const child = { inbox: [] as FromWorker[], waiters: [] as (() => void)[] } as (typeof children)[number]
     child.proc = spawnChild([process.execPath, import.meta.path, '--worker', JSON.stringify(plan)], {
       stdout: 'inherit',
@@ -396,12 +430,14 @@ async function main() {
   const startedMs = performance.now() - t0
   const rssStarted = rssNow()
   const cpuStart = pids.map(cpuMs)
+  const sysStart = pids.map((p) => userSys(p)[1])
 
   for (const c of children) c.proc.send({ steady: true })
   await all('steadied')
   const s0 = performance.now()
   await Bun.sleep(seconds * 1000)
   const cpuSteady = pids.map(cpuMs)
+  const sysSteady = pids.map((p) => userSys(p)[1])
   const steadyMs = performance.now() - s0
   const rssSteady = rssNow()
   // What the dashboards' subscriptions sent and dropped (a slow subscriber's overflow), per replica.
@@ -419,6 +455,10 @@ async function main() {
   const later: Record<string, Op> = {}
   for (const e of ends) merge(later, e.ended.later)
   const frames = ends.reduce((n, e) => n + e.ended.frames, 0)
+  const topics: Record<string, number> = {}
+  for (const e of ends) for (const [t, n] of Object.entries(e.ended.topics)) topics[t] = (topics[t] ?? 0) + n
+  const lag: Record<string, Op> = {}
+  ends.forEach((e, i) => merge(lag, { [plans[i].count ? 'agents' : 'dashboards']: e.ended.lag }))
   const early = ends.reduce((n, e) => n + e.ended.early, 0)
   const clientCpu = ends.reduce((n, e) => n + e.ended.cpuMs, 0)
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
@@ -431,7 +471,7 @@ async function main() {
 
   const mode = pg ? 'PostgreSQL, 2 replicas' : 'SQLite'
   const totalErrors = sum(Object.values(ops).map((o) => o.errors))
-  console.log(`fleet: ${agents} agents on ${mode}${root ? ` (server of ${root})` : ''}; ${workers} client processes; steady ${seconds} s`)
+  console.log(`fleet: ${agents} agents on ${mode}${root ? ` (server of ${root})` : ''}${hooksOnly ? ', hook sessions only' : ''}; ${workers} client processes; steady ${seconds} s`)
   console.log(
     `sessions started: ${(startedMs / 1000).toFixed(2)} s (${(agents / (startedMs / 1000)).toFixed(0)}/s; slowest client ${(Math.max(...starts.map((s) => s.started)) / 1000).toFixed(2)} s, ${CONCURRENCY} at once per client)`,
   )
@@ -451,13 +491,19 @@ async function main() {
     table(later, steadyMs / 1000 - FIRST_PHASE_MS / 1000)
   }
   console.log(
-    `dashboard frames received: ${frames} on ${dashboards ? Math.ceil(agents / WS_EVERY) : 0} sockets; the server sent ${sum(subs.map((x) => x.sent))}, dropped ${sum(subs.map((x) => x.dropped))} (a subscriber too slow)`,
+    `dashboard frames received: ${frames} on ${sockets} sockets; the server sent ${sum(subs.map((x) => x.sent))}, dropped ${sum(subs.map((x) => x.dropped))} (a subscriber too slow)`,
   )
+  if (dashboards) {
+    const top = Object.entries(topics).sort((a, b) => b[1] - a[1])
+    console.log(`events to one dashboard per second of the steady phase, by topic: ${top.map(([t, n]) => `${t} ${(n / (steadyMs / 1000)).toFixed(0)}`).join(', ')}`)
+  }
   console.log(`inbox wakes that reached their holder before the send's 201 reached its sender: ${early} of ${ops['inbox.wake']?.count ?? 0}`)
   console.log(`server RSS: ${rssStarted.toFixed(0)} MB after the starts, ${rssSteady.toFixed(0)} MB after the steady phase, ${peak.toFixed(0)} MB peak${pg ? ' (replicas summed; PostgreSQL not counted)' : ''}`)
   console.log(
-    `server CPU: ${((serverSteadyCpu / steadyMs) * 100).toFixed(0)}% of a core in the steady phase, ${(serverAll / 1000).toFixed(1)} s in all; clients ${(clientCpu / 1000).toFixed(1)} s in all`,
+    `server CPU: ${((serverSteadyCpu / steadyMs) * 100).toFixed(0)}% of a core in the steady phase (${(((sum(sysSteady) - sum(sysStart)) / steadyMs) * 100).toFixed(0)}% in the kernel), ${(serverAll / 1000).toFixed(1)} s in all; clients ${(clientCpu / 1000).toFixed(1)} s in all`,
   )
+  const lagLine = (who: string) => lag[who] && `${who}' processes p99 ${pct(lag[who], 0.99).toFixed(1)} ms, max ${lag[who].max.toFixed(0)} ms`
+  console.log(`clients' event-loop lag in the steady phase (a 10 ms timer's lateness, part of every latency above): ${['agents', 'dashboards'].map(lagLine).filter(Boolean).join('; ')}`)
   console.log(`errors: ${totalErrors}`)
 }
 
