@@ -37,6 +37,6 @@ export interface EventsStore {
 /** Event writes, inside a unit of work: an event commits with the change it reports. */
 export interface EventsWrites {
   append(topic: string, data: unknown, source: string, echo?: boolean): Promise<Event>
-  /** Deletes all but the newest `keep` events; returns how many went. */
-  prune(keep: number): Promise<number>
+  /** Deletes the oldest events beyond the newest `keep`, at most `limit` of them; returns how many went. */
+  prune(keep: number, limit: number): Promise<number>
 }

@@ -7,6 +7,8 @@ import { openConfiguredStore, type Event, type Store, type Tx } from '../store'
 import type { NewTask } from '../lib/tasks'
 import type { RuleDraft } from '../validation/rules'
 import { afterMs } from '../lib/time'
+import { pruneEvents } from '../services/events'
+import type { Ctx } from '../services/context'
 import { tempDir } from './helpers'
 import { databaseFor, PG_BASE } from './pg'
 
@@ -143,8 +145,34 @@ describe('events', () => {
     ])
     expect((await store.events.query({ topic: `${topic}.*`, source: 'src1', limit: 10 })).map((e) => e.id)).toEqual([a.id])
     expect((await store.events.query({ afterId: a.id - 1, limit: 1 })).map((e) => e.id)).toEqual([a.id])
-    expect(await write((tx) => tx.events.prune(1))).toBeGreaterThan(0)
+    expect(await write((tx) => tx.events.prune(1, 1000))).toBeGreaterThan(0)
     expect((await store.events.query({ limit: 10 })).map((e) => e.id)).toEqual([b.id])
+  })
+
+  test('a prune deletes at most its limit, oldest first, and never the newest it keeps', async () => {
+    const topic = unique('evp').replace(/-/g, '_')
+    await write((tx) => tx.events.prune(0, 1000))
+    const ids: number[] = []
+    for (let i = 0; i < 7; i++) ids.push((await write((tx) => tx.emit(`${topic}.x`, i, ''))).id)
+    const left = async () => (await store.events.query({ limit: 100 })).map((e) => e.id)
+    expect(await left()).toEqual([...ids].reverse())
+    expect(await write((tx) => tx.events.prune(2, 3))).toBe(3)
+    expect(await left()).toEqual(ids.slice(3).reverse())
+    expect(await write((tx) => tx.events.prune(2, 3))).toBe(2)
+    expect(await left()).toEqual(ids.slice(5).reverse())
+    expect(await write((tx) => tx.events.prune(2, 3))).toBe(0)
+  })
+
+  test('the prune job deletes a step per unit until only the newest it keeps are left', async () => {
+    await write((tx) => tx.events.prune(0, 1000))
+    const ids: number[] = []
+    for (let i = 0; i < 10; i++) ids.push((await write((tx) => tx.emit('evj.x', i, ''))).id)
+    let units = 0
+    const counted = { write: <T>(fn: (tx: Tx) => Promise<T>) => (units++, store.write(fn)) }
+    expect(await pruneEvents({ store: counted, shutdown: new AbortController().signal } as unknown as Ctx, 3, 4)).toBe(7)
+    // 4, then 3: fewer than a step, so nothing is left to delete.
+    expect(units).toBe(2)
+    expect((await store.events.query({ limit: 100 })).map((e) => e.id)).toEqual(ids.slice(7).reverse())
   })
 })
 

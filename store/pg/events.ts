@@ -23,7 +23,7 @@ export function toEvent(r: Record<string, unknown>, parsed = false): Event {
 
 // Sent without waiting: the id is the unit's, the counter and the NOTIFY go with the COMMIT.
 const INSERT = sendable('INSERT INTO events (id, topic, data, source, created_at, echo) VALUES (?, ?, ?, ?, ?, ?)')
-const pruneBelow = q('DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)')
+const pruneBelow = q('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?) ORDER BY id LIMIT ?)')
 const last = q<{ id: string | null }>('SELECT MAX(id) AS id FROM events')
 
 export function pgEventsWrites(u: PgUnits): EventsWrites {
@@ -38,7 +38,7 @@ export function pgEventsWrites(u: PgUnits): EventsWrites {
       if (echo) event[ECHO] = true
       return event
     },
-    prune: (keep) => pruneBelow.run(u.tx, Math.max(0, keep)),
+    prune: (keep, limit) => pruneBelow.run(u.tx, Math.max(0, keep), limit),
   }
 }
 

@@ -14,8 +14,8 @@ export function eventsWrites(db: Database): EventsWrites {
   const insert = db.query<unknown, [string, string, string, string]>('INSERT INTO events (topic, data, source, created_at) VALUES (?, ?, ?, ?)')
   // Times rise with ids (store/rising.ts), so eventsStore turns a time filter into an id range.
   const stamp = risingStamp(nowIso, db.query<{ created_at: string }, []>('SELECT created_at FROM events ORDER BY id DESC LIMIT 1').get()?.created_at ?? '')
-  const pruneBelow = db.query<unknown, [number]>(
-    'DELETE FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?)',
+  const pruneBelow = db.query<unknown, [number, number]>(
+    'DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?) ORDER BY id LIMIT ?)',
   )
   return {
     async append(topic, data, source, echo) {
@@ -25,7 +25,7 @@ export function eventsWrites(db: Database): EventsWrites {
       if (echo) event[ECHO] = true
       return event
     },
-    prune: async (keep) => pruneBelow.run(Math.max(0, keep)).changes,
+    prune: async (keep, limit) => pruneBelow.run(Math.max(0, keep), limit).changes,
   }
 }
 
