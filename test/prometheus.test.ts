@@ -111,7 +111,8 @@ describe('GET /metrics', () => {
     expect(after('muster_subscribers')).toBe(1)
     expect(after('muster_http_requests_total', { method: 'GET', route: '/api/events/subscribe', status: '101' })).toBe(1)
     expect(after('muster_webhook_deliveries_total', { outcome: 'success' })).toBe(1)
-    expect(after('muster_webhook_deliveries_total', { outcome: 'failure' })).toBe(1)
+    // The bad target's retry comes about 2 s after its first attempt, and may land within the wait.
+    expect(after('muster_webhook_deliveries_total', { outcome: 'failure' })).toBeGreaterThanOrEqual(1)
     // state.changed x3, instance registered, task added, demo.built: at least six events.
     expect(after('muster_events_published_total') - before('muster_events_published_total')).toBeGreaterThanOrEqual(6)
     expect(after('muster_event_last_id')).toBeGreaterThan(before('muster_event_last_id'))
