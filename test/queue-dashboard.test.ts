@@ -138,10 +138,23 @@ describe('task board: hand-off', () => {
     expect(await detail.locator('.notes li').innerText()).toMatch(/attempt 1[\s\S]*dana[\s\S]*Cart totals moved to src\/cart\.ts; tests still red\./)
 
     // A second attempt's note arrives while the detail is open (the board polls every 15 s: this is the event stream).
+    // The read the nack's event starts is answered 1.5 s late, after the note's own read: its older
+    // answer must not draw over the note.
+    let late: Promise<void> | null = null
+    await page.route(`**/api/tasks/${t.id}`, async (route) => {
+      if (late) return route.continue()
+      const answer = await route.fetch()
+      late = Bun.sleep(1500).then(() => route.fulfill({ response: answer }))
+      await late
+    })
     await api('POST', `/api/tasks/${t.id}/nack`, { claim_id: c.claim_id, error: 'gave up' }, dana.token)
+    while (!late) await Bun.sleep(10)
     const again = await claim('handoff', dana.token)
     await api('POST', `/api/tasks/${t.id}/notes`, { text: 'Second try: start from the cart tests.' }, dana.token)
     await detail.locator('.notes li[data-attempt="2"]').waitFor({ timeout: 5000 })
+    await late
+    await page.unroute(`**/api/tasks/${t.id}`)
+    await Bun.sleep(100)
     expect(await detail.locator('.notes li .badge').allTextContents()).toEqual(['attempt 1', 'attempt 2'])
     expect(await detail.locator('.reservation a').textContent()).toBe(again.reservation_id)
     await page.screenshot({ path: join(SHOTS, 'task-detail.png') })

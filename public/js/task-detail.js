@@ -62,9 +62,15 @@ export function closeDetail() {
 /** Whether an event about task `id` concerns the open detail. */
 export const detailShows = (id) => current !== null && current === id
 
+/** Counts the reads refreshDetail started: only the newest may draw. */
+let reads = 0
+
 export async function refreshDetail() {
   const id = current
   if (id === null) return
+  // A burst of events starts a read each; one started earlier can finish later, and its older
+  // answer must not draw over a newer one (a note added, then gone until the next event).
+  const read = ++reads
   let task, instances, reservation, events
   try {
     ;[task, instances, events] = await Promise.all([
@@ -74,10 +80,10 @@ export async function refreshDetail() {
     ])
     reservation = task.reservation_id ? await api(`/api/reservations/${enc(task.reservation_id)}`).catch((err) => (err.status === 404 ? null : undefined)) : undefined
   } catch (err) {
-    if (id === current) failure(body, err, 'GET /api/tasks/{id}', refreshDetail)
+    if (id === current && read === reads) failure(body, err, 'GET /api/tasks/{id}', refreshDetail)
     return
   }
-  if (id !== current) return
+  if (id !== current || read !== reads) return
   const mine = events && events.filter((e) => e.data?.id === id).sort((a, b) => a.id - b.id)
   draw(task, new Map(instances.map((i) => [i.id, i])), reservation, mine, events?.length === HISTORY_SCAN)
 }
