@@ -59,6 +59,12 @@ interface Op {
   samples: string[]
 }
 const newOp = (): Op => ({ bins: {}, count: 0, max: 0, errors: 0, samples: [] })
+/** One latency of `o`. */
+function observe(o: Op, ms: number) {
+  o.bins[binOf(ms)] = (o.bins[binOf(ms)] ?? 0) + 1
+  o.count++
+  if (ms > o.max) o.max = ms
+}
 const addSample = (o: Op, why: string) => void (o.samples.length < 3 && !o.samples.includes(why) && o.samples.push(why))
 
 function merge(into: Record<string, Op>, from: Record<string, Op>) {
@@ -90,12 +96,7 @@ async function worker(plan: Plan) {
   // The same, for what is answered after the first FIRST_PHASE_MS of the steady phase (runs longer than twice that).
   const later: Record<string, Op> = {}
   let laterFrom = Infinity
-  const add = (into: Record<string, Op>, name: string, ms: number) => {
-    const o = (into[name] ??= newOp())
-    o.bins[binOf(ms)] = (o.bins[binOf(ms)] ?? 0) + 1
-    o.count++
-    if (ms > o.max) o.max = ms
-  }
+  const add = (into: Record<string, Op>, name: string, ms: number) => observe((into[name] ??= newOp()), ms)
   const record = (name: string, ms: number) => {
     add(ops, name, ms)
     if (performance.now() >= laterFrom) add(later, name, ms)
@@ -263,10 +264,7 @@ async function worker(plan: Plan) {
     let last = performance.now()
     lagTimer = setInterval(() => {
       const now = performance.now()
-      const late = Math.max(0, now - last - 10)
-      lag.bins[binOf(late)] = (lag.bins[binOf(late)] ?? 0) + 1
-      lag.count++
-      if (late > lag.max) lag.max = late
+      observe(lag, Math.max(0, now - last - 10))
       last = now
     }, 10)
     if (plan.seconds * 1000 > 2 * FIRST_PHASE_MS) laterFrom = performance.now() + FIRST_PHASE_MS
@@ -351,7 +349,7 @@ async function worker(plan: Plan) {
 function cpuMs(pid: number): number {
   return userSys(pid).reduce((a, b) => a + b)
 }
-/** [utime, stime] in ms: the system share is mostly the kernel's work on the sockets. */
+/** [utime, stime] in ms (the system share is mostly the kernel's work on the sockets). */
 function userSys(pid: number): [number, number] {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
   return [Number(fields[11]) * 10, Number(fields[12]) * 10]
@@ -429,15 +427,14 @@ async function main() {
   const starts = await all<{ started: number }>('started')
   const startedMs = performance.now() - t0
   const rssStarted = rssNow()
-  const cpuStart = pids.map(cpuMs)
-  const sysStart = pids.map((p) => userSys(p)[1])
+  // User and system time of the servers, read once at each mark.
+  const atStart = pids.map(userSys)
 
   for (const c of children) c.proc.send({ steady: true })
   await all('steadied')
   const s0 = performance.now()
   await Bun.sleep(seconds * 1000)
-  const cpuSteady = pids.map(cpuMs)
-  const sysSteady = pids.map((p) => userSys(p)[1])
+  const atSteady = pids.map(userSys)
   const steadyMs = performance.now() - s0
   const rssSteady = rssNow()
   // What the dashboards' subscriptions sent and dropped (a slow subscriber's overflow), per replica.
@@ -462,7 +459,8 @@ async function main() {
   const early = ends.reduce((n, e) => n + e.ended.early, 0)
   const clientCpu = ends.reduce((n, e) => n + e.ended.cpuMs, 0)
   const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0)
-  const serverSteadyCpu = sum(cpuSteady) - sum(cpuStart)
+  const serverSteadyCpu = sum(atSteady.flat()) - sum(atStart.flat())
+  const serverSteadySys = sum(atSteady.map(([, sys]) => sys)) - sum(atStart.map(([, sys]) => sys))
   const serverAll = sum(pids.map(cpuMs)) - sum(cpu0)
 
   if (replicas) await replicas.stop()
@@ -500,7 +498,7 @@ async function main() {
   console.log(`inbox wakes that reached their holder before the send's 201 reached its sender: ${early} of ${ops['inbox.wake']?.count ?? 0}`)
   console.log(`server RSS: ${rssStarted.toFixed(0)} MB after the starts, ${rssSteady.toFixed(0)} MB after the steady phase, ${peak.toFixed(0)} MB peak${pg ? ' (replicas summed; PostgreSQL not counted)' : ''}`)
   console.log(
-    `server CPU: ${((serverSteadyCpu / steadyMs) * 100).toFixed(0)}% of a core in the steady phase (${(((sum(sysSteady) - sum(sysStart)) / steadyMs) * 100).toFixed(0)}% in the kernel), ${(serverAll / 1000).toFixed(1)} s in all; clients ${(clientCpu / 1000).toFixed(1)} s in all`,
+    `server CPU: ${((serverSteadyCpu / steadyMs) * 100).toFixed(0)}% of a core in the steady phase (${((serverSteadySys / steadyMs) * 100).toFixed(0)}% in the kernel), ${(serverAll / 1000).toFixed(1)} s in all; clients ${(clientCpu / 1000).toFixed(1)} s in all`,
   )
   const lagLine = (who: string) => lag[who] && `${who}' processes p99 ${pct(lag[who], 0.99).toFixed(1)} ms, max ${lag[who].max.toFixed(0)} ms`
   console.log(`clients' event-loop lag in the steady phase (a 10 ms timer's lateness, part of every latency above): ${['agents', 'dashboards'].map(lagLine).filter(Boolean).join('; ')}`)
