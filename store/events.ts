@@ -32,11 +32,16 @@ export interface EventsStore {
   lastId(): Promise<number>
   /** Every filter runs in SQL before the LIMIT, so `limit` counts matching events. */
   query(q: EventQuery): Promise<Event[]>
+  /** The id through which the prune deletes, so that the newest `keep` stay (0: nothing beyond them). */
+  pruneCutoff(keep: number): Promise<number>
 }
 
 /** Event writes, inside a unit of work: an event commits with the change it reports. */
 export interface EventsWrites {
   append(topic: string, data: unknown, source: string, echo?: boolean): Promise<Event>
-  /** Deletes the oldest events beyond the newest `keep`, at most `limit` of them; returns how many went. */
-  prune(keep: number, limit: number): Promise<number>
+  /**
+   * Deletes the oldest events with ids up to `through` (a pruneCutoff), at most `limit` of them;
+   * returns how many went. Ids only rise, so events written since the cutoff was read stay.
+   */
+  prune(through: number, limit: number): Promise<number>
 }

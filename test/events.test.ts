@@ -612,7 +612,7 @@ describe('event times (in-process store)', () => {
       all.push(await bus.publish('range.x', i))
     }
     setClockOffset(0)
-    await store.write(async (tx) => await tx.events.prune(200, 1000))
+    await store.write(async (tx) => await tx.events.prune(await store.events.pruneCutoff(200), 1000))
     const kept = (await store.events.query({ topic: 'range.*', limit: 1000 })).map((e) => e.id)
     expect(kept.length).toBe(200)
     const times = [...new Set(all.map((e) => e.created_at))]

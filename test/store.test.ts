@@ -145,34 +145,43 @@ describe('events', () => {
     ])
     expect((await store.events.query({ topic: `${topic}.*`, source: 'src1', limit: 10 })).map((e) => e.id)).toEqual([a.id])
     expect((await store.events.query({ afterId: a.id - 1, limit: 1 })).map((e) => e.id)).toEqual([a.id])
-    expect(await write((tx) => tx.events.prune(1, 1000))).toBeGreaterThan(0)
+    expect(await write(async (tx) => tx.events.prune(await store.events.pruneCutoff(1), 1000))).toBeGreaterThan(0)
     expect((await store.events.query({ limit: 10 })).map((e) => e.id)).toEqual([b.id])
   })
 
   test('a prune deletes at most its limit, oldest first, and never the newest it keeps', async () => {
     const topic = unique('evp').replace(/-/g, '_')
-    await write((tx) => tx.events.prune(0, 1000))
+    await write((tx) => tx.events.prune(Number.MAX_SAFE_INTEGER, 1e6))
+    expect(await store.events.pruneCutoff(0)).toBe(0)
     const ids: number[] = []
     for (let i = 0; i < 7; i++) ids.push((await write((tx) => tx.emit(`${topic}.x`, i, ''))).id)
     const left = async () => (await store.events.query({ limit: 100 })).map((e) => e.id)
     expect(await left()).toEqual([...ids].reverse())
-    expect(await write((tx) => tx.events.prune(2, 3))).toBe(3)
+    expect(await store.events.pruneCutoff(7)).toBe(0)
+    const through = await store.events.pruneCutoff(2)
+    expect(through).toBe(ids[4])
+    expect(await write((tx) => tx.events.prune(through, 3))).toBe(3)
     expect(await left()).toEqual(ids.slice(3).reverse())
-    expect(await write((tx) => tx.events.prune(2, 3))).toBe(2)
-    expect(await left()).toEqual(ids.slice(5).reverse())
-    expect(await write((tx) => tx.events.prune(2, 3))).toBe(0)
+    // Events written after the cutoff was read stay, whatever the limit.
+    const later = (await write((tx) => tx.emit(`${topic}.x`, 7, ''))).id
+    expect(await write((tx) => tx.events.prune(through, 3))).toBe(2)
+    expect(await left()).toEqual([later, ...ids.slice(5).reverse()])
+    expect(await write((tx) => tx.events.prune(through, 3))).toBe(0)
   })
 
   test('the prune job deletes a step per unit until only the newest it keeps are left', async () => {
-    await write((tx) => tx.events.prune(0, 1000))
+    await write((tx) => tx.events.prune(Number.MAX_SAFE_INTEGER, 1e6))
     const ids: number[] = []
     for (let i = 0; i < 10; i++) ids.push((await write((tx) => tx.emit('evj.x', i, ''))).id)
     let units = 0
-    const counted = { write: <T>(fn: (tx: Tx) => Promise<T>) => (units++, store.write(fn)) }
+    const counted = { events: store.events, write: <T>(fn: (tx: Tx) => Promise<T>) => (units++, store.write(fn)) }
     expect(await pruneEvents({ store: counted, shutdown: new AbortController().signal } as unknown as Ctx, 3, 4)).toBe(7)
     // 4, then 3: fewer than a step, so nothing is left to delete.
     expect(units).toBe(2)
     expect((await store.events.query({ limit: 100 })).map((e) => e.id)).toEqual(ids.slice(7).reverse())
+    // Nothing beyond the newest it keeps: no unit at all.
+    expect(await pruneEvents({ store: counted, shutdown: new AbortController().signal } as unknown as Ctx, 3, 4)).toBe(0)
+    expect(units).toBe(2)
   })
 })
 

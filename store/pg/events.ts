@@ -23,7 +23,8 @@ export function toEvent(r: Record<string, unknown>, parsed = false): Event {
 
 // Sent without waiting: the id is the unit's, the counter and the NOTIFY go with the COMMIT.
 const INSERT = sendable('INSERT INTO events (id, topic, data, source, created_at, echo) VALUES (?, ?, ?, ?, ?, ?)')
-const pruneBelow = q('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?) ORDER BY id LIMIT ?)')
+const pruneThrough = q('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ? ORDER BY id LIMIT ?)')
+const cutoff = q<{ id: string }>('SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?')
 const last = q<{ id: string | null }>('SELECT MAX(id) AS id FROM events')
 
 export function pgEventsWrites(u: PgUnits): EventsWrites {
@@ -38,7 +39,7 @@ export function pgEventsWrites(u: PgUnits): EventsWrites {
       if (echo) event[ECHO] = true
       return event
     },
-    prune: (keep, limit) => pruneBelow.run(u.tx, Math.max(0, keep), limit),
+    prune: (through, limit) => pruneThrough.run(u.tx, through, limit),
   }
 }
 
@@ -47,6 +48,7 @@ export function pgEventsStore(sql: SQL): EventsStore {
   const shapes = new Map<string, ReturnType<typeof q<Record<string, unknown>>>>()
   return {
     lastId: async () => int((await last.get(sql))?.id ?? 0),
+    pruneCutoff: async (keep) => int((await cutoff.get(sql, Math.max(0, keep)))?.id ?? 0),
     async query(qy) {
       const where: string[] = []
       const args: (string | number)[] = []

@@ -14,9 +14,7 @@ export function eventsWrites(db: Database): EventsWrites {
   const insert = db.query<unknown, [string, string, string, string]>('INSERT INTO events (topic, data, source, created_at) VALUES (?, ?, ?, ?)')
   // Times rise with ids (store/rising.ts), so eventsStore turns a time filter into an id range.
   const stamp = risingStamp(nowIso, db.query<{ created_at: string }, []>('SELECT created_at FROM events ORDER BY id DESC LIMIT 1').get()?.created_at ?? '')
-  const pruneBelow = db.query<unknown, [number, number]>(
-    'DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= (SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?) ORDER BY id LIMIT ?)',
-  )
+  const pruneThrough = db.query<unknown, [number, number]>('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ? ORDER BY id LIMIT ?)')
   return {
     async append(topic, data, source, echo) {
       const created_at = stamp()
@@ -25,12 +23,13 @@ export function eventsWrites(db: Database): EventsWrites {
       if (echo) event[ECHO] = true
       return event
     },
-    prune: async (keep, limit) => pruneBelow.run(Math.max(0, keep), limit).changes,
+    prune: async (through, limit) => pruneThrough.run(through, limit).changes,
   }
 }
 
 export function eventsStore(db: Database): EventsStore {
   const last = db.query<{ id: number | null }, []>('SELECT MAX(id) AS id FROM events')
+  const cutoff = db.query<{ id: number }, [number]>('SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?')
   // Two subqueries: MIN and MAX in one SELECT would scan the table instead of reading both ends.
   const span = db.query<{ first: number | null; last: number | null }, []>('SELECT (SELECT MIN(id) FROM events) AS first, (SELECT MAX(id) FROM events) AS last')
   const atOrAfter = db.query<{ id: number; created_at: string }, [number]>('SELECT id, created_at FROM events WHERE id >= ? ORDER BY id LIMIT 1')
@@ -42,6 +41,7 @@ export function eventsStore(db: Database): EventsStore {
   const shapes = new Map<string, ReturnType<typeof db.query<Row, (string | number)[]>>>()
   return {
     lastId: async () => last.get()?.id ?? 0,
+    pruneCutoff: async (keep) => cutoff.get(Math.max(0, keep))?.id ?? 0,
     async query(q) {
       const where: string[] = []
       const args: (string | number)[] = []
