@@ -133,8 +133,13 @@ export class Subscription {
     return this.sink.shared!.buffered() > 0
   }
 
+  /** Whether it was handed the event with id `id` (or a later one) already. */
+  has(id: number): boolean {
+    return this.lastId >= id
+  }
+
   /** Joins the shared topic when it can: live, not backed up, nothing waiting, on a server the bus publishes to. */
-  private share(): void {
+  share(): void {
     const shared = this.sink.shared
     if (!shared || this.onTopic || this.closed || this.replaying || this.blocked || this.queue.length || !this.group.reaches(shared.via)) return
     try {
@@ -367,8 +372,11 @@ export class Bus {
       const matchedFrames: string[] = []
       for (let i = 0; i < events.length; i++) if (group.matches(events[i].topic)) matched.push(events[i]), matchedFrames.push(frames[i])
       if (!matched.length) continue
-      // A connection that has not taken the last delivery yet gets this one in its own buffer.
+      // A connection that has not taken the last delivery yet gets this one in its own buffer; one
+      // whose replay read some of these events (they committed before it joined) gets them one by
+      // one, where the ids it has are skipped, and joins again.
       for (const s of group.shared) if (s.backedUp()) s.unshare(true)
+      else if (s.has(matched[0].id)) s.unshare(false)
       if (group.shared.size) {
         for (const server of group.servers.keys()) {
           const publisher = this.publishers.get(server)!
@@ -381,6 +389,7 @@ export class Bus {
         if (s.shared) continue
         try {
           s.offerAll(matched, matchedFrames)
+          s.share()
         } catch (err) {
           log.error({ err, subscription: s.id }, 'subscription failed')
         }

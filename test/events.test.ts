@@ -485,9 +485,13 @@ describe('bus subscriptions on a shared topic (in-process)', () => {
   type Out = ReturnType<typeof sharedSink>
   const topics = new Map<string, Set<Out>>()
   let published = 0
+  /** When each delivery began: one delivery publishes all its frames in one go (services/bus.ts deliver). */
+  const deliveries: number[] = []
+  let delivering = false
   bus.serve('test', {
     publish(topic, frame) {
       published++
+      if (!delivering) (delivering = true), deliveries.push(performance.now()), queueMicrotask(() => (delivering = false))
       for (const out of topics.get(topic) ?? []) out.frames.push(JSON.parse(frame).id)
     },
   })
@@ -535,6 +539,24 @@ describe('bus subscriptions on a shared topic (in-process)', () => {
     expect(subs.map((s) => s.info().sent)).toEqual([10, 10, 10, bs.length])
     for (const s of subs) s.close()
     expect([...topics.values()].every((set) => set.size === 0)).toBe(true)
+  })
+
+  test('a subscriber whose replay read events still waiting for their delivery gets each once', async () => {
+    const crowd = Array.from({ length: 100 }, sharedSink)
+    const subs = crowd.map((out) => bus.subscribe(out, 'rp.*'))
+    const before = await bus.publish('rp.x', 0)
+    await settle()
+    // Right after a delivery: the next waits out the window, and the replay below reads this event meanwhile.
+    const waiting = [(await bus.publish('rp.x', 1)).id, (await bus.publish('rp.x', 2)).id]
+    const late = sharedSink()
+    const s = bus.subscribe(late, 'rp.*', before.id)
+    await settle()
+    expect(late.frames).toEqual(waiting)
+    const live = await bus.publish('rp.x', 3)
+    await settle()
+    expect(late.frames).toEqual([...waiting, live.id])
+    expect(s.shared).toBe(true)
+    for (const x of [...subs, s]) x.close()
   })
 
   test(`a backed-up connection leaves the topic: ${SUBSCRIBER_BUFFER} events wait for it, the rest are dropped and counted; drained, it catches up and shares again`, async () => {
