@@ -541,6 +541,26 @@ describe('bus subscriptions on a shared topic (in-process)', () => {
     expect([...topics.values()].every((set) => set.size === 0)).toBe(true)
   })
 
+  test('with 100 connections on a topic, deliveries come at most every 5 ms however often events commit', async () => {
+    const outs = Array.from({ length: 100 }, sharedSink)
+    const subs = outs.map((out) => bus.subscribe(out, 'win.*'))
+    deliveries.length = 0
+    const ids: number[] = []
+    for (let i = 0; i < 30; i++) {
+      ids.push((await bus.publish('win.x', i)).id)
+      await Bun.sleep(1)
+    }
+    await settle()
+    for (const out of outs) expect(out.frames).toEqual(ids)
+    // Thirty commits over 30 ms or more: a delivery after each would be a write per connection per event.
+    expect(deliveries.length).toBeGreaterThanOrEqual(2)
+    expect(deliveries.length).toBeLessThan(ids.length)
+    // Less than a millisecond left of a window goes to the next turn of the loop, not a timer.
+    const gaps = deliveries.slice(1).map((t, i) => t - deliveries[i])
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(3.5)
+    for (const s of subs) s.close()
+  })
+
   test('a subscriber whose replay read events still waiting for their delivery gets each once', async () => {
     const crowd = Array.from({ length: 100 }, sharedSink)
     const subs = crowd.map((out) => bus.subscribe(out, 'rp.*'))
