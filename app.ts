@@ -20,6 +20,7 @@ import { startExpiryJob } from './jobs/expiry'
 import { startOverdueJob } from './jobs/overdue'
 import { startApprovalsJob } from './jobs/approvals'
 import { startSessionHoldsJob } from './jobs/session-holds'
+import { startLoopLagProbe } from './jobs/loop-lag'
 import { VERSION } from './lib/version'
 import { configureLog, log } from './obs/log'
 
@@ -74,6 +75,7 @@ export async function startServer(config: Config): Promise<Server> {
   }
 
   const stopJobs: (() => void | Promise<void>)[] = []
+  stopJobs.push(startLoopLagProbe())
   stopJobs.push(every('metrics-flush', METRICS_FLUSH_MS, () => ctx.metrics.flush()))
   stopJobs.push(every('token-uses', USE_FLUSH_MS, () => ctx.credentials.flush(ctx)))
   // Jobs below run on the leader only (on SQLite, this process; on PostgreSQL, one replica at a time).

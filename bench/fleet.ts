@@ -9,8 +9,9 @@
 //
 // Reported: the time to start every session (SessionStart, CONCURRENCY at once per client
 // process), per operation p50/p99/max and errors, the server's RSS (after the starts, peak,
-// at the end) and CPU, the clients' CPU, and the clients' event-loop lag (a late client adds to
-// every latency it times). The clients run in WORKERS child processes, each driving its share of
+// at the end) and CPU, the server's event-loop lag (from its metrics: how long its one thread
+// was busy), the clients' CPU, and the clients' event-loop lag (a late client adds to every
+// latency it times). The clients run in WORKERS child processes, each driving its share of
 // the agents, and the dashboards' sockets in one more; the
 // main process only starts the server, samples /proc and prints. Loopback only; it stops
 // by itself after the run, and every child and temp dir goes with it (bench/lib.ts).
@@ -41,6 +42,35 @@ const IN_FLIGHT = 128
 const FIRST_PHASE_MS = 60_000
 /** The steady phase's hard bound beyond --seconds: starts and ends that take longer than this are an error, not a hang. */
 const PHASE_LIMIT_MS = 600_000
+
+// ---- the server's event-loop lag ------------------------------------------------
+
+/** Cumulative counts of muster_event_loop_lag_seconds by bucket bound (seconds), summed over the servers; null when a server has no such metric (an older checkout). */
+async function loopLagOf(urls: string[]): Promise<Map<number, number> | null> {
+  const out = new Map<number, number>()
+  for (const url of urls) {
+    const text = await fetch(`${url}/metrics`).then((r) => (r.ok ? r.text() : ''), () => '')
+    const lines = [...text.matchAll(/^muster_event_loop_lag_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm)]
+    if (!lines.length) return null
+    for (const [, le, n] of lines) out.set(le === '+Inf' ? Infinity : Number(le), (out.get(le === '+Inf' ? Infinity : Number(le)) ?? 0) + Number(n))
+  }
+  return out
+}
+
+/** p50, p99 (as the bucket bound they fall under) and the ticks over 100 ms between two readings. */
+function loopLagLine(from: Map<number, number> | null, to: Map<number, number> | null): string {
+  if (!from || !to) return 'not reported by this server'
+  const bounds = [...to.keys()].sort((a, b) => a - b)
+  const delta = bounds.map((b) => (to.get(b) ?? 0) - (from.get(b) ?? 0))
+  const total = delta.at(-1) ?? 0
+  if (!total) return 'no ticks'
+  const under = (q: number) => {
+    const i = delta.findIndex((n) => n >= q * total)
+    return bounds[i] === Infinity ? `over ${bounds[i - 1] * 1000} ms` : `at most ${bounds[i] * 1000} ms`
+  }
+  const over100 = total - delta[bounds.indexOf(0.1)]
+  return `p50 ${under(0.5)}, p99 ${under(0.99)}; ${over100} of ${total} ticks over 100 ms`
+}
 
 // ---- latency histograms ---------------------------------------------------------
 
@@ -433,8 +463,10 @@ async function main() {
   for (const c of children) c.proc.send({ steady: true })
   await all('steadied')
   const s0 = performance.now()
+  const lagAtStart = await loopLagOf(urls)
   await Bun.sleep(seconds * 1000)
   const atSteady = pids.map(userSys)
+  const lagAtSteady = await loopLagOf(urls)
   const steadyMs = performance.now() - s0
   const rssSteady = rssNow()
   // What the dashboards' subscriptions sent and dropped (a slow subscriber's overflow), per replica.
@@ -500,6 +532,7 @@ async function main() {
   console.log(
     `server CPU: ${((serverSteadyCpu / steadyMs) * 100).toFixed(0)}% of a core in the steady phase (${((serverSteadySys / steadyMs) * 100).toFixed(0)}% in the kernel), ${(serverAll / 1000).toFixed(1)} s in all; clients ${(clientCpu / 1000).toFixed(1)} s in all`,
   )
+  console.log(`server event-loop lag in the steady phase (its own 20 ms timer, muster_event_loop_lag_seconds): ${loopLagLine(lagAtStart, lagAtSteady)}`)
   const lagLine = (who: string) => lag[who] && `${who}' processes p99 ${pct(lag[who], 0.99).toFixed(1)} ms, max ${lag[who].max.toFixed(0)} ms`
   console.log(`clients' event-loop lag in the steady phase (a 10 ms timer's lateness, part of every latency above): ${['agents', 'dashboards'].map(lagLine).filter(Boolean).join('; ')}`)
   console.log(`errors: ${totalErrors}`)

@@ -200,6 +200,12 @@ export const eventsPublished = new Counter({
   help: 'Events committed since the server started',
 })
 
+export const loopLag = new Histogram({
+  name: 'muster_event_loop_lag_seconds',
+  help: 'How late a timer due every 20 ms fires: how long the JavaScript thread that answers every request was busy with something else',
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+})
+
 export const writeBatchSize = new Histogram({
   name: 'muster_sqlite_write_batch_size',
   help: 'Writes committed together by one SQLite transaction (group commit)',

@@ -148,6 +148,21 @@ describe('GET /metrics', () => {
     expect(m('process_max_fds')).toBeGreaterThanOrEqual(m('process_open_fds'))
   })
 
+  test('the event loop lag: a tick every 20 ms, and a server stopped for 300 ms shows one that late', async () => {
+    const late = (m: Awaited<ReturnType<typeof scrape>>) => m('muster_event_loop_lag_seconds_count') - m('muster_event_loop_lag_seconds_bucket', { le: '0.1' })
+    const before = await scrape()
+    const ticks = before('muster_event_loop_lag_seconds_count')
+    expect(ticks).toBeGreaterThan(0)
+    s.proc.kill('SIGSTOP')
+    await Bun.sleep(300)
+    s.proc.kill('SIGCONT')
+    await Bun.sleep(100)
+    const after = await scrape()
+    expect(late(after) - late(before)).toBeGreaterThanOrEqual(1)
+    expect(after('muster_event_loop_lag_seconds_sum') - before('muster_event_loop_lag_seconds_sum')).toBeGreaterThanOrEqual(0.2)
+    expect(after('muster_event_loop_lag_seconds_count')).toBeGreaterThan(ticks)
+  })
+
   test('the JSON numbers stay at /api/metrics', async () => {
     const r = await api('GET', '/api/metrics')
     expect(r.body.state_keys).toBe(2)
