@@ -76,10 +76,29 @@ export function patternProblem(pattern: string): string | null {
 
 const short = (p: string) => (p.length > 60 ? `"${p.slice(0, 57)}..."` : `"${p}"`)
 
+/**
+ * A pattern of printable ASCII with nothing a glob reads, and no `.` or empty segment: one
+ * path, itself. Its segments compile to one literal character each (rule 6: in lower case
+ * for a case-insensitive project), so two of them meet exactly when they are equal.
+ */
+function plain(pattern: string): boolean {
+  return PRINTABLE.test(pattern) && !GLOB_CHARS.test(pattern) && !DOT_OR_EMPTY_SEGMENT.test(pattern)
+}
+const PRINTABLE = /^[\x20-\x7e]+$/
+const GLOB_CHARS = /[*?[\]{}()!+@\\]/
+const DOT_OR_EMPTY_SEGMENT = /(^|\/)\.?(\/|$)/
+/** What makes a pattern more than its segments' text: wildcards, classes, braces, escapes. */
+const WILD = /[*?[\]{}\\]/
+
 /** Which of LIMITS a pattern exceeds (cheap checks first: the text is at most LIMITS.length long here). */
 function limitProblem(pattern: string): string | null {
   const segments = pattern.split('/')
   if (segments.length > LIMITS.segments) return `${short(pattern)} has ${segments.length} path segments; at most ${LIMITS.segments}`
+  // No wildcard, class or brace: the segments' lengths are all that is left to check.
+  if (!WILD.test(pattern)) {
+    const long = segments.find((seg) => seg.length > LIMITS.segmentLength)
+    return long === undefined ? null : `${short(pattern)} has a segment of ${long.length} characters; at most ${LIMITS.segmentLength}`
+  }
   if (segments.filter((s) => s === '**').length > LIMITS.globstars) return `${short(pattern)} has more than ${LIMITS.globstars} ** segments`
   for (const seg of segments) {
     if (seg.length > LIMITS.segmentLength) return `${short(pattern)} has a segment of ${seg.length} characters; at most ${LIMITS.segmentLength}`
@@ -474,6 +493,9 @@ export function overlaps(a: string, b: string, caseInsensitive = false): boolean
 
 /** The decision with the steps it took (at most MAX_STEPS + 1: then it is an overlap by rule 5). */
 export function overlapCost(a: string, b: string, caseInsensitive = false): { overlaps: boolean; steps: number } {
+  // Two plain paths (every edit a hook checks against its own reservation) match one file
+  // each: they meet when they are that same file. Compiling them costs kilobytes a check.
+  if (plain(a) && plain(b)) return { overlaps: caseInsensitive ? a.toLowerCase() === b.toLowerCase() : a === b, steps: 1 }
   const ca = compiled(a, caseInsensitive)
   const cb = compiled(b, caseInsensitive)
   steps = 0

@@ -73,6 +73,35 @@ describe('overlap rule', () => {
     expect(overlaps(b, a)).toBe(true)
   })
 
+  test('plain paths decide as the general rule does: the same file, in its case or (case-insensitive) not', () => {
+    // `b/.` is the path `b` to the rule but not plain, so the general algorithm decides that side.
+    let seed = 51
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n)
+    const chars = 'aAbB0.-_ ~#$%^&=,;\'"`'
+    const segment = () => {
+      if (rand(10) === 0) return '..'
+      let seg = ''
+      for (let k = 1 + rand(3); k > 0; k--) seg += chars[rand(chars.length)]
+      return seg === '.' ? 'x' : seg
+    }
+    const path = () => Array.from({ length: 1 + rand(3) }, segment).join('/')
+    const variants = (a: string) => [a, a.toUpperCase(), a.toLowerCase(), `${a}/${segment()}`, a.split('/').slice(1).join('/') || 'q', path()]
+    let met = 0
+    for (let i = 0; i < 400; i++) {
+      const a = path()
+      for (const b of variants(a))
+        for (const caseless of [false, true]) {
+          const fast = overlaps(a, b, caseless)
+          expect(fast).toBe(overlaps(a, `${b}/.`, caseless))
+          if (fast) met++
+        }
+    }
+    expect(met).toBeGreaterThan(800)
+    expect(overlaps('src/A.ts', 'src/a.ts')).toBe(false)
+    expect(overlaps('src/A.ts', 'src/a.ts', true)).toBe(true)
+    expect(overlaps('src/a.ts', 'src/a.ts/b')).toBe(false)
+  })
+
   test('a brace expansion beyond the cap counts as ** (never a missed overlap)', () => {
     const huge = '{a,b,c,d}{a,b,c,d}{a,b,c,d}{a,b,c,d}{a,b,c,d}/x' // 1024 alternatives
     expect(expandBraces(huge)).toBeNull()
