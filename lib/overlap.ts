@@ -33,6 +33,8 @@
 // both hold a `*` meet in linear time (their ends decide), a segment without `*`
 // against one with a `*` in at most (n+1)(m+1) states.
 
+import { literalPath } from './path-prefix'
+
 export const MAX_EXPANSIONS = 256
 export const MAX_PATTERN_LENGTH = 1024
 /** The size and shape a reservation or check pattern may have (400 beyond, naming the limit). */
@@ -76,17 +78,6 @@ export function patternProblem(pattern: string): string | null {
 
 const short = (p: string) => (p.length > 60 ? `"${p.slice(0, 57)}..."` : `"${p}"`)
 
-/**
- * A pattern of printable ASCII with nothing a glob reads, and no `.` or empty segment: one
- * path, itself. Its segments compile to one literal character each (rule 6: in lower case
- * for a case-insensitive project), so two of them meet exactly when they are equal.
- */
-function plain(pattern: string): boolean {
-  return PRINTABLE.test(pattern) && !GLOB_CHARS.test(pattern) && !DOT_OR_EMPTY_SEGMENT.test(pattern)
-}
-const PRINTABLE = /^[\x20-\x7e]+$/
-const GLOB_CHARS = /[*?[\]{}()!+@\\]/
-const DOT_OR_EMPTY_SEGMENT = /(^|\/)\.?(\/|$)/
 /** What makes a pattern more than its segments' text: wildcards, classes, braces, escapes. */
 const WILD = /[*?[\]{}\\]/
 
@@ -493,9 +484,11 @@ export function overlaps(a: string, b: string, caseInsensitive = false): boolean
 
 /** The decision with the steps it took (at most MAX_STEPS + 1: then it is an overlap by rule 5). */
 export function overlapCost(a: string, b: string, caseInsensitive = false): { overlaps: boolean; steps: number } {
-  // Two plain paths (every edit a hook checks against its own reservation) match one file
-  // each: they meet when they are that same file. Compiling them costs kilobytes a check.
-  if (plain(a) && plain(b)) return { overlaps: caseInsensitive ? a.toLowerCase() === b.toLowerCase() : a === b, steps: 1 }
+  // Two literal paths (every edit a hook checks against its own reservation) match one file
+  // each: printable ASCII, nothing a glob reads, no `.` or empty segment, so each character
+  // compiles to itself (rule 6: its lower case in a case-insensitive project). They meet when
+  // they are that same file. Compiling them costs kilobytes a check.
+  if (literalPath(a) && literalPath(b)) return { overlaps: caseInsensitive ? a.toLowerCase() === b.toLowerCase() : a === b, steps: 1 }
   const ca = compiled(a, caseInsensitive)
   const cb = compiled(b, caseInsensitive)
   steps = 0

@@ -17,6 +17,9 @@ const SPECIAL = /[*?[\]{}()!+@\\]/
  */
 const literal = (segment: string) => segment !== '' && segment !== '.' && !SPECIAL.test(segment) && /^[\x20-\x7e]+$/.test(segment)
 
+/** A pattern whose every segment is literal: it names one path, itself (lib/overlap.ts compares two such as strings). */
+export const literalPath = (pattern: string) => pattern.split('/').every(literal)
+
 /** `src/lib/*.ts` → `src/lib`; `SRC/Lib/a.ts` → `src/lib/a.ts`; `**` or `{a,b}/x` → '' (every reservation could meet it). */
 export function pathPrefix(pattern: string): string {
   const parts = pattern.split('/')
