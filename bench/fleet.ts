@@ -52,7 +52,10 @@ async function loopLagOf(urls: string[]): Promise<Map<number, number> | null> {
     const text = await fetch(`${url}/metrics`).then((r) => (r.ok ? r.text() : ''), () => '')
     const lines = [...text.matchAll(/^muster_event_loop_lag_seconds_bucket\{le="([^"]+)"\} (\d+)$/gm)]
     if (!lines.length) return null
-    for (const [, le, n] of lines) out.set(le === '+Inf' ? Infinity : Number(le), (out.get(le === '+Inf' ? Infinity : Number(le)) ?? 0) + Number(n))
+    for (const [, le, n] of lines) {
+      const bound = le === '+Inf' ? Infinity : Number(le)
+      out.set(bound, (out.get(bound) ?? 0) + Number(n))
+    }
   }
   return out
 }
