@@ -16,14 +16,19 @@ export const TOUCH_EVERY_MS = 5000
 /** How long the heartbeats due wait, at most, to be written together. */
 const BATCH_MS = 250
 /**
- * Instances remembered at most. Only those seen within the throttle are kept (older ones
- * would be written anyway), so this is reached only by that many instances in one throttle
- * window; past it the memory is simply forgotten (a few extra writes).
+ * Instances remembered at most. Only those seen within the last two throttle windows are
+ * kept (older ones would be written anyway), so this is reached only by that many instances
+ * in one window; past it the memory is simply forgotten (a few extra writes).
  */
 const MAX_REMEMBERED = 100_000
 
 export class ImplicitHeartbeats {
-  private lastTouched = new Map<string, number>()
+  // When each instance was last written, in two generations: an entry in `older` is at most
+  // two windows old, so a turn of generations forgets what is due anyway without a walk
+  // over the map (deleting from the front of a Map leaves holes every later walk skips).
+  private touched = new Map<string, number>()
+  private older = new Map<string, number>()
+  private turnedAt = Date.now()
   private every: number
   private batchMs: number
   /** Instances the liveness check marked stale (instance.stale, from any replica), until a call of theirs is written. */
@@ -46,16 +51,15 @@ export class ImplicitHeartbeats {
   /** A call by `instanceId` was seen: writes its heartbeat unless one was written within the throttle. */
   seen(ctx: Ctx, instanceId: string): void {
     const now = Date.now()
-    const last = this.lastTouched.get(instanceId)
-    if (last !== undefined && now - last < this.every) return
-    // Kept oldest first (deleted before set), so the expired ones are dropped from the front.
-    this.lastTouched.delete(instanceId)
-    for (const [id, at] of this.lastTouched) {
-      if (now - at < this.every) break
-      this.lastTouched.delete(id)
+    if (now - this.turnedAt >= this.every) {
+      this.older = now - this.turnedAt >= 2 * this.every ? new Map() : this.touched
+      this.touched = new Map()
+      this.turnedAt = now
     }
-    if (this.lastTouched.size >= MAX_REMEMBERED) this.lastTouched.clear()
-    this.lastTouched.set(instanceId, now)
+    const last = this.touched.get(instanceId) ?? this.older.get(instanceId)
+    if (last !== undefined && now - last < this.every) return
+    if (this.touched.size >= MAX_REMEMBERED) this.touched.clear()
+    this.touched.set(instanceId, now)
     if (this.stale.delete(instanceId))
       return ctx.background.track(heartbeat(ctx, undefined, instanceId).catch((err) => logFailure('implicit heartbeat failed', err, { instance_id: instanceId })))
     this.due.add(instanceId)
