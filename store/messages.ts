@@ -5,6 +5,7 @@
 // receipts by (name, message_id), broadcasts by messages_broadcast, due acks by due_at.
 import { nowIso } from '../lib/time'
 import { Lru } from '../lib/lru'
+import type { ShownThrough } from './shown-through'
 import { int, intOrNull, stmt, type Dialect, type Runner, type UnitHooks } from './runner'
 
 export type Importance = 'low' | 'normal' | 'high' | 'urgent'
@@ -208,8 +209,11 @@ const DUE = stmt<{ name: string; message_id: number | string; from_name: string 
 )
 const CLEAR_DUE = stmt('UPDATE message_receipts SET due_at = NULL WHERE due_at IS NOT NULL AND due_at <= ?')
 
-/** `changed`: the reads' MessagesStore.changed, called after the COMMIT of each unit that touched an inbox. */
-export function messagesWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: (touched: Touched) => void): MessagesWrites {
+/**
+ * `changed`: the reads' MessagesStore.changed, called after the COMMIT of each unit that touched an inbox.
+ * `shownThrough`: where this process is the only writer, what each hook session was shown (store/shown-through.ts).
+ */
+export function messagesWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: (touched: Touched) => void, shownThrough: ShownThrough | null = null): MessagesWrites {
   const ids = `(SELECT CAST(x.value AS BIGINT) FROM ${d.elements('?')})`
   const receipts = stmt(
     `INSERT INTO message_receipts (name, message_id, due_at) SELECT x.value, CAST(? AS BIGINT), CAST(? AS TEXT) FROM ${d.elements('?')} WHERE true`,
@@ -232,6 +236,8 @@ export function messagesWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: 
      ON CONFLICT (name, message_id) DO UPDATE SET delivered_at = excluded.delivered_at WHERE message_receipts.delivered_at IS NULL`,
   )
   const touched = (t: Touched) => unit.afterCommit(() => changed(t))
+  // The last unshown read (units run one at a time), which markShown's ids were picked from.
+  let lastRead: { name: string; session: string; ids: number[] } | null = null
   const markDelivered = async (name: string, list: number[], at: string) => {
     if (!list.length) return
     const json = JSON.stringify(list)
@@ -273,11 +279,17 @@ export function messagesWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: 
       if (changed > 0) touched([name])
       return { acked_at: row.acked_at, first: changed > 0 }
     },
-    unshown: async (name, session, limit) => (await w.all(UNSHOWN.s, ...UNSHOWN.args({ name, after: 0, limit, session }))).map(toInbox),
+    async unshown(name, session, limit) {
+      const list = (await w.all(UNSHOWN.s, ...UNSHOWN.args({ name, after: shownThrough?.get(name, session) ?? 0, limit, session }))).map(toInbox)
+      lastRead = { name, session, ids: list.map((m) => m.id) }
+      return list
+    },
     async markShown(name, sessionId, list) {
       if (!list.length) return
       await w.run(shown, sessionId, JSON.stringify(list))
       await markDelivered(name, list, nowIso())
+      const read = lastRead
+      if (shownThrough && read?.name === name && read.session === sessionId) unit.afterCommit(() => shownThrough.note(name, sessionId, read.ids, list))
     },
     async raiseDue(now) {
       const rows = await w.all(DUE, now)
@@ -302,7 +314,7 @@ const weigh = (page: readonly InboxMessage[]) => page.reduce((n, m) => n + m.bod
  * until a write touching the name commits (changed); on PostgreSQL other replicas write
  * too, and every read goes to the database.
  */
-export function messagesStore(r: Runner, d: Dialect, keep = false): MessagesStore {
+export function messagesStore(r: Runner, d: Dialect, keep = false, shownThrough: ShownThrough | null = null): MessagesStore {
   const query = async (name: string, { after, limit, unacked }: InboxQuery) => {
     const q = unacked ? INBOX_UNACKED : INBOX
     return Object.freeze((await r.all(q.s, ...q.args({ name, after, limit }))).map(toInbox))
@@ -333,7 +345,8 @@ export function messagesStore(r: Runner, d: Dialect, keep = false): MessagesStor
     async unshown(name, session, limit) {
       if (keep && nothingUnshown.get(name)?.has(session)) return []
       const seen = writes
-      const list = (await r.all(UNSHOWN.s, ...UNSHOWN.args({ name, after: 0, limit, session }))).map(toInbox)
+      const after = shownThrough?.get(name, session) ?? 0
+      const list = (await r.all(UNSHOWN.s, ...UNSHOWN.args({ name, after, limit, session }))).map(toInbox)
       if (keep && !list.length && seen === writes) noteNothingUnshown(name, session)
       return list
     },

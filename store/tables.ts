@@ -20,6 +20,7 @@ import { stateStore, stateWrites } from './state'
 import { templatesStore, templatesWrites } from './templates'
 import { webhooksStore, webhooksWrites } from './webhooks'
 import { messagesStore, messagesWrites } from './messages'
+import { ShownThrough } from './shown-through'
 import { tokensStore, tokensWrites } from './tokens'
 import { projectsStore, projectsWrites } from './projects'
 import { approvalsStore, approvalsWrites } from './approvals'
@@ -58,7 +59,8 @@ export function tables(backend: Backend) {
 
 function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWriter }: Backend) {
   const webhooks = webhooksStore(r, soleWriter)
-  const messages = messagesStore(r, d, soleWriter)
+  const shownThrough = soleWriter ? new ShownThrough() : null
+  const messages = messagesStore(r, d, soleWriter, shownThrough)
   const reservations = reservationsStore(r, d, soleWriter)
   const sessions = sessionsStore(r, soleWriter)
   return {
@@ -103,7 +105,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       queue: queueWrites(w, d),
       locks: locksWrites(w),
       reservations: reservationsWrites(w, d, unit, reservations.changed),
-      messages: messagesWrites(w, d, unit, messages.changed),
+      messages: messagesWrites(w, d, unit, messages.changed, shownThrough),
       sessions: sessionsWrites(w, unit, sessions.changed),
       projects: projectsWrites(w, unit, reservations.changed),
       approvals: approvalsWrites(w),

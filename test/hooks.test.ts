@@ -421,6 +421,29 @@ describe('messages', () => {
     expect(again).toContain(`Message ${m4.id}`)
     expect(row.name).toBe(name)
   })
+
+  test('a message that did not fit waits for the next answer though later ones were shown; none comes twice', async () => {
+    const name = `noor${n}`
+    const c = session('claude-code', { 'x-muster-agent': name })
+    await c.send('SessionStart')
+    expect(await c.send('UserPromptSubmit')).toEqual({})
+    // Four of about 2,000 characters each: the fourth does not fit after three; the short fifth does.
+    const long = (i: number) => send(name, `long ${i}`, { body: `${i}`.repeat(1990) })
+    const [m1, m2, m3, m4] = [await long(1), await long(2), await long(3), await long(4)]
+    const m5 = await send(name, 'short')
+    const first = contextOf(await c.send('UserPromptSubmit'))
+    for (const m of [m1, m2, m3, m5]) expect(first).toContain(`Message ${m.id} from`)
+    expect(first).not.toContain(`Message ${m4.id} from`)
+    expect(first).toContain('(1 more waiting')
+    const second = contextOf(await c.send('PostToolUse'))
+    expect(second).toContain(`Message ${m4.id} from`)
+    expect(second).toMatch(/^Muster: 1 new message for/)
+    const m6 = await send(name, 'later')
+    const third = contextOf(await c.send('PostToolUse'))
+    expect(third).toMatch(/^Muster: 1 new message for/)
+    expect(third).toContain(`Message ${m6.id} from`)
+    expect(await c.send('PostToolUse')).toEqual({})
+  })
 })
 
 describe('PreToolUse of a shell tool', () => {
