@@ -17,8 +17,14 @@ const SPECIAL = /[*?[\]{}()!+@\\]/
  */
 const literal = (segment: string) => segment !== '' && segment !== '.' && !SPECIAL.test(segment) && /^[\x20-\x7e]+$/.test(segment)
 
-/** A pattern whose every segment is literal: it names one path, itself (lib/overlap.ts compares two such as strings). */
-export const literalPath = (pattern: string) => pattern.split('/').every(literal)
+/** What keeps a pattern from being a literal path: a special or non-printable character, an empty or `.` segment. */
+const NOT_LITERAL_PATH = /[*?[\]{}()!+@\\]|[^\x20-\x7e]|(?:^|\/)\.?(?:\/|$)/
+
+/**
+ * A pattern whose every segment is literal: it names one path, itself (lib/overlap.ts compares two
+ * such as strings). One test of the whole text: it runs on both sides of every overlap check.
+ */
+export const literalPath = (pattern: string) => !NOT_LITERAL_PATH.test(pattern)
 
 /** `src/lib/*.ts` → `src/lib`; `SRC/Lib/a.ts` → `src/lib/a.ts`; `**` or `{a,b}/x` → '' (every reservation could meet it). */
 export function pathPrefix(pattern: string): string {

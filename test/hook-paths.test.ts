@@ -2,7 +2,8 @@
 // looks for a header, so an indented `*** Update File:` is applied by Codex and must be
 // checked by Muster. Pure functions: no server.
 import { describe, expect, test } from 'bun:test'
-import { editedFiles, namedFiles as named } from '../services/hooks/paths'
+import { isAbsolute, relative, resolve } from 'node:path'
+import { editedFiles, namedFiles as named, underRoot } from '../services/hooks/paths'
 import { claudeToolCall } from '../services/hooks/agents/claude-shape'
 
 /** The files a call of Codex's `tool` names, read as its adapter reads the call. */
@@ -34,5 +35,35 @@ describe('apply_patch file headers', () => {
   test('indented headers made relative to the root; outside the root not checked', () => {
     const input = patch('  *** Update File: /repo/src/a.ts\n  *** Update File: ../../other/b.ts\n *** Add File: c.ts')
     expect(editedFiles(claudeToolCall('apply_patch', input), '/repo', '/repo/pkg').files).toEqual(['src/a.ts', 'pkg/c.ts'])
+  })
+})
+
+describe('a file under the root', () => {
+  // The definition: resolve both, then relative (the quick path for normal absolute names must agree).
+  const reference = (root: string, cwd: string, file: string) => {
+    const abs = isAbsolute(file) ? resolve(file) : resolve(cwd || root, file)
+    const rel = relative(resolve(root), abs)
+    if (rel === '' || rel === '..' || rel.startsWith('../') || isAbsolute(rel)) return null
+    return rel.split('\\').join('/')
+  }
+
+  test('as resolve and relative answer, for names normal or not, inside, outside and beside the root', () => {
+    let x = 11
+    const rand = (n: number) => ((x ^= x << 13), (x ^= x >>> 17), (x ^= x << 5), Math.floor(((x >>> 0) / 2 ** 32) * n))
+    const parts = ['repo', 'repo2', 'rep', 'src', 'a.ts', '.', '..', '', 'x\\y', '.env']
+    const name = (abs: boolean) => (abs ? '/' : '') + Array.from({ length: rand(5) }, () => parts[rand(parts.length)]).join('/') + (rand(8) ? '' : '/')
+    let inside = 0
+    for (let i = 0; i < 20_000; i++) {
+      const root = rand(4) ? '/repo' : name(true)
+      const file = rand(6) ? `${root}/${name(false)}` : name(rand(4) > 0)
+      const expected = reference(root, '/repo/src', file)
+      expect([root, file, underRoot(root, '/repo/src', file)]).toEqual([root, file, expected])
+      if (expected !== null) inside++
+    }
+    expect(inside).toBeGreaterThan(5000)
+    expect(underRoot('/repo', '', '/repo/src/a.ts')).toBe('src/a.ts')
+    expect(underRoot('/repo', '', '/repo2/a.ts')).toBeNull()
+    expect(underRoot('/repo', '', '/repo')).toBeNull()
+    expect(underRoot('/', '', '/etc/x')).toBe('etc/x')
   })
 })

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { overlaps } from '../lib/overlap'
-import { ancestors, pathPrefix, pathPrefixes, prefixQuery, queryReads } from '../lib/path-prefix'
+import { ancestors, literalPath, pathPrefix, pathPrefixes, prefixQuery, queryReads } from '../lib/path-prefix'
 import { call, eventually, register, startServer, tempDir, type Agent, type TestServer } from './helpers'
 
 let s: TestServer
@@ -60,6 +60,23 @@ describe('prefixes', () => {
     expect(prefixQuery(['a/b/*.ts', 'a/c.ts'])).toEqual({ exact: ['', 'a', 'a/b', 'a/c.ts'], below: ['a/b', 'a/c.ts'] })
     expect(prefixQuery(['a/*', 'a/b/c'])).toEqual({ exact: ['', 'a', 'a/b', 'a/b/c'], below: ['a'] })
     expect(prefixQuery(['src/a.ts', '*.md'])).toBeNull()
+  })
+
+  test('a literal path is one whose every segment is literal (one test of the whole text)', () => {
+    // The definition segment by segment, as the prefix reads it.
+    const bySegment = (p: string) => p.split('/').every((seg) => seg !== '' && seg !== '.' && !/[*?[\]{}()!+@\\]/.test(seg) && /^[\x20-\x7e]+$/.test(seg))
+    const r = rng(7)
+    const chars = ['a', 'b', '.', '.', '/', '/', ' ', '~', '*', '?', '[', ']', '{', '}', '(', ')', '!', '+', '@', '\\', '\t', 'é', '\x7f', '-']
+    let literal = 0
+    for (let i = 0; i < 20_000; i++) {
+      let p = ''
+      for (let k = r.int(9); k > 0; k--) p += r.pick(chars)
+      expect([p, literalPath(p)]).toEqual([p, bySegment(p)])
+      if (bySegment(p)) literal++
+    }
+    expect(literal).toBeGreaterThan(500)
+    for (const p of ['src/a.ts', 'a..b/c', '.env', 'a/.b', 'x/..']) expect(literalPath(p)).toBe(true)
+    for (const p of ['', '/a', 'a/', 'a//b', './a', 'a/./b', 'a/.', 'a/*', 'é/a', 'a\\b']) expect(literalPath(p)).toBe(false)
   })
 
   test('a kept check is dropped by the change of any reservation that could overlap it (queryReads)', () => {

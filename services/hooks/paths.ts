@@ -51,11 +51,22 @@ function patchFiles(value: unknown, out: string[] = [], depth = 0): string[] {
  * null when it lies outside the root (the root itself included): such a path is not checked.
  */
 export function underRoot(root: string, cwd: string, file: string): string | null {
+  // The usual case, an absolute name under an absolute root, both already normal: a prefix
+  // test answers as resolve and relative would (they cost a good part of a hook's check).
+  if (isNormalAbsolute(file) && isNormalAbsolute(root)) {
+    if (!file.startsWith(root) || file[root.length] !== '/') return null
+    const rel = file.slice(root.length + 1)
+    return rel.includes('\\') ? rel.split('\\').join('/') : rel
+  }
   const abs = isAbsolute(file) ? resolve(file) : resolve(cwd || root, file)
   const rel = relative(resolve(root), abs)
   if (rel === '' || rel === '..' || rel.startsWith('../') || isAbsolute(rel)) return null
   return rel.split('\\').join('/')
 }
+
+/** What resolve() would change in an absolute name: an empty, `.` or `..` segment, a trailing `/` (the root `/` too). */
+const NOT_NORMAL = /\/\/|\/\.\.?(?:\/|$)|\/$/
+const isNormalAbsolute = (path: string) => path[0] === '/' && !NOT_NORMAL.test(path)
 
 /** A file name as a reservation pattern that matches only that file: glob characters escaped (`app/[id]/page.tsx`). */
 export const literalPattern = (path: string) => path.replace(/[\\*?[\]{}()!@+]/g, '\\$&')
