@@ -53,8 +53,11 @@ export interface ReservationsWrites extends HoldingsReads {
   removeExpired(now: string): Promise<Reservation[]>
 }
 
-/** What a unit changed: reservations of `project` indexed under `prefixes`, or (null) the project's settings. */
-export type ReservationChange = { project: string; prefixes: string[] | null }
+/**
+ * What a unit changed: reservations of `project` indexed under `prefixes`, or (null) the project's
+ * settings. `renewed`: the change was only that reservation's new expiry.
+ */
+export type ReservationChange = { project: string; prefixes: string[] | null; renewed?: { id: string; expires_at: string | null } }
 
 export interface ReservationsStore extends HoldingsReads {
   /** Newest first. */
@@ -162,7 +165,12 @@ export function reservationsWrites(w: Runner, d: Dialect, unit: UnitHooks, chang
       await w.run(index.add, r.project, r.id, JSON.stringify(pathPrefixes(r.paths)))
       touched(r)
     },
-    renew: async (id, expires) => touched(maybe(await w.get(RENEW, expires, id))),
+    async renew(id, expires) {
+      const r = maybe(await w.get(RENEW, expires, id))
+      const renewed = r && { id: r.id, expires_at: r.expires_at }
+      if (r) unit.afterCommit(() => changed([{ project: r.project, prefixes: pathPrefixes(r.paths), renewed: renewed! }]))
+      return r
+    },
     // Each removal drops the index rows first, in the same unit.
     async remove(id) {
       await w.run(index.drop, id)
@@ -232,12 +240,19 @@ function keptChecks(reads: HoldingsReads, keep: boolean) {
     changed(changes: ReservationChange[]) {
       if (!keep) return
       writes++
-      for (const { project, prefixes } of changes) {
+      for (const { project, prefixes, renewed } of changes) {
         const checks = kept.get(project)
         if (prefixes === null) (forget(project), caseless.delete(project))
         else if (checks)
-          for (const [key, check] of checks)
-            if (queryReads(check.reads, prefixes)) checks.delete(key), count--
+          for (const [key, check] of checks) {
+            if (!queryReads(check.reads, prefixes)) continue
+            // A renewal moves one reservation's expiry and nothing else: the answers holding it
+            // take the new one (an edit-reserve renewal every half TTL of each file would
+            // otherwise cost its next edit a read).
+            const at = renewed ? check.found.findIndex((h) => h.id === renewed.id) : -1
+            if (at >= 0) check.found = Object.freeze(check.found.map((h, i) => (i === at ? { ...h, expires_at: renewed!.expires_at } : h)))
+            else checks.delete(key), count--
+          }
       }
     },
   }

@@ -359,6 +359,12 @@ describe('PreToolUse', () => {
     const renewed = await reservationsOf(row.instance_id)
     expect(renewed.map((x) => x.id)).toEqual([r.id])
     expect(renewed[0].expires_at > r.expires_at).toBe(true)
+    // The next edits see the new expiry: nothing more is written.
+    for (let i = 0; i < 2; i++) {
+      await Bun.sleep(20)
+      await c.send('PreToolUse.Edit', { tool_input: { file_path: odd, old_string: 'a', new_string: 'b' } })
+    }
+    expect(await reservationsOf(row.instance_id)).toEqual(renewed)
     // a reservation of this instance made by hand covers src/**: left as it is
     await c.send('SessionStart')
     const token = c.token()

@@ -2,6 +2,7 @@
 // this pass (the SQLite file in a temp dir, or a PostgreSQL database when MUSTER_TEST_PG
 // is set) and runs every table group's reads and writes against it.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
 import { rmSync } from 'node:fs'
 import { openConfiguredStore, type Event, type Store, type Tx } from '../store'
 import type { NewTask } from '../lib/tasks'
@@ -530,5 +531,27 @@ describe('reservations', () => {
     expect(await write((tx) => tx.reservations.remove(d.id))).toEqual(d)
     expect(await write((tx) => tx.reservations.remove(d.id))).toBeNull()
     expect(await store.reservations.list({ project })).toEqual([])
+  })
+
+  test('a check read before a renewal answers with the new expiry after it', async () => {
+    const project = unique('rr')
+    const r = await write(async (tx) => {
+      const r = { id: unique('res'), project, instance_id: 'i1', paths: ['src/a.ts'], exclusive: true, fence: await tx.holders.nextFence(), reason: 'edit', created_at: new Date().toISOString(), expires_at: later(10_000) }
+      await tx.reservations.insert(r)
+      return r
+    })
+    expect((await store.reservations.holdingsFor(project, ['src/a.ts'])).map((h) => h.expires_at)).toEqual([r.expires_at])
+    // On SQLite the check is kept: a change behind the store's back (another connection) is not seen,
+    // and the renewal updates the kept answer rather than dropping it (no read again).
+    if (!PG_BASE) {
+      const side = new Database(`${dir}/muster.db`)
+      side.query('UPDATE reservations SET reason = ? WHERE id = ?').run('changed aside', r.id)
+      side.close()
+    }
+    const until = later(60_000)
+    await write((tx) => tx.reservations.renew(r.id, until))
+    const after = await store.reservations.holdingsFor(project, ['src/a.ts'])
+    expect(after.map((h) => [h.id, h.expires_at])).toEqual([[r.id, until]])
+    expect(after[0].reason).toBe('edit')
   })
 })
