@@ -407,8 +407,6 @@ export class GroupCommit {
   private waiters: { resolve: () => void; reject: (err: unknown) => void }[] = []
   private hooks: (() => void)[] = []
   private commitWanted = false
-  /** A batch is to start at the end of this turn. */
-  private starting = false
 
   private sql!: Record<'begin' | 'savepoint' | 'release' | 'rollbackTo' | 'commit' | 'rollback', { run(): unknown }>
 
@@ -430,10 +428,14 @@ export class GroupCommit {
   }
 
   run<T>(fn: (unit: UnitHooks) => T | Promise<T>): Promise<T> {
-    if (this.busy || this.held || !this.open) {
-      const later = new Promise<T>((resolve, reject) => this.queue.push(() => void this.run(fn).then(resolve, reject)))
-      this.schedule()
-      return later
+    if (this.busy || this.held) return new Promise<T>((resolve, reject) => this.queue.push(() => void this.run(fn).then(resolve, reject)))
+    if (!this.open) {
+      this.sql.begin.run()
+      this.open = true
+      // At the end of this event-loop turn: every unit that came in with this turn's
+      // I/O shares the COMMIT. A 1 ms timer batched no better under load (same CPU
+      // per write) and made each write, and each event's fan-out, wait for it.
+      setImmediate(() => this.commit())
     }
     const hooks: (() => void)[] = []
     const unit: UnitHooks = { afterCommit: (hook) => void hooks.push(hook) }
@@ -459,33 +461,8 @@ export class GroupCommit {
     return this.running.then(() => committed)
   }
 
-  /**
-   * Starts the batch at the end of this event-loop turn: every unit that came in with this
-   * turn's I/O runs then, in order, and they share the COMMIT right after. Their writes
-   * wait no longer than when each ran at once (the COMMIT was at the end of the turn then
-   * too), and the turn's committed reads find no transaction open, so they go to this
-   * connection with its page cache warm; the reader's cache is emptied by every COMMIT.
-   * A 1 ms timer batched no better under load (same CPU per write) and made each write,
-   * and each event's fan-out, wait for it.
-   */
-  private schedule(): void {
-    if (this.open || this.held || this.starting) return
-    this.starting = true
-    setImmediate(() => this.start())
-  }
-
-  private start(): void {
-    this.starting = false
-    if (this.open || this.held || !this.queue.length) return
-    this.sql.begin.run()
-    this.open = true
-    this.commitWanted = true
-    this.next()
-  }
-
-  /** Runs the units waiting and commits now (shutdown, or before work that cannot run inside a transaction). */
+  /** Commits the open batch now (shutdown, or before work that cannot run inside a transaction). */
   commitNow(): void {
-    this.start()
     if (this.open) this.commit()
   }
 
@@ -524,9 +501,8 @@ export class GroupCommit {
   }
 
   private next(): void {
-    while (!this.busy && !this.held && this.open && this.queue.length) this.queue.shift()!()
+    while (!this.busy && !this.held && this.queue.length) this.queue.shift()!()
     if (!this.busy && this.commitWanted) this.commit()
-    if (this.queue.length) this.schedule()
   }
 
   private commit(): void {
