@@ -18,7 +18,7 @@ const SPECIAL = /[*?[\]{}()!+@\\]/
 const literal = (segment: string) => segment !== '' && segment !== '.' && !SPECIAL.test(segment) && /^[\x20-\x7e]+$/.test(segment)
 
 /** What keeps a pattern from being a literal path: a special or non-printable character, an empty or `.` segment. */
-const NOT_LITERAL_PATH = /[*?[\]{}()!+@\\]|[^\x20-\x7e]|(?:^|\/)\.?(?:\/|$)/
+const NOT_LITERAL_PATH = new RegExp(`${SPECIAL.source}|[^\\x20-\\x7e]|(?:^|/)\\.?(?:/|$)`)
 
 /**
  * A pattern whose every segment is literal: it names one path, itself (lib/overlap.ts compares two

@@ -167,8 +167,7 @@ export function reservationsWrites(w: Runner, d: Dialect, unit: UnitHooks, chang
     },
     async renew(id, expires) {
       const r = maybe(await w.get(RENEW, expires, id))
-      const renewed = r && { id: r.id, expires_at: r.expires_at }
-      if (r) unit.afterCommit(() => changed([{ project: r.project, prefixes: pathPrefixes(r.paths), renewed: renewed! }]))
+      if (r) unit.afterCommit(() => changed([{ project: r.project, prefixes: pathPrefixes(r.paths), renewed: { id: r.id, expires_at: r.expires_at } }]))
       return r
     },
     // Each removal drops the index rows first, in the same unit.
