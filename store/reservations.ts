@@ -54,10 +54,14 @@ export interface ReservationsWrites extends HoldingsReads {
 }
 
 /**
- * What a unit changed: reservations of `project` indexed under `prefixes`, or (null) the project's
- * settings. `renewed`: the change was only that reservation's new expiry.
+ * What a unit changed: a reservation of `project` indexed under `prefixes` (`granted`, `renewed`
+ * to a new expiry, or `removed`), or (prefixes null) the project's settings.
  */
-export type ReservationChange = { project: string; prefixes: string[] | null; renewed?: { id: string; expires_at: string | null } }
+export type ReservationChange =
+  | { project: string; prefixes: string[]; granted: Holding }
+  | { project: string; prefixes: string[]; renewed: { id: string; expires_at: string | null } }
+  | { project: string; prefixes: string[]; removed: string }
+  | { project: string; prefixes: null }
 
 export interface ReservationsStore extends HoldingsReads {
   /** Newest first. */
@@ -152,9 +156,9 @@ function holdingsReads(r: Runner, d: Dialect): HoldingsReads {
 /** `changed`: the reads' ReservationsStore.changed, called after the COMMIT of each unit that changed a reservation. */
 export function reservationsWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: (changes: ReservationChange[]) => void): ReservationsWrites {
   const index = indexStatements(d)
-  const touched = <R extends Reservation | Reservation[] | null>(r: R): R => {
+  const removed = <R extends Reservation | Reservation[] | null>(r: R): R => {
     const list = r === null ? [] : Array.isArray(r) ? r : [r]
-    if (list.length) unit.afterCommit(() => changed(list.map((x) => ({ project: x.project, prefixes: pathPrefixes(x.paths) }))))
+    if (list.length) unit.afterCommit(() => changed(list.map((x) => ({ project: x.project, prefixes: pathPrefixes(x.paths), removed: x.id }))))
     return r
   }
   return {
@@ -162,8 +166,10 @@ export function reservationsWrites(w: Runner, d: Dialect, unit: UnitHooks, chang
     get: async (id) => maybe(await w.get(ONE, id)),
     async insert(r) {
       await w.run(INSERT, r.id, r.project, r.instance_id, JSON.stringify(r.paths), r.exclusive ? 1 : 0, r.fence, r.reason, r.created_at, r.expires_at)
-      await w.run(index.add, r.project, r.id, JSON.stringify(pathPrefixes(r.paths)))
-      touched(r)
+      const prefixes = pathPrefixes(r.paths)
+      await w.run(index.add, r.project, r.id, JSON.stringify(prefixes))
+      const granted: Holding = { id: r.id, instance_id: r.instance_id, paths: [...r.paths], exclusive: r.exclusive, reason: r.reason, expires_at: r.expires_at }
+      unit.afterCommit(() => changed([{ project: r.project, prefixes, granted }]))
     },
     async renew(id, expires) {
       const r = maybe(await w.get(RENEW, expires, id))
@@ -173,17 +179,30 @@ export function reservationsWrites(w: Runner, d: Dialect, unit: UnitHooks, chang
     // Each removal drops the index rows first, in the same unit.
     async remove(id) {
       await w.run(index.drop, id)
-      return touched(maybe(await w.get(REMOVE, id)))
+      return removed(maybe(await w.get(REMOVE, id)))
     },
     async removeInstance(id) {
       await w.run(index.dropInstance, id)
-      return touched(byFence(await w.all(REMOVE_INSTANCE, id)))
+      return removed(byFence(await w.all(REMOVE_INSTANCE, id)))
     },
     async removeExpired(now) {
       await w.run(index.dropExpired, now)
-      return touched(byFence(await w.all(REMOVE_EXPIRED, now)))
+      return removed(byFence(await w.all(REMOVE_EXPIRED, now)))
     },
   }
+}
+
+/**
+ * A kept answer after one reservation it reads changed, as the read would now answer (in grant
+ * order: a grant is the newest); null when that cannot be told without reading. Each edit in
+ * edit-reserve mode grants its file the first time and renews it every half TTL: dropping the
+ * answer instead would cost that file's next edit a read.
+ */
+function updated(found: readonly Holding[], change: Exclude<ReservationChange, { prefixes: null }>): readonly Holding[] | null {
+  if ('granted' in change) return found.some((h) => h.id === change.granted.id) ? null : Object.freeze([...found, change.granted])
+  if ('removed' in change) return Object.freeze(found.filter((h) => h.id !== change.removed))
+  const at = found.findIndex((h) => h.id === change.renewed.id)
+  return at < 0 ? null : Object.freeze(found.map((h, i) => (i === at ? { ...h, expires_at: change.renewed.expires_at } : h)))
 }
 
 /** Checks kept in all (a fleet's agents each editing a few files), and projects kept. */
@@ -192,10 +211,10 @@ const KEPT_PROJECTS = 10_000
 
 /**
  * `keep`: this process is the database's only writer, so the answers of holdingsFor (the
- * hooks' check of every edit) are kept until a unit changing a reservation that check
- * would read commits (a grant elsewhere in the project leaves them be), and the project's
- * case rule until its settings change; on PostgreSQL other replicas write too, and every
- * check reads.
+ * hooks' check of every edit) are kept, and brought up to date by each committed unit
+ * that grants, renews or removes a reservation the check would read (a grant elsewhere in
+ * the project leaves them be), and the project's case rule until its settings change; on
+ * PostgreSQL other replicas write too, and every check reads.
  */
 function keptChecks(reads: HoldingsReads, keep: boolean) {
   // Projects oldest first; past the bounds the oldest project's checks go first, whole.
@@ -239,17 +258,14 @@ function keptChecks(reads: HoldingsReads, keep: boolean) {
     changed(changes: ReservationChange[]) {
       if (!keep) return
       writes++
-      for (const { project, prefixes, renewed } of changes) {
-        const checks = kept.get(project)
-        if (prefixes === null) (forget(project), caseless.delete(project))
+      for (const change of changes) {
+        const checks = kept.get(change.project)
+        if (change.prefixes === null) (forget(change.project), caseless.delete(change.project))
         else if (checks)
           for (const [key, check] of checks) {
-            if (!queryReads(check.reads, prefixes)) continue
-            // A renewal moves one reservation's expiry and nothing else: the answers holding it
-            // take the new one (an edit-reserve renewal every half TTL of each file would
-            // otherwise cost its next edit a read).
-            const at = renewed ? check.found.findIndex((h) => h.id === renewed.id) : -1
-            if (at >= 0) check.found = Object.freeze(check.found.map((h, i) => (i === at ? { ...h, expires_at: renewed!.expires_at } : h)))
+            if (!queryReads(check.reads, change.prefixes)) continue
+            const found = updated(check.found, change)
+            if (found) check.found = found
             else checks.delete(key), count--
           }
       }

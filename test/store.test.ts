@@ -554,4 +554,34 @@ describe('reservations', () => {
     expect(after.map((h) => [h.id, h.expires_at])).toEqual([[r.id, until]])
     expect(after[0].reason).toBe('edit')
   })
+
+  test('a check read before a grant and a removal it would read answers with them after', async () => {
+    const project = unique('rg')
+    const reserve = (instance_id: string, paths: string[]) =>
+      write(async (tx) => {
+        const r = { id: unique('res'), project, instance_id, paths, exclusive: true, fence: await tx.holders.nextFence(), reason: 'edit', created_at: new Date().toISOString(), expires_at: later(10_000) }
+        await tx.reservations.insert(r)
+        return r
+      })
+    const a = await reserve('i1', ['src/a.ts'])
+    const ids = async () => (await store.reservations.holdingsFor(project, ['src/a.ts'])).map((h) => [h.id, h.reason])
+    expect(await ids()).toEqual([[a.id, 'edit']])
+    // As for a renewal: on SQLite a change behind the store's back stays unseen ('edit' below), so what follows reads nothing.
+    if (!PG_BASE) {
+      const side = new Database(`${dir}/muster.db`)
+      side.query('UPDATE reservations SET reason = ? WHERE id = ?').run('changed aside', a.id)
+      side.close()
+    }
+    // The whole tree (prefix src, an ancestor the check reads) and an unrelated file (not read).
+    const b = await reserve('i2', ['src/**'])
+    await reserve('i3', ['docs/x.md'])
+    expect(await ids()).toEqual([
+      [a.id, 'edit'],
+      [b.id, 'edit'],
+    ])
+    await write((tx) => tx.reservations.remove(b.id))
+    expect(await ids()).toEqual([[a.id, 'edit']])
+    await write((tx) => tx.reservations.removeInstance('i1'))
+    expect(await ids()).toEqual([])
+  })
 })
