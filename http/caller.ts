@@ -116,6 +116,16 @@ export function optionalHolder(ctx: Ctx, request: Request): Promise<Instance | n
   return request.headers.has('x-instance-token') ? holderOf(ctx, request) : Promise.resolve(null)
 }
 
+/** As optionalHolder, for a call that needs only the id: its unit's heartbeat (touchId) refuses an instance gone since, with the same 403. */
+export function optionalHolderId(ctx: Ctx, request: Request): Promise<Pick<Instance, 'id'> | null> {
+  return request.headers.has('x-instance-token') ? holderIdOf(ctx, request) : Promise.resolve(null)
+}
+
+/** As optionalHolder, for a call that needs only the id and name (readerOf: on SQLite not read again). */
+export function optionalReader(ctx: Ctx, request: Request): Promise<Pick<Instance, 'id' | 'name'> | null> {
+  return request.headers.has('x-instance-token') ? readerOf(ctx, request) : Promise.resolve(null)
+}
+
 /** Counts `n` of an agent metric for the calling instance; a no-op for callers without a valid instance token. */
 export async function countForCaller(ctx: Ctx, request: Request, name: MetricName, n = 1): Promise<void> {
   if (!request.headers.has('x-instance-token')) return

@@ -6,7 +6,7 @@ import { t } from 'elysia'
 import type { Ctx } from '../services/context'
 import type { InboxMessage } from '../store/messages'
 import { audited } from '../http/audit'
-import { heldUntil, holderOf, optionalHolder, readerOf } from '../http/caller'
+import { heldUntil, holderOf, optionalReader, readerOf } from '../http/caller'
 import { intParam, isSet } from '../http/params'
 import { IdParams, IntQuery, Nullable, checks } from '../http/models'
 import { waitParam } from '../services/holders'
@@ -79,7 +79,7 @@ export function messagesRoutes(ctx: Ctx) {
     .post(
       '/api/messages',
       async ({ body, request, audit, set }) => {
-        const message = await sendMessage(ctx, audit, await optionalHolder(ctx, request), body)
+        const message = await sendMessage(ctx, audit, await optionalReader(ctx, request), body)
         set.status = 201
         return message
       },

@@ -12,7 +12,7 @@ import { forbidden, notFound } from '../lib/errors'
 import type { FastRoute } from '../http/api'
 import { bodyReader } from '../http/schema-body'
 import { DEFAULT_MAX_ATTEMPTS, MAX_ATTEMPTS, MAX_ERROR, MAX_LIST, MAX_PRIORITY, MAX_TITLE, checkQueue, TASK_STATUSES } from '../lib/tasks'
-import { caller, credentialFor, heldUntil, holderOf, optionalHolder, readerOf } from '../http/caller'
+import { caller, credentialFor, heldUntil, holderOf, optionalHolder, optionalHolderId, readerOf } from '../http/caller'
 import type { Instance } from '../store/instances'
 import {
   ackTask,
@@ -187,7 +187,7 @@ const ACK = 'task.ack'
 
 /** A create: 201 the new task, or 200 the unfinished one of the queue with the same dedupe_key (the audit entry says so). */
 async function addTask(ctx: Ctx, request: Request, queue: string, body: CreateInput, audit: AuditScope) {
-  const { task, created } = await createTask(ctx, audit, await optionalHolder(ctx, request), queue, body)
+  const { task, created } = await createTask(ctx, audit, await optionalHolderId(ctx, request), queue, body)
   if (!created) noteAudit(request, `deduplicated: task ${task.id}`)
   return { task, status: created ? 201 : 200 }
 }

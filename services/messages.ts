@@ -177,7 +177,7 @@ function checkSend(body: SendInput) {
 }
 
 /** Sends a message from `sender` (an instance; null: a person). 400 for anything the contract refuses, nothing written. */
-export async function sendMessage(ctx: Ctx, audit: AuditScope | undefined, sender: Instance | null, body: SendInput): Promise<Message> {
+export async function sendMessage(ctx: Ctx, audit: AuditScope | undefined, sender: Pick<Instance, 'id' | 'name'> | null, body: SendInput): Promise<Message> {
   const input = checkSend(body)
   return ctx.store.write(async (tx) => {
     let thread = input.thread

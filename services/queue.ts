@@ -188,7 +188,7 @@ async function asHolder<T>(ctx: Ctx, holder: Holder | null, fn: (tx: Tx, me: Ins
 export function createTask(
   ctx: Ctx,
   audit: AuditScope | undefined,
-  caller: Instance | null,
+  caller: Holder | null,
   queue: string,
   body: TaskInput,
 ): Promise<{ task: ShownTask; created: boolean }> {
