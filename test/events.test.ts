@@ -517,7 +517,7 @@ describe('bus subscriptions on a shared topic (in-process)', () => {
     return out
   }
   /** Past the delivery window. */
-  const settle = () => Bun.sleep(30)
+  const settle = () => Bun.sleep(60)
 
   test('subscribers that keep up get each matching event by one publish for all, once, in order; sent counts it', async () => {
     const wide = [sharedSink(), sharedSink(), sharedSink()]
@@ -541,7 +541,7 @@ describe('bus subscriptions on a shared topic (in-process)', () => {
     expect([...topics.values()].every((set) => set.size === 0)).toBe(true)
   })
 
-  test('with 100 connections on a topic, deliveries come at most every 5 ms however often events commit', async () => {
+  test('with 100 connections on a topic, deliveries come at most every 20 ms however often events commit', async () => {
     const outs = Array.from({ length: 100 }, sharedSink)
     const subs = outs.map((out) => bus.subscribe(out, 'win.*'))
     deliveries.length = 0
@@ -557,7 +557,7 @@ describe('bus subscriptions on a shared topic (in-process)', () => {
     expect(deliveries.length).toBeLessThan(ids.length)
     // Less than a millisecond left of a window goes to the next turn of the loop, not a timer.
     const gaps = deliveries.slice(1).map((t, i) => t - deliveries[i])
-    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(3.5)
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(18)
     for (const s of subs) s.close()
   })
 
