@@ -27,6 +27,8 @@ export interface FastRoute {
   pattern: string
   /** Answers an admitted request; `path` is its path. */
   handle(request: Request, path: string): Response | Promise<Response>
+  /** Whether a plain request is this route's to answer (say, by its content type): else the full app's. Default all. */
+  takes?(request: Request, path: string): boolean
 }
 
 type Handle = (request: Request) => Response | Promise<Response>
@@ -111,6 +113,7 @@ function fastHandler(ctx: Ctx, app: AnyElysia, route: FastRoute, rule: BodyRule,
     // A query, or a NUL (which the full app refuses, after auth, with 400): the full app's.
     if (url.includes('?') || url.includes('%00')) return app.fetch(request) as Promise<Response>
     const path = pathOf(url)
+    if (route.takes && !route.takes(request, path)) return app.fetch(request) as Promise<Response>
     return observe(request, path, () => {
       const reading = prepareAccess(ctx, request)
       return reading ? reading.then(() => answer(request, path)) : answer(request, path)

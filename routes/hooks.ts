@@ -7,6 +7,8 @@ import { invalid, notFound } from '../lib/errors'
 import { IntQuery, Nullable, checks } from '../http/models'
 import { audited } from '../http/audit'
 import { credentialFor, heldUntil, ownerOf } from '../http/caller'
+import { bodyReader } from '../http/schema-body'
+import type { FastRoute } from '../http/api'
 
 /**
  * Who the session acts as, for `muster hook` (cli/hooks.ts), which hands it to the agent's
@@ -50,15 +52,42 @@ function hookEvent(raw: unknown): Record<string, unknown> {
   return body as Record<string, unknown>
 }
 
+/** An agent's event, answered: the route's handler, and the fast one's (hooksFastRoutes). */
+async function answerHook(ctx: Ctx, agent: string, body: unknown, request: Request) {
+  const adapter = ADAPTERS.get(agent)
+  if (!adapter) throw notFound(`unknown agent "${agent}": expected one of ${HOOK_AGENTS.join(', ')}`)
+  const { role, tokenId } = credentialFor(request)
+  return handleHook(ctx, adapter, hookEvent(body), { ...hookHeaders(request.headers), role, tokenId, owner: ownerOf(request), signal: request.signal, until: heldUntil(ctx, request) })
+}
+
+const PREFIX = '/api/hooks/'
+
+/**
+ * The hooks' events on Bun's own router (http/api.ts FastRoute): every edit of every agent
+ * comes here twice (PreToolUse, PostToolUse). Only a JSON body (as the agents and `muster hook`
+ * send it) to an agent's plain name; any other goes to the full route, which reads it as before.
+ */
+export function hooksFastRoutes(ctx: Ctx): FastRoute[] {
+  const read = bodyReader(t.Unknown())
+  return [
+    {
+      method: 'POST',
+      pattern: '/api/hooks/:agent',
+      takes: (request, path) => request.headers.get('content-type') === 'application/json' && ADAPTERS.has(path.slice(PREFIX.length)),
+      async handle(request, path) {
+        const { answer, identity } = await answerHook(ctx, path.slice(PREFIX.length), await read(request), request)
+        return Response.json(answer, identity ? { headers: identityHeaders(identity) } : undefined)
+      },
+    },
+  ]
+}
+
 export function hooksRoutes(ctx: Ctx) {
   return audited(ctx)
     .post(
       '/api/hooks/:agent',
       async ({ params, body, request, set }) => {
-        const adapter = ADAPTERS.get(params.agent)
-        if (!adapter) throw notFound(`unknown agent "${params.agent}": expected one of ${HOOK_AGENTS.join(', ')}`)
-        const { role, tokenId } = credentialFor(request)
-        const { answer, identity } = await handleHook(ctx, adapter, hookEvent(body), { ...hookHeaders(request.headers), role, tokenId, owner: ownerOf(request), signal: request.signal, until: heldUntil(ctx, request) })
+        const { answer, identity } = await answerHook(ctx, params.agent, body, request)
         if (identity) Object.assign(set.headers, identityHeaders(identity))
         return answer
       },

@@ -25,7 +25,7 @@ import { templatesRoutes } from './templates'
 import { queueFastRoutes, queueRoutes } from './queue'
 import { locksFastRoutes, locksRoutes } from './locks'
 import { reservationsRoutes } from './reservations'
-import { hooksRoutes } from './hooks'
+import { hooksFastRoutes, hooksRoutes } from './hooks'
 import { messagesRoutes } from './messages'
 import { prometheusRoutes } from './prometheus'
 import { tokensRoutes } from './tokens'
@@ -66,5 +66,5 @@ export function apiApp(ctx: Ctx) {
     projectsRoutes(ctx),
     approvalsRoutes(ctx),
   ]
-  return createApi(ctx, routes, [...stateFastRoutes(ctx), ...locksFastRoutes(ctx), ...queueFastRoutes(ctx)])
+  return createApi(ctx, routes, [...stateFastRoutes(ctx), ...locksFastRoutes(ctx), ...queueFastRoutes(ctx), ...hooksFastRoutes(ctx)])
 }

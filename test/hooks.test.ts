@@ -71,6 +71,39 @@ describe('endpoint', () => {
     expect([plain.status, plain.body]).toEqual([200, {}])
   })
 
+  test('the fast way in (a JSON body to a plain path, as agents send it) answers as the full route does', async () => {
+    // A query string takes the full route (Elysia's pipeline); the same requests without one take Bun's router.
+    const answers: unknown[] = []
+    for (const query of ['', '?via=full']) {
+      const c = session()
+      let instance = '<none yet>'
+      const post = async (body: unknown, headers: Record<string, string> = {}) => {
+        const r = await call(s.api, 'POST', `/api/hooks/claude-code${query}`, typeof body === 'string' ? body : JSON.stringify(body), { 'content-type': 'application/json', ...headers })
+        instance = r.headers.get('x-muster-instance-id') ?? instance
+        // Each way's own session: its ids and names stand for themselves.
+        const text = r.text.replaceAll(instance, '<instance>').replaceAll(c.id, '<id>').replaceAll(`claude-code-${c.id.slice(0, 8)}`, '<name>').replaceAll(c.root, '<root>').replaceAll(c.project, '<project>')
+        const named = [...r.headers.keys()].filter((k) => k.startsWith('x-muster-')).sort()
+        return [r.status, r.headers.get('content-type'), named, JSON.parse(text)]
+      }
+      answers.push([
+        await post('not json'),
+        await post('[1]'),
+        await post({ session_id: c.id }),
+        await post(c.event('SessionStart')),
+        await post(c.event('PreToolUse.Edit'), { 'x-muster-reserve': '1m' }),
+        await post(c.event('PostToolUse')),
+        await post(c.event('Stop'), { 'x-muster-reserve': 'soon' }),
+        await post(c.event('SessionEnd')),
+      ])
+    }
+    expect(answers[0]).toEqual(answers[1])
+    const [parse, array, missing, start, edit, after, badHeader, end] = answers[0] as unknown[][]
+    expect([parse[0], array[0], missing[0], badHeader[0]]).toEqual([400, 400, 400, 400])
+    expect(start[2]).toEqual(['x-muster-instance-id', 'x-muster-instance-name', 'x-muster-instance-token', 'x-muster-session'])
+    expect([edit[3], after[3]]).toEqual([{}, {}])
+    expect(end[2]).toContain('x-muster-held')
+  })
+
   test('an event this contract does not handle: {} and the session is registered', async () => {
     const c = session()
     expect(await c.send('Notification')).toEqual({})
