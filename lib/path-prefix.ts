@@ -66,8 +66,16 @@ export function prefixQuery(patterns: string[]): { exact: string[]; below: strin
   return { exact, below }
 }
 
-/** Whether the check `q` (prefixQuery of its patterns; null: it reads every reservation) reads a reservation indexed under `prefixes`. */
-export function queryReads(q: { exact: string[]; below: string[] } | null, prefixes: string[]): boolean {
-  if (!q) return true
-  return prefixes.some((p) => q.exact.includes(p) || q.below.some((b) => p.startsWith(`${b}/`)))
+/** Whether `p` lies strictly below `q` (`q/…`), without building `q/`. */
+const below = (p: string, q: string) => p.length > q.length && p.charCodeAt(q.length) === 47 && p.startsWith(q)
+
+/**
+ * Whether a check of patterns whose prefixes are `own` (pathPrefixes; one prefix alone as a string)
+ * reads a reservation indexed under `prefixes`: as prefixQuery's read, a prefix that is an
+ * ancestor of (or equal to) one of `own`, or lies below one; every one when `own` holds ''.
+ * Kept checks hold `own` rather than the query: two strings less per check, and no arrays.
+ */
+export function prefixesMeet(own: string | readonly string[], prefixes: readonly string[]): boolean {
+  const meets = (o: string) => o === '' || prefixes.some((p) => p === '' || p === o || below(o, p) || below(p, o))
+  return typeof own === 'string' ? meets(own) : own.some(meets)
 }

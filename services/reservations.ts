@@ -67,7 +67,7 @@ export async function overlapsIn(
 }
 
 /** Overlaps between `paths` and the reservations of others where at least one side is exclusive. */
-function overlapsWith(held: Holding[], paths: string[], exclusive: boolean, self: string | null, caseless: boolean): Overlap[] {
+function overlapsWith(held: readonly Holding[], paths: string[], exclusive: boolean, self: string | null, caseless: boolean): Overlap[] {
   const out: Overlap[] = []
   for (const r of held) {
     if (r.instance_id === self || (!exclusive && !r.exclusive)) continue

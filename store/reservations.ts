@@ -1,6 +1,6 @@
 // Path reservations: globs of a project held by one instance, exclusive or shared.
 import { int, stmt, type Dialect, type Runner, type Stmt, type UnitHooks } from './runner'
-import { pathPrefixes, prefixQuery, queryReads } from '../lib/path-prefix'
+import { pathPrefixes, prefixesMeet, prefixQuery } from '../lib/path-prefix'
 import { settingsOn } from './projects'
 
 export interface Reservation {
@@ -39,7 +39,7 @@ export interface HoldingsReads {
    * The reservations of a project that could overlap `paths` (lib/path-prefix.ts): those
    * whose paths' literal prefixes meet the paths' ones; every one when a path has none. Grant order.
    */
-  holdingsFor(project: string, paths: string[]): Promise<Holding[]>
+  holdingsFor(project: string, paths: string[]): Promise<readonly Holding[]>
   /** Whether the project's paths compare without regard to case (its settings, store/projects.ts). */
   caseInsensitive(project: string): Promise<boolean>
 }
@@ -199,10 +199,26 @@ export function reservationsWrites(w: Runner, d: Dialect, unit: UnitHooks, chang
  * answer instead would cost that file's next edit a read.
  */
 function updated(found: readonly Holding[], change: Exclude<ReservationChange, { prefixes: null }>): readonly Holding[] | null {
-  if ('granted' in change) return found.some((h) => h.id === change.granted.id) ? null : Object.freeze([...found, change.granted])
-  if ('removed' in change) return Object.freeze(found.filter((h) => h.id !== change.removed))
+  if ('granted' in change) return found.some((h) => h.id === change.granted.id) ? null : [...found, change.granted]
+  if ('removed' in change) return found.filter((h) => h.id !== change.removed)
   const at = found.findIndex((h) => h.id === change.renewed.id)
-  return at < 0 ? null : Object.freeze(found.map((h, i) => (i === at ? { ...h, expires_at: change.renewed.expires_at } : h)))
+  return at < 0 ? null : found.map((h, i) => (i === at ? { ...h, expires_at: change.renewed.expires_at } : h))
+}
+
+/**
+ * One kept answer of holdingsFor. A fleet keeps one for every file each agent edits, and each
+ * full collection of the heap marks every one: so two fields, and `own` (pathPrefixes of the
+ * check's paths, what a change is matched with) is one string for one path, the key itself
+ * where that is its prefix (a literal path in lower case).
+ */
+interface KeptCheck {
+  found: readonly Holding[]
+  own: string | readonly string[]
+}
+
+function ownPrefixes(key: string, paths: string[]): KeptCheck['own'] {
+  const own = pathPrefixes(paths)
+  return own.length > 1 ? own : own[0] === key ? key : own[0]
 }
 
 /** Checks kept in all (a fleet's agents each editing a few files), and projects kept. */
@@ -218,7 +234,7 @@ const KEPT_PROJECTS = 10_000
  */
 function keptChecks(reads: HoldingsReads, keep: boolean) {
   // Projects oldest first; past the bounds the oldest project's checks go first, whole.
-  const kept = new Map<string, Map<string, { found: readonly Holding[]; reads: ReturnType<typeof prefixQuery> }>>()
+  const kept = new Map<string, Map<string, KeptCheck>>()
   let count = 0
   const forget = (project: string) => {
     count -= kept.get(project)?.size ?? 0
@@ -226,19 +242,19 @@ function keptChecks(reads: HoldingsReads, keep: boolean) {
   }
   // Counts the commits that changed reservations, so a read one of them overtook is answered but not kept.
   let writes = 0
-  const holdingsFor = async (project: string, paths: string[]): Promise<Holding[]> => {
+  const holdingsFor = async (project: string, paths: string[]): Promise<readonly Holding[]> => {
     const key = paths.join('\0')
     const hit = kept.get(project)?.get(key)
-    if (hit) return hit.found as Holding[]
+    if (hit) return hit.found
     const seen = writes
-    const found = Object.freeze(await reads.holdingsFor(project, paths))
-    if (seen !== writes) return found as Holding[]
+    const found = await reads.holdingsFor(project, paths)
+    if (seen !== writes) return found
     while (kept.size && (count >= KEPT_CHECKS || (kept.size >= KEPT_PROJECTS && !kept.has(project)))) forget(kept.keys().next().value!)
     let checks = kept.get(project)
     if (!checks) kept.set(project, (checks = new Map()))
     if (!checks.has(key)) count++
-    checks.set(key, { found, reads: prefixQuery(paths) })
-    return found as Holding[]
+    checks.set(key, { found, own: ownPrefixes(key, paths) })
+    return found
   }
   // The projects' case rule, read with any check that finds a reservation.
   const caseless = new Map<string, boolean>()
@@ -263,7 +279,7 @@ function keptChecks(reads: HoldingsReads, keep: boolean) {
         if (change.prefixes === null) (forget(change.project), caseless.delete(change.project))
         else if (checks)
           for (const [key, check] of checks) {
-            if (!queryReads(check.reads, change.prefixes)) continue
+            if (!prefixesMeet(check.own, change.prefixes)) continue
             const found = updated(check.found, change)
             if (found) check.found = found
             else checks.delete(key), count--

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { join } from 'node:path'
 import { overlaps } from '../lib/overlap'
-import { ancestors, literalPath, pathPrefix, pathPrefixes, prefixQuery, queryReads } from '../lib/path-prefix'
+import { ancestors, literalPath, pathPrefix, pathPrefixes, prefixesMeet, prefixQuery } from '../lib/path-prefix'
 import { call, eventually, register, startServer, tempDir, type Agent, type TestServer } from './helpers'
 
 let s: TestServer
@@ -79,19 +79,32 @@ describe('prefixes', () => {
     for (const p of ['', '/a', 'a/', 'a//b', './a', 'a/./b', 'a/.', 'a/*', 'é/a', 'a\\b']) expect(literalPath(p)).toBe(false)
   })
 
-  test('a kept check is dropped by the change of any reservation that could overlap it (queryReads)', () => {
+  test('a kept check is changed by exactly the reservations its read would find (prefixesMeet)', () => {
     const r = rng(11)
+    // What the check's statement reads (nearStatement): a prefix in `exact`, or below one of `below`.
+    const read = (check: string[], prefixes: string[]) => {
+      const q = prefixQuery(check)
+      return !q || prefixes.some((p) => q.exact.includes(p) || q.below.some((b) => p.startsWith(`${b}/`)))
+    }
     let overlapping = 0
+    let met = 0
     for (let i = 0; i < 10000; i++) {
-      const [check, held] = [[pattern(r), pattern(r)], [pattern(r)]]
+      const [check, held] = [[pattern(r), pattern(r)].slice(0, 1 + (i % 2)), [pattern(r)]]
+      const own = pathPrefixes(check)
+      const meets = prefixesMeet(own.length === 1 ? own[0] : own, pathPrefixes(held))
+      if (meets !== read(check, pathPrefixes(held))) throw new Error(`${held} against ${check}: prefixesMeet says ${meets}, the read says otherwise`)
+      if (meets) met++
       if (!check.some((c) => overlaps(c, held[0]))) continue
       overlapping++
-      if (!queryReads(prefixQuery(check), pathPrefixes(held))) throw new Error(`${held} overlaps ${check} but its change would not reach their check`)
+      if (!meets) throw new Error(`${held} overlaps ${check} but its change would not reach their check`)
     }
     expect(overlapping).toBeGreaterThan(100)
-    expect(queryReads(prefixQuery(['src/app.ts']), ['docs', 'src/other.ts'])).toBe(false)
-    expect(queryReads(prefixQuery(['src/app.ts']), ['src'])).toBe(true)
-    expect(queryReads(prefixQuery(['src']), ['src/app.ts'])).toBe(true)
+    expect(met).toBeLessThan(10000 - 100)
+    expect(prefixesMeet('src/app.ts', ['docs', 'src/other.ts'])).toBe(false)
+    expect(prefixesMeet('src/app.ts', ['src'])).toBe(true)
+    expect(prefixesMeet('src', ['src/app.ts'])).toBe(true)
+    expect(prefixesMeet('src', ['srcx/app.ts', 'sr'])).toBe(false)
+    expect(prefixesMeet(['docs', ''], ['src/app.ts'])).toBe(true)
   })
 
   test('two patterns that overlap always have nested prefixes (the index never hides one)', () => {
