@@ -18,6 +18,7 @@ import { startWebhookDispatcher } from './jobs/webhooks'
 import { startLivenessJob } from './jobs/liveness'
 import { startExpiryJob } from './jobs/expiry'
 import { startOverdueJob } from './jobs/overdue'
+import { startWordIndexJob } from './jobs/word-index'
 import { startApprovalsJob } from './jobs/approvals'
 import { startSessionHoldsJob } from './jobs/session-holds'
 import { startLoopLagProbe } from './jobs/loop-lag'
@@ -84,6 +85,7 @@ export async function startServer(config: Config): Promise<Server> {
   stopJobs.push(startLivenessJob(ctx))
   stopJobs.push(startExpiryJob(ctx))
   stopJobs.push(startOverdueJob(ctx))
+  stopJobs.push(startWordIndexJob(ctx))
   stopJobs.push(startApprovalsJob(ctx))
   stopJobs.push(startSessionHoldsJob(ctx))
   stopJobs.push(() => ctx.bus.closeSubscriptions())

@@ -287,13 +287,20 @@ export async function getThread(ctx: Ctx, thread: string): Promise<Message[]> {
 /** Search words: whitespace-separated, keeping only those with a letter or digit (the rest match nothing in a full-text index). */
 export const searchWords = (q: string): string[] => q.split(/\s+/).filter((w) => /[\p{L}\p{N}]/u.test(w))
 
-export function listMessages(ctx: Ctx, filter: { q?: string; from?: string; to?: string; thread?: string; limit: number }): Promise<Message[]> {
+export async function listMessages(ctx: Ctx, filter: { q?: string; from?: string; to?: string; thread?: string; limit: number }): Promise<Message[]> {
   const f: MessageFilter = { limit: filter.limit }
   if (filter.q) f.words = searchWords(filter.q)
   if (filter.from) f.from = filter.from
   if (filter.to) f.to = filter.to
   if (filter.thread) f.thread = filter.thread
+  // A search finds every message sent before it: the batch the word index waits for (jobs/word-index.ts) is made now.
+  if (f.words?.length) await indexWords(ctx)
   return ctx.store.messages.list(f)
+}
+
+/** Brings the word index up to date where it takes messages in batches (SQLite); nothing to do when it is. */
+export async function indexWords(ctx: Ctx): Promise<void> {
+  if (ctx.store.messages.wordsBehind()) await ctx.store.write((tx) => tx.messages.indexWords())
 }
 
 /** A message id from a path: anything but a positive integer names no message. */

@@ -99,7 +99,22 @@ export interface MessagesStore {
   nextDue(): Promise<string | null>
   /** Drops the kept inbox pages of the names a committed write touched (the writes call it after COMMIT). */
   changed(touched: Touched): void
+  /**
+   * Whether a search must bring the word index up to date first (indexWords): messages may have
+   * been written since it last was. Always false where each row carries its own (PostgreSQL).
+   */
+  wordsBehind(): boolean
+  /** A committed unit wrote a message (`indexed` false), or brought the word index up to date (true): the writes call it after COMMIT. */
+  wordsWritten(indexed: boolean): void
 }
+
+/**
+ * SQLite's word index (FTS5, store/sqlite/db.ts) takes the messages in batches: FTS5 writes
+ * its index at every COMMIT that added words, which cost a send more than the message's own
+ * rows. What it holds runs through messages_fts_through's id.
+ */
+const INDEX_WORDS = stmt('INSERT INTO messages_fts (rowid, subject, body) SELECT id, subject, body FROM messages WHERE id > (SELECT id FROM messages_fts_through) ORDER BY id')
+const INDEXED_THROUGH = stmt('UPDATE messages_fts_through SET id = (SELECT COALESCE(MAX(id), 0) FROM messages)')
 
 export interface MessagesWrites {
   insert(m: NewMessage): Promise<Message>
@@ -116,6 +131,8 @@ export interface MessagesWrites {
   markShown(name: string, sessionId: string, ids: number[]): Promise<void>
   /** Receipts whose ack deadline is at or before `now`: their due_at is cleared, so each is raised once. */
   raiseDue(now: string): Promise<Overdue[]>
+  /** Adds the messages written since the word index was last brought up to date to it (Dialect.wordsIndexedLater; else nothing to do). */
+  indexWords(): Promise<void>
 }
 
 type Row = {
@@ -210,10 +227,17 @@ const DUE = stmt<{ name: string; message_id: number | string; from_name: string 
 const CLEAR_DUE = stmt('UPDATE message_receipts SET due_at = NULL WHERE due_at IS NOT NULL AND due_at <= ?')
 
 /**
- * `changed`: the reads' MessagesStore.changed, called after the COMMIT of each unit that touched an inbox.
+ * `reads`: the reads' MessagesStore, told after the COMMIT of each unit that touched an inbox
+ * (changed) or the word index (wordsWritten).
  * `shownThrough`: where this process is the only writer, what each hook session was shown (store/shown-through.ts).
  */
-export function messagesWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: (touched: Touched) => void, shownThrough: ShownThrough | null = null): MessagesWrites {
+export function messagesWrites(
+  w: Runner,
+  d: Dialect,
+  unit: UnitHooks,
+  reads: Pick<MessagesStore, 'changed' | 'wordsWritten'>,
+  shownThrough: ShownThrough | null = null,
+): MessagesWrites {
   const ids = `(SELECT CAST(x.value AS BIGINT) FROM ${d.elements('?')})`
   const receipts = stmt(
     `INSERT INTO message_receipts (name, message_id, due_at) SELECT x.value, CAST(? AS BIGINT), CAST(? AS TEXT) FROM ${d.elements('?')} WHERE true`,
@@ -235,7 +259,7 @@ export function messagesWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: 
      WHERE m.broadcast = 1 OR EXISTS (SELECT 1 FROM message_receipts r WHERE r.name = p.name AND r.message_id = m.id)
      ON CONFLICT (name, message_id) DO UPDATE SET delivered_at = excluded.delivered_at WHERE message_receipts.delivered_at IS NULL`,
   )
-  const touched = (t: Touched) => unit.afterCommit(() => changed(t))
+  const touched = (t: Touched) => unit.afterCommit(() => reads.changed(t))
   // The last unshown read (units run one at a time), which markShown's ids were picked from.
   let lastRead: { name: string; session: string; ids: number[] } | null = null
   const markDelivered = async (name: string, list: number[], at: string) => {
@@ -260,6 +284,7 @@ export function messagesWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: 
         await w.run(receipts, id, due, JSON.stringify(m.to))
       }
       touched(broadcast ? '*' : m.to)
+      if (d.wordsIndexedLater) unit.afterCommit(() => reads.wordsWritten(false))
       const { from, from_instance_id, to, subject, body, reply_to, importance, ack_required, ack_within_ms, created_at } = m
       return { id, from, from_instance_id, to, subject, body, thread, reply_to, importance, ack_required, ack_within_ms, created_at }
     },
@@ -296,6 +321,12 @@ export function messagesWrites(w: Runner, d: Dialect, unit: UnitHooks, changed: 
       if (rows.length) await w.run(CLEAR_DUE, now)
       return rows.map((r) => ({ id: int(r.message_id), to: r.name, from: r.from_name }))
     },
+    async indexWords() {
+      if (!d.wordsIndexedLater) return
+      await w.run(INDEX_WORDS)
+      await w.run(INDEXED_THROUGH)
+      unit.afterCommit(() => reads.wordsWritten(true))
+    },
   }
 }
 
@@ -324,6 +355,8 @@ export function messagesStore(r: Runner, d: Dialect, keep = false, shownThrough:
   const keysOf = new Map<string, string[]>()
   // Counts the commits that touched any inbox, so a read one of them overtook is answered but not kept.
   let writes = 0
+  // Unknown at start (a crash may have come between a send and its batch): the first search or batch looks.
+  let wordsBehind = d.wordsIndexedLater
   // The sessions of a name with no message left to show (a hook's usual answer): only a
   // write touching the name can give them one. Names oldest first, a few sessions each.
   const nothingUnshown = new Map<string, Set<string>>()
@@ -391,5 +424,8 @@ export function messagesStore(r: Runner, d: Dialect, keep = false, shownThrough:
       return (await r.all(stmt<Row>(text), ...args, f.limit)).map(toMessage)
     },
     nextDue: async () => (await r.get(NEXT_DUE))?.at ?? null,
+    // Where this process is not the only writer, another may have written a message: always look.
+    wordsBehind: () => d.wordsIndexedLater && (wordsBehind || !keep),
+    wordsWritten: (indexed) => void (wordsBehind = !indexed),
   }
 }

@@ -68,6 +68,12 @@ export interface Dialect {
   matches(param: string): string
   /** How `matches` wants its words bound. */
   words(words: string[]): string
+  /**
+   * True when the full-text index takes the messages in batches (messagesWrites.indexWords, SQLite's
+   * FTS5), so a search brings it up to date first; false when each row carries its own (PostgreSQL's
+   * generated tsvector).
+   */
+  wordsIndexedLater: boolean
 }
 
 /** BIGINT (and COUNT, SUM) columns come back from PostgreSQL as strings; ours never exceed 2^53. */

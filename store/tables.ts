@@ -105,7 +105,7 @@ function groups({ reads: r, writes: w, dialect: d, docs, events, unit, soleWrite
       queue: queueWrites(w, d),
       locks: locksWrites(w),
       reservations: reservationsWrites(w, d, unit, reservations.changed),
-      messages: messagesWrites(w, d, unit, messages.changed, shownThrough),
+      messages: messagesWrites(w, d, unit, messages, shownThrough),
       sessions: sessionsWrites(w, unit, sessions.changed),
       projects: projectsWrites(w, unit, reservations.changed),
       approvals: approvalsWrites(w),

@@ -129,3 +129,33 @@ risesWithIds('audit entries', 'DROP INDEX audit_timestamp', "INSERT INTO audit (
   },
   more: async (store) => expect((await store.audit.summary('2026-01-01T00:03:00.000Z')).total_entries).toBe(4),
 })
+
+test.skipIf(onPostgres)('messages indexed by the old trigger are found after the word index takes batches, and so are new ones', async () => {
+  const sub = join(dir, 'words')
+  const old = schemaBefore(sub, 'messages_fts_through')
+  const insert = old.query(
+    `INSERT INTO messages (from_name, recipients, broadcast, subject, body, thread, importance, ack_required, created_at)
+     VALUES ('human', '["dev"]', 0, ?, 'before the migration', '1', 'normal', 0, '2026-01-01T00:00:00.000Z')`,
+  )
+  for (const subject of ['old alpha', 'old beta']) insert.run(subject)
+  old.close()
+
+  const store = openStore(sub)
+  try {
+    const words = async (...w: string[]) => (await store.messages.list({ words: w, limit: 10 })).map((m) => m.subject)
+    // The trigger indexed these: no batch is needed to find them.
+    expect(await words('old')).toEqual(['old beta', 'old alpha'])
+    await store.write((tx) =>
+      tx.messages.insert({
+        from: 'human', from_instance_id: null, to: ['dev'], subject: 'new alpha', body: 'after', thread: null, reply_to: null,
+        importance: 'normal', ack_required: false, ack_within_ms: null, created_at: '2026-01-02T00:00:00.000Z',
+      }),
+    )
+    expect(store.messages.wordsBehind()).toBe(true)
+    await store.write((tx) => tx.messages.indexWords())
+    expect(store.messages.wordsBehind()).toBe(false)
+    expect(await words('alpha')).toEqual(['new alpha', 'old alpha'])
+  } finally {
+    store.close()
+  }
+})

@@ -39,4 +39,5 @@ export const PG: Dialect = {
   // plainto_tsquery takes plain text: every word ANDed, no operator syntax.
   matches: (p) => `m.search @@ plainto_tsquery('simple', ${p})`,
   words: (words) => words.join(' '),
+  wordsIndexedLater: false,
 }

@@ -81,4 +81,5 @@ export const SQLITE: Dialect = {
   matches: (p) => `m.id IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ${p})`,
   // Each word a quoted phrase: quotes, stars, colons or NEAR in a word are text, never FTS5 syntax.
   words: (words) => words.map((w) => `"${w.replaceAll('"', '""')}"`).join(' '),
+  wordsIndexedLater: true,
 }
