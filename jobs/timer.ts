@@ -23,7 +23,11 @@ export function logRun(name: string, everyMs: number, done: Done, durationMs: nu
   else log.info(entry, `job ${name} ran`)
 }
 
-export function every(name: string, ms: number, task: () => Promise<Done> | Done): () => Promise<void> {
+/**
+ * Runs of job `name` (about every `ms`), one at a time: `start` begins one unless one is going;
+ * `stop` waits for the one going (up to STOP_WAIT_MS). Each is logged as `every` logs its runs.
+ */
+export function jobRuns(name: string, ms: number, task: () => Promise<Done> | Done): { start(): void; stop(): Promise<void> } {
   let running: Promise<void> | null = null
   // During a database outage every run fails alike: said once, and once more when a run succeeds again.
   let inOutage = false
@@ -41,12 +45,18 @@ export function every(name: string, ms: number, task: () => Promise<Done> | Done
       running = null
     }
   }
-  const timer = setInterval(() => {
-    running ??= run()
-  }, ms)
+  return {
+    start: () => void (running ??= run()),
+    stop: async () => void (running && (await Promise.race([running, Bun.sleep(STOP_WAIT_MS)]))),
+  }
+}
+
+export function every(name: string, ms: number, task: () => Promise<Done> | Done): () => Promise<void> {
+  const runs = jobRuns(name, ms, task)
+  const timer = setInterval(runs.start, ms)
   return async () => {
     clearInterval(timer)
-    if (running) await Promise.race([running, Bun.sleep(STOP_WAIT_MS)])
+    await runs.stop()
   }
 }
 

@@ -5,34 +5,23 @@
 // small, and the index current for a database copied elsewhere.
 import type { Ctx } from '../services/context'
 import { indexWords } from '../services/messages'
-import { isOutage, logFailure } from '../obs/log'
+import { jobRuns } from './timer'
 
 /** How long after a message.sent its batch is indexed. */
 export const WORD_INDEX_MS = 1_000
-/** How long stopping waits for a batch in progress. */
-const STOP_WAIT_MS = 3_000
 
 export function startWordIndexJob(ctx: Ctx): () => Promise<void> {
+  const runs = jobRuns('word-index', WORD_INDEX_MS, () => indexWords(ctx))
   let timer: ReturnType<typeof setTimeout> | undefined
-  let running: Promise<void> | null = null
   let stopped = false
-  let inOutage = false
-
-  const run = () => {
-    timer = undefined
-    running = indexWords(ctx)
-      .then(() => void (inOutage = false))
-      .catch((err) => {
-        if (!(inOutage && isOutage(err))) logFailure('job word-index failed', err, { job: 'word-index' })
-        inOutage = isOutage(err)
-        // Another try with the next message, or the next search.
-      })
-      .finally(() => (running = null))
-  }
+  // One batch a WORD_INDEX_MS at most: a send while one waits joins it. A failed batch is tried again with the next send, or the next search.
   const schedule = () => {
-    if (!stopped && timer === undefined && ctx.store.messages.wordsBehind()) timer = setTimeout(run, WORD_INDEX_MS)
+    if (stopped || timer !== undefined || !ctx.store.messages.wordsBehind()) return
+    timer = setTimeout(() => {
+      timer = undefined
+      runs.start()
+    }, WORD_INDEX_MS)
   }
-
   const unlisten = ctx.bus.listen((event) => {
     if (event.topic === 'message.sent') schedule()
   })
@@ -43,6 +32,6 @@ export function startWordIndexJob(ctx: Ctx): () => Promise<void> {
     stopped = true
     unlisten()
     clearTimeout(timer)
-    if (running) await Promise.race([running, Bun.sleep(STOP_WAIT_MS)])
+    await runs.stop()
   }
 }
