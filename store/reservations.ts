@@ -218,7 +218,8 @@ interface KeptCheck {
 
 function ownPrefixes(key: string, paths: string[]): KeptCheck['own'] {
   const own = pathPrefixes(paths)
-  return own.length > 1 ? own : own[0] === key ? key : own[0]
+  if (own.length !== 1) return own
+  return own[0] === key ? key : own[0]
 }
 
 /** Checks kept in all (a fleet's agents each editing a few files), and projects kept. */
