@@ -53,6 +53,9 @@ export function ancestors(prefix: string): string[] {
   return out
 }
 
+/** Whether `p` lies strictly below `q` (`q/…`), without building `q/`. */
+const isBelow = (p: string, q: string) => p.length > q.length && p.charCodeAt(q.length) === 47 && p.startsWith(q)
+
 /**
  * What a check of `patterns` must read: the ancestor-or-equal prefixes (an `IN` list) and
  * the prefixes to read everything below (`p/…`, kept minimal: below `a` covers below `a/b`);
@@ -62,12 +65,9 @@ export function prefixQuery(patterns: string[]): { exact: string[]; below: strin
   const own = [...new Set(patterns.map(pathPrefix))]
   if (own.includes('')) return null
   const exact = [...new Set(own.flatMap(ancestors))]
-  const below = own.filter((p) => !own.some((q) => q !== p && p.startsWith(`${q}/`)))
+  const below = own.filter((p) => !own.some((q) => isBelow(p, q)))
   return { exact, below }
 }
-
-/** Whether `p` lies strictly below `q` (`q/…`), without building `q/`. */
-const below = (p: string, q: string) => p.length > q.length && p.charCodeAt(q.length) === 47 && p.startsWith(q)
 
 /**
  * Whether a check of patterns whose prefixes are `own` (pathPrefixes; one prefix alone as a string)
@@ -76,6 +76,6 @@ const below = (p: string, q: string) => p.length > q.length && p.charCodeAt(q.le
  * Kept checks hold `own` rather than the query: two strings less per check, and no arrays.
  */
 export function prefixesMeet(own: string | readonly string[], prefixes: readonly string[]): boolean {
-  const meets = (o: string) => o === '' || prefixes.some((p) => p === '' || p === o || below(o, p) || below(p, o))
+  const meets = (o: string) => o === '' || prefixes.some((p) => p === '' || p === o || isBelow(o, p) || isBelow(p, o))
   return typeof own === 'string' ? meets(own) : own.some(meets)
 }
