@@ -19,7 +19,7 @@ const BATCH_ROWS = 500
 function tablesOf(db: Database): { name: string; columns: string[] }[] {
   const all = db.query<{ name: string; sql: string }, []>("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all()
   // A full-text table (and its shadow tables, and how far it runs: messages_fts_through) is SQLite's index of another
-  // table: a snapshot's is empty, and the server that opens it indexes the rows (store/messages.ts indexWords).
+  // table: a snapshot's is empty, and the server that takes it indexes the rows by its first search (store/messages.ts indexWords).
   const virtual = all.filter((t) => /^CREATE VIRTUAL TABLE/i.test(t.sql)).map((t) => t.name)
   const names = all.map((t) => t.name).filter((n) => !virtual.some((v) => n === v || n.startsWith(`${v}_`)))
   return names.map((name) => ({ name, columns: db.query<{ name: string }, []>(`PRAGMA table_info(${name})`).all().map((c) => c.name) }))
