@@ -10,11 +10,13 @@
 // matched once for all its subscribers, and the subscribers of a pattern whose
 // connections keep up share one Bun pub/sub topic: one publish per event reaches
 // them all, and Bun joins each connection's frames of one event-loop turn into one
-// write. A subscriber whose connection backs up, or that is replaying, leaves the
-// topic and gets its frames one by one, with its own buffer and drop count, until it
-// has caught up. Under load the subscribers' frames go out at most once per short
-// window that grows with the number of shared connections, so the writes per second
-// stay bounded however many events come; the listeners get each event at once.
+// write, up to 32 frames (its topic tree writes a connection's frames as the 33rd comes:
+// at least one write per 32 events per connection, however long the window below). A
+// subscriber whose connection backs up, or that is replaying, leaves the topic and gets
+// its frames one by one, with its own buffer and drop count, until it has caught up.
+// Under load the subscribers' frames go out at most once per short window that grows
+// with the number of shared connections, so the writes per second stay bounded however
+// many events come; the listeners get each event at once.
 import { log } from '../obs/log'
 import type { Event, Store } from '../store'
 import { topicMatcher } from '../lib/glob'
