@@ -1,5 +1,5 @@
 // Path reservations: globs of a project held by one instance, exclusive or shared.
-import { int, stmt, type Dialect, type Runner, type Stmt, type UnitHooks } from './runner'
+import { int, send, stmt, type Dialect, type Runner, type Stmt, type UnitHooks } from './runner'
 import { pathPrefixes, prefixesMeet, prefixQuery } from '../lib/path-prefix'
 import { settingsOn } from './projects'
 
@@ -164,10 +164,12 @@ export function reservationsWrites(w: Runner, d: Dialect, unit: UnitHooks, chang
   return {
     ...holdingsReads(w, d),
     get: async (id) => maybe(await w.get(ONE, id)),
+    // The index rows go with their reservation's, and before any removal's, sent without waiting
+    // (PostgreSQL: a grant or release under the write lock waits on no round trip for them).
     async insert(r) {
-      await w.run(INSERT, r.id, r.project, r.instance_id, JSON.stringify(r.paths), r.exclusive ? 1 : 0, r.fence, r.reason, r.created_at, r.expires_at)
+      await send(w, INSERT, r.id, r.project, r.instance_id, JSON.stringify(r.paths), r.exclusive ? 1 : 0, r.fence, r.reason, r.created_at, r.expires_at)
       const prefixes = pathPrefixes(r.paths)
-      await w.run(index.add, r.project, r.id, JSON.stringify(prefixes))
+      await send(w, index.add, r.project, r.id, JSON.stringify(prefixes))
       const granted: Holding = { id: r.id, instance_id: r.instance_id, paths: [...r.paths], exclusive: r.exclusive, reason: r.reason, expires_at: r.expires_at }
       unit.afterCommit(() => changed([{ project: r.project, prefixes, granted }]))
     },
@@ -178,15 +180,15 @@ export function reservationsWrites(w: Runner, d: Dialect, unit: UnitHooks, chang
     },
     // Each removal drops the index rows first, in the same unit.
     async remove(id) {
-      await w.run(index.drop, id)
+      await send(w, index.drop, id)
       return removed(maybe(await w.get(REMOVE, id)))
     },
     async removeInstance(id) {
-      await w.run(index.dropInstance, id)
+      await send(w, index.dropInstance, id)
       return removed(byFence(await w.all(REMOVE_INSTANCE, id)))
     },
     async removeExpired(now) {
-      await w.run(index.dropExpired, now)
+      await send(w, index.dropExpired, now)
       return removed(byFence(await w.all(REMOVE_EXPIRED, now)))
     },
   }
