@@ -66,10 +66,13 @@ export interface InstancesWrites {
   markStale(cutoff: string): Promise<Instance[]>
 }
 
-type Row = Omit<Instance, 'capabilities'> & { capabilities: string }
-const COLUMNS = 'id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen'
+/** An instance as stored (capabilities as JSON text). */
+export type InstanceRow = Omit<Instance, 'capabilities'> & { capabilities: string }
+type Row = InstanceRow
+export const INSTANCE_COLUMNS = 'id, name, workspace, intent, stack, capabilities, status, registered_at, last_seen'
+const COLUMNS = INSTANCE_COLUMNS
 const RETURNING = `RETURNING ${COLUMNS}`
-const toInstance = (r: Row): Instance => ({
+export const toInstance = (r: Row): Instance => ({
   id: r.id,
   name: r.name,
   workspace: r.workspace,

@@ -4,7 +4,7 @@
 // GET /api/sessions never shows it. A session ended by /clear or resume is held: its
 // instance stays registered until held_until for the next session to take over.
 import { stmt, type Runner, type UnitHooks } from './runner'
-import type { Instance } from './instances'
+import { INSTANCE_COLUMNS, toInstance, type Instance, type InstanceRow } from './instances'
 import { Groups } from '../lib/groups'
 
 export type HookAgent = 'claude-code' | 'codex' | 'copilot-cli' | 'cursor' | 'gemini-cli' | 'opencode' | 'cline'
@@ -40,6 +40,8 @@ export type SessionsChange = { sessions?: string[]; instances?: string[] }
 
 export interface SessionsWrites {
   get(sessionId: string): Promise<HookSession | null>
+  /** The session with its instance (null when that is gone), in one read: a hook's unit opens its session with it. */
+  withInstance(sessionId: string): Promise<{ row: HookSession; instance: Instance | null } | null>
   /** Inserts the session, or starts it over (new instance, token, started_at) when the id is known. */
   put(s: HookSession): Promise<void>
   end(sessionId: string, at: string): Promise<void>
@@ -104,6 +106,13 @@ const LIVE = stmt<SessionView & { instance_name: string; token_id: string | null
   `SELECT ${VIEW.split(', ').map((c) => `s.${c}`).join(', ')}, i.name AS instance_name, i.token_id
    FROM hook_sessions s JOIN instances i ON i.id = s.instance_id WHERE s.session_id = ? AND s.ended_at IS NULL`,
 )
+/** A session's columns, then its instance's as `i_<column>` (all null when the instance is gone). */
+const WITH_INSTANCE = stmt<HookSession & Record<string, string | null>>(
+  `SELECT ${COLUMNS.split(', ').map((c) => `s.${c}`).join(', ')}, ${INSTANCE_COLUMNS.split(', ').map((c) => `i.${c} AS i_${c}`).join(', ')}
+   FROM hook_sessions s LEFT JOIN instances i ON i.id = s.instance_id WHERE s.session_id = ?`,
+)
+const INSTANCE_FIELDS = INSTANCE_COLUMNS.split(', ')
+const SESSION_FIELDS = COLUMNS.split(', ')
 const LIVE_FOR = stmt<{ n: number }>('SELECT 1 AS n FROM hook_sessions WHERE instance_id = ? AND ended_at IS NULL LIMIT 1')
 
 /** `changed`: the reads' SessionsStore.changed. */
@@ -111,6 +120,13 @@ export function sessionsWrites(w: Runner, unit: UnitHooks, changed: (change: Ses
   const touched = (...sessions: string[]) => void (sessions.length && unit.afterCommit(() => changed({ sessions })))
   return {
     get: (id) => w.get(ONE, id),
+    async withInstance(id) {
+      const found = await w.get(WITH_INSTANCE, id)
+      if (!found) return null
+      const row = Object.fromEntries(SESSION_FIELDS.map((c) => [c, found[c]])) as unknown as HookSession
+      const instance = found.i_id === null ? null : toInstance(Object.fromEntries(INSTANCE_FIELDS.map((c) => [c, found[`i_${c}`]])) as unknown as InstanceRow)
+      return { row, instance }
+    },
     put: async (s) => void (await w.run(PUT, s.session_id, s.agent, s.instance_id, s.name, s.token, s.root, s.project, s.started_at), touched(s.session_id)),
     end: async (id, at) => void (await w.run(END, at, id), touched(id)),
     hold: async (id, at, until) => void (await w.run(HOLD, at, until, id), touched(id)),

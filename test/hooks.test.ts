@@ -4,6 +4,7 @@
 // deregisters. Never an `allow`.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { call, eventually, register, startServer, type Agent, type TestServer } from './helpers'
+import { rawQuery } from './pg'
 import claude from './fixtures/hooks/claude-code.json'
 import codex from './fixtures/hooks/codex.json'
 
@@ -203,6 +204,20 @@ describe('sessions', () => {
     await c.send('PreToolUse.Write')
     expect((await reservationsOf(next.instance_id)).length).toBe(1)
     expect((await reservationsOf(row.instance_id)).length).toBe(0)
+  })
+
+  test('a stale instance under a live session turns active in the unit of its next edit, before it is granted the file', async () => {
+    const c = session('claude-code', { 'x-muster-reserve': '10m' })
+    await c.send('SessionStart')
+    const row = await sessionRow(c.id)
+    // Stale behind the server's back: only the edit's own unit can see it (the throttled beat of
+    // a live session writes at most every few seconds, and SessionStart just wrote one).
+    await rawQuery(s.dataDir, "UPDATE instances SET status = 'stale' WHERE id = ?", row.instance_id)
+    expect((await call(s.api, 'GET', `/api/instances/${row.instance_id}`)).body.status).toBe('stale')
+    expect(await c.send('PreToolUse.Write')).toEqual({})
+    expect((await call(s.api, 'GET', `/api/instances/${row.instance_id}`)).body.status).toBe('active')
+    expect((await reservationsOf(row.instance_id)).length).toBe(1)
+    expect((await sessionRow(c.id)).instance_id).toBe(row.instance_id)
   })
 
   test('a session ended by /clear (its instance held for the next one) is not live: its next event starts it over', async () => {

@@ -113,13 +113,15 @@ export function assertSessionOwner(live: LiveSession | null, headers: HookHeader
  * registration (audited hook.session, as is a resume).
  */
 export async function openSession(tx: Tx, agent: HookAgent, event: CoreEvent, headers: HookHeaders): Promise<Session> {
-  const row = await tx.sessions.get(event.sessionId)
+  // One read for both (on PostgreSQL each is a round trip under the write lock).
+  const found = await tx.sessions.withInstance(event.sessionId)
+  const row = found?.row ?? null
   if (row && row.ended_at === null) {
     // A live instance's heartbeat is the throttled one every call with a token gets (the
     // caller's, `throttledBeat`); a resume, or a stale instance, beats inside this unit, so a
     // stale one turns active before it is granted anything.
     const resumed = event.kind === 'session-start'
-    const known = await tx.instances.get(row.instance_id)
+    const known = found!.instance
     const instance = known && (resumed || known.status !== 'active') ? await tx.instances.heartbeat(row.instance_id) : known
     if (instance) {
       if (resumed) await recordAudit(tx, holderScope(instance, 'hook.session', resource(row.session_id)), `resumed ${instance.name}`)
