@@ -6,7 +6,7 @@
 import { nowIso } from '../lib/time'
 import { Lru } from '../lib/lru'
 import type { ShownThrough } from './shown-through'
-import { int, intOrNull, stmt, type Dialect, type Runner, type UnitHooks } from './runner'
+import { int, intOrNull, send, stmt, type Dialect, type Runner, type UnitHooks } from './runner'
 
 export type Importance = 'low' | 'normal' | 'high' | 'urgent'
 
@@ -278,10 +278,11 @@ export function messagesWrites(
       )
       const id = int(row!.id)
       const thread = m.thread ?? String(id)
-      if (m.thread === null) await w.run(SET_THREAD, thread, id)
+      // Sent without waiting (PostgreSQL: no round trip under the write lock for either).
+      if (m.thread === null) await send(w, SET_THREAD, thread, id)
       if (!broadcast) {
         const due = m.ack_within_ms === null ? null : new Date(Date.parse(m.created_at) + m.ack_within_ms).toISOString()
-        await w.run(receipts, id, due, JSON.stringify(m.to))
+        await send(w, receipts, id, due, JSON.stringify(m.to))
       }
       touched(broadcast ? '*' : m.to)
       if (d.wordsIndexedLater) unit.afterCommit(() => reads.wordsWritten(false))
