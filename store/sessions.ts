@@ -39,7 +39,6 @@ export interface LiveSession {
 export type SessionsChange = { sessions?: string[]; instances?: string[] }
 
 export interface SessionsWrites {
-  get(sessionId: string): Promise<HookSession | null>
   /** The session with its instance (null when that is gone), in one read: a hook's unit opens its session with it. */
   withInstance(sessionId: string): Promise<{ row: HookSession; instance: Instance | null } | null>
   /** Inserts the session, or starts it over (new instance, token, started_at) when the id is known. */
@@ -73,7 +72,6 @@ export interface SessionsStore {
 
 const COLUMNS = 'session_id, agent, instance_id, name, token, root, project, started_at, ended_at'
 const VIEW = 'session_id, agent, instance_id, name, root, project, started_at, ended_at'
-const ONE = stmt<HookSession>(`SELECT ${COLUMNS} FROM hook_sessions WHERE session_id = ?`)
 const ONE_VIEW = stmt<SessionView>(`SELECT ${VIEW} FROM hook_sessions WHERE session_id = ?`)
 const LIST = stmt<SessionView>(`SELECT ${VIEW} FROM hook_sessions ORDER BY started_at DESC, session_id LIMIT ?`)
 const PUT = stmt(
@@ -119,7 +117,6 @@ const LIVE_FOR = stmt<{ n: number }>('SELECT 1 AS n FROM hook_sessions WHERE ins
 export function sessionsWrites(w: Runner, unit: UnitHooks, changed: (change: SessionsChange) => void): SessionsWrites {
   const touched = (...sessions: string[]) => void (sessions.length && unit.afterCommit(() => changed({ sessions })))
   return {
-    get: (id) => w.get(ONE, id),
     async withInstance(id) {
       const found = await w.get(WITH_INSTANCE, id)
       if (!found) return null
