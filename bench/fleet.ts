@@ -407,9 +407,10 @@ async function main() {
   // Only the hook sessions (and the dashboards): the issue's own first measurement, apart from the rest of the mix.
   const hooksOnly = args.includes('--hooks-only')
 
+  // Before the cluster starts: PostgreSQL runs as a daemon, which a throw here would leave behind.
+  if (usePg && root) throw new Error('--root: SQLite only')
   const pg = usePg ? await startPg() : null
   if (usePg && !pg) throw new Error('--pg: PostgreSQL is not installed')
-  if (usePg && root) throw new Error('--root: SQLite only')
   const replicas = pg ? await pg.replicas(2) : null
   const servers: Proc[] = replicas ? replicas.procs : [await startMuster([], root)]
   const urls = servers.map((s) => s.url)
