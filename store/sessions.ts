@@ -104,13 +104,13 @@ const LIVE = stmt<SessionView & { instance_name: string; token_id: string | null
   `SELECT ${VIEW.split(', ').map((c) => `s.${c}`).join(', ')}, i.name AS instance_name, i.token_id
    FROM hook_sessions s JOIN instances i ON i.id = s.instance_id WHERE s.session_id = ? AND s.ended_at IS NULL`,
 )
+const SESSION_FIELDS = COLUMNS.split(', ')
+const INSTANCE_FIELDS = INSTANCE_COLUMNS.split(', ')
 /** A session's columns, then its instance's as `i_<column>` (all null when the instance is gone). */
 const WITH_INSTANCE = stmt<HookSession & Record<string, string | null>>(
-  `SELECT ${COLUMNS.split(', ').map((c) => `s.${c}`).join(', ')}, ${INSTANCE_COLUMNS.split(', ').map((c) => `i.${c} AS i_${c}`).join(', ')}
+  `SELECT ${SESSION_FIELDS.map((c) => `s.${c}`).join(', ')}, ${INSTANCE_FIELDS.map((c) => `i.${c} AS i_${c}`).join(', ')}
    FROM hook_sessions s LEFT JOIN instances i ON i.id = s.instance_id WHERE s.session_id = ?`,
 )
-const INSTANCE_FIELDS = INSTANCE_COLUMNS.split(', ')
-const SESSION_FIELDS = COLUMNS.split(', ')
 const LIVE_FOR = stmt<{ n: number }>('SELECT 1 AS n FROM hook_sessions WHERE instance_id = ? AND ended_at IS NULL LIMIT 1')
 
 /** `changed`: the reads' SessionsStore.changed. */
