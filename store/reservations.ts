@@ -178,7 +178,9 @@ export function reservationsWrites(w: Runner, d: Dialect, unit: UnitHooks, chang
       if (r) unit.afterCommit(() => changed([{ project: r.project, prefixes: pathPrefixes(r.paths), renewed: { id: r.id, expires_at: r.expires_at } }]))
       return r
     },
-    // Each removal drops the index rows first, in the same unit.
+    // Each removal drops the index rows first, in the same unit. A sent DELETE's subquery reads
+    // reservations as of its own statement (store/pg/send.ts): a grant sent before it in the unit
+    // is in an earlier statement, since the grant's index INSERT writes the table this DELETE does.
     async remove(id) {
       await send(w, index.drop, id)
       return removed(maybe(await w.get(REMOVE, id)))
