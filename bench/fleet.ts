@@ -10,8 +10,8 @@
 // Reported: the time to start every session (SessionStart, CONCURRENCY at once per client
 // process), per operation p50/p99/max and errors, the server's RSS (after the starts, peak,
 // at the end) and CPU, the server's event-loop lag (from its metrics: how long its one thread
-// was busy), the clients' CPU, and the clients' event-loop lag (a late client adds to every
-// latency it times). The clients run in WORKERS child processes, each driving its share of
+// was busy), the clients' CPU and how busy the whole machine was (the clients share the
+// server's cores), and the clients' event-loop lag (a late client adds to every latency it times). The clients run in WORKERS child processes, each driving its share of
 // the agents, and the dashboards' sockets in one more; the
 // main process only starts the server, samples /proc and prints. Loopback only; it stops
 // by itself after the run, and every child and temp dir goes with it (bench/lib.ts).
@@ -387,6 +387,12 @@ function userSys(pid: number): [number, number] {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
   return [Number(fields[11]) * 10, Number(fields[12]) * 10]
 }
+/** The machine's busy and total time in ms over every core (/proc/stat: all but idle and iowait is busy). */
+function machineMs(): { busy: number; total: number } {
+  const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number)
+  const total = ticks.reduce((a, b) => a + b)
+  return { busy: (total - ticks[3] - ticks[4]) * 10, total: total * 10 }
+}
 const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024
 
 async function main() {
@@ -467,9 +473,15 @@ async function main() {
   for (const c of children) c.proc.send({ steady: true })
   await all('steadied')
   const s0 = performance.now()
+  // The clients' and the whole machine's CPU over the same phase: the clients share the server's cores.
+  const clientPids = children.map((c) => c.proc.pid)
+  const clientsAtStart = clientPids.map(cpuMs)
+  const machineAtStart = machineMs()
   const lagAtStart = await loopLagOf(urls)
   await Bun.sleep(seconds * 1000)
   const atSteady = pids.map(userSys)
+  const clientsAtSteady = clientPids.map(cpuMs)
+  const machineAtSteady = machineMs()
   const lagAtSteady = await loopLagOf(urls)
   const steadyMs = performance.now() - s0
   const rssSteady = rssNow()
@@ -498,6 +510,9 @@ async function main() {
   const serverSteadyCpu = sum(atSteady.flat()) - sum(atStart.flat())
   const serverSteadySys = sum(atSteady.map(([, sys]) => sys)) - sum(atStart.map(([, sys]) => sys))
   const serverAll = sum(pids.map(cpuMs)) - sum(cpu0)
+  const clientsSteadyCpu = sum(clientsAtSteady) - sum(clientsAtStart)
+  const cores = (machineAtSteady.total - machineAtStart.total) / steadyMs
+  const machineBusy = (machineAtSteady.busy - machineAtStart.busy) / (machineAtSteady.total - machineAtStart.total)
 
   if (replicas) await replicas.stop()
   else await servers[0].stop()
@@ -535,6 +550,9 @@ async function main() {
   console.log(`server RSS: ${rssStarted.toFixed(0)} MB after the starts, ${rssSteady.toFixed(0)} MB after the steady phase, ${peak.toFixed(0)} MB peak${pg ? ' (replicas summed; PostgreSQL not counted)' : ''}`)
   console.log(
     `server CPU: ${((serverSteadyCpu / steadyMs) * 100).toFixed(0)}% of a core in the steady phase (${((serverSteadySys / steadyMs) * 100).toFixed(0)}% in the kernel), ${(serverAll / 1000).toFixed(1)} s in all; clients ${(clientCpu / 1000).toFixed(1)} s in all`,
+  )
+  console.log(
+    `clients' CPU: ${((clientsSteadyCpu / steadyMs) * 100).toFixed(0)}% of a core in the steady phase; the machine ${(machineBusy * 100).toFixed(0)}% busy over its ${cores.toFixed(0)} cores then${pg ? ' (PostgreSQL included)' : ''}`,
   )
   console.log(`server event-loop lag in the steady phase (its own 20 ms timer, muster_event_loop_lag_seconds): ${loopLagLine(lagAtStart, lagAtSteady)}`)
   const lagLine = (who: string) => lag[who] && `${who}' processes p99 ${pct(lag[who], 0.99).toFixed(1)} ms, max ${lag[who].max.toFixed(0)} ms`
