@@ -494,7 +494,7 @@ async function main() {
   for (const c of children) c.proc.kill()
   clearInterval(sampler)
   const rssEnd = rssNow()
-  peak = Math.max(peak, rssEnd)
+  peak = Math.max(peak, rssSteady, rssEnd)
   const ops: Record<string, Op> = {}
   for (const e of ends) merge(ops, e.ended.ops)
   const later: Record<string, Op> = {}
