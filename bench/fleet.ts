@@ -11,10 +11,11 @@
 // process), per operation p50/p99/max and errors, the server's RSS (after the starts, peak,
 // at the end) and CPU, the server's event-loop lag (from its metrics: how long its one thread
 // was busy), the clients' CPU and how busy the whole machine was (the clients share the
-// server's cores), and the clients' event-loop lag (a late client adds to every latency it times). The clients run in WORKERS child processes, each driving its share of
-// the agents, and the dashboards' sockets in one more; the
-// main process only starts the server, samples /proc and prints. Loopback only; it stops
-// by itself after the run, and every child and temp dir goes with it (bench/lib.ts).
+// server's cores), and the clients' event-loop lag (a late client adds to every latency it
+// times). The clients run in WORKERS child processes, each driving its share of the agents,
+// and the dashboards' sockets in one more; the main process only starts the server, samples
+// /proc and prints. Loopback only; it stops by itself after the run, and every child and
+// temp dir goes with it (bench/lib.ts).
 //
 // Run: bun bench/fleet.ts [agents, default 1000] [--seconds S, default 60] [--pg] [--root <other checkout>] [--no-dashboards] [--hooks-only]
 //   --pg: PostgreSQL, 2 replicas on a throwaway cluster (agents split between them).
